@@ -1,0 +1,75 @@
+// swift-tools-version: 6.1
+// jobrun — batch sync and cache-maintenance jobs over a Telegram-style Postbox and MediaBox.
+//
+// Dependencies point one way:
+//   jobrun → Jobs → CloudCore → MediaBox → Postbox → CSQLite
+// CloudServer (the reference `cloudd`) shares only CloudProtocol and CloudCrypto with the client.
+import PackageDescription
+
+let package = Package(
+    name: "jobrun",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "jobrun", targets: ["jobrun"]),
+        .executable(name: "cloudd", targets: ["cloudd"]),
+        .executable(name: "jobrun-bench", targets: ["jobrun-bench"]),
+        .library(name: "Postbox", targets: ["Postbox"]),
+        .library(name: "MediaBox", targets: ["MediaBox"]),
+        .library(name: "CloudCore", targets: ["CloudCore"]),
+        .library(name: "CloudServer", targets: ["CloudServer"]),
+        .library(name: "Jobs", targets: ["Jobs"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+    ],
+    targets: [
+        // System libraries (Debian: libsqlite3-dev, libssl-dev, libcurl4-openssl-dev).
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+
+        // Storage engine: ValueBox on SQLite, binary encoding, tables, transactions.
+        .target(name: "Postbox", dependencies: ["CSQLite"]),
+        // File cache of media resources; fetching is injected, no networking here.
+        .target(name: "MediaBox", dependencies: ["Postbox"]),
+        // Wire types shared by client and server (no transport, no storage).
+        .target(name: "CloudProtocol"),
+        // AES-256-IGE, AES-256-CTR, SHA-256 over libcrypto; shared by client and server.
+        .target(name: "CloudCrypto", dependencies: ["COpenSSL"]),
+        // Client: transport (libcurl multi), resources, MultipartFetch/Upload, revalidation, sync.
+        .target(name: "CloudCore", dependencies: ["MediaBox", "Postbox", "CloudProtocol", "CloudCrypto", "CCurl"]),
+        // Job files, job kinds, scheduler, locks, logs, metrics.
+        .target(name: "Jobs", dependencies: [
+            "CloudCore", "MediaBox", "Postbox",
+            .product(name: "Yams", package: "Yams"),
+        ]),
+        // Reference cloud server (in-process for tests, `cloudd` executable for everyone else).
+        .target(name: "CloudServer", dependencies: [
+            "CloudProtocol", "CloudCrypto",
+            .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
+        .executableTarget(name: "cloudd", dependencies: [
+            "CloudServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .executableTarget(name: "jobrun", dependencies: [
+            "Jobs", "CloudServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // Benchmarks against peers (raw SQLite, find, curl, aria2c) in one invocation.
+        .executableTarget(name: "jobrun-bench", dependencies: [
+            "Jobs", "CloudCore", "MediaBox", "Postbox", "CSQLite", "CloudServer",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // Child processes for crash and concurrency tests (SIGKILL mid-transaction, two writers).
+        .executableTarget(name: "jobrun-testkit", dependencies: ["Postbox", "MediaBox"]),
+
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "PostboxTests", dependencies: ["Postbox", "CSQLite", "TestSupport"]),
+        .testTarget(name: "MediaBoxTests", dependencies: ["MediaBox", "TestSupport"]),
+        .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore", "CloudCrypto", "CloudServer", "TestSupport"]),
+        .testTarget(name: "CloudServerTests", dependencies: ["CloudServer", "CloudProtocol", "CloudCrypto", "TestSupport"]),
+        .testTarget(name: "JobsTests", dependencies: ["Jobs", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "Postbox", "MediaBox", "TestSupport"]),
+    ]
+)

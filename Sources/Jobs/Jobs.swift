@@ -1,0 +1,2 @@
+/// Job files, kinds, runner (arrive with the runner issue).
+public enum JobsModule {}

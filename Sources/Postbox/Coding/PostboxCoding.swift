@@ -1,0 +1,44 @@
+import Foundation
+import Synchronization
+
+/// A value stored in Postbox through `PostboxEncoder`/`PostboxDecoder`.
+///
+/// Decoding is by field name, so a reader ignores fields it does not know (a newer writer may
+/// add fields) and sees `nil` for fields an older writer did not write.
+public protocol PostboxCoding: Sendable {
+    /// The stable name whose hash identifies the type on disk. Defaults to the type's own name;
+    /// override it before renaming a type, or stored objects stop decoding polymorphically.
+    static var postboxTypeName: String { get }
+    init(decoder: PostboxDecoder) throws
+    func encode(_ encoder: PostboxEncoder)
+}
+
+public extension PostboxCoding {
+    static var postboxTypeName: String { String(describing: Self.self) }
+    static var postboxTypeHash: Int32 { typeNameHash(postboxTypeName) }
+}
+
+/// FNV-1a over the UTF-8 of `name`: stable across builds, platforms and Swift versions.
+public func typeNameHash(_ name: String) -> Int32 {
+    var h: UInt32 = 0x811c9dc5
+    for b in name.utf8 {
+        h ^= UInt32(b)
+        h = h &* 0x01000193
+    }
+    return Int32(bitPattern: h)
+}
+
+/// Maps type hashes to decoders so `decodeObject(forKey:)` can return the concrete type that was
+/// stored (e.g. any `Media` of a message). Register every polymorphically stored type at start-up.
+public enum PostboxTypeRegistry {
+    private static let decoders = Mutex<[Int32: @Sendable (PostboxDecoder) throws -> any PostboxCoding]>([:])
+
+    /// Makes `type` decodable by its hash. Registering the same type twice is harmless.
+    public static func register<T: PostboxCoding>(_ type: T.Type) {
+        decoders.withLock { $0[T.postboxTypeHash] = { try T(decoder: $0) } }
+    }
+
+    static func decoder(for hash: Int32) -> (@Sendable (PostboxDecoder) throws -> any PostboxCoding)? {
+        decoders.withLock { $0[hash] }
+    }
+}

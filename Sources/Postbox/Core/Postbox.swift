@@ -1,0 +1,196 @@
+import Dispatch
+import Foundation
+
+/// A Postbox store: one SQLite file (WAL) of typed tables, one serialized writer per process,
+/// several processes per file.
+///
+/// Every transaction runs on the store's own serial queue, off Swift's cooperative pool, so a
+/// blocking SQLite call (a busy wait on another process's lock, an fsync) never starves other
+/// tasks. Table caches survive between transactions only while no other process has committed
+/// (`PRAGMA data_version`), so several processes can share the file safely.
+public final class Postbox: @unchecked Sendable {
+    /// The schema this build writes. Bump it and add a `PostboxMigration` when the layout changes.
+    public static let schemaVersion: Int32 = 1
+
+    public let path: String
+    public let isReadOnly: Bool
+    // Everything below is confined to `queue`.
+    let queue: DispatchQueue
+    let valueBox: SqliteValueBox
+    private let state = TransactionState()
+    private var lastDataVersion: Int64 = -1
+    private var observers: [UUID: AsyncStream<PostboxChanges>.Continuation] = [:]
+
+    let metadataTable: MetadataTable
+    let peerTable: PeerTable
+    let messageHistoryTable: MessageHistoryTable
+    let peerSyncStateTable: PeerSyncStateTable
+    let historyHoleTable: HistoryHoleTable
+    let mediaReferenceTable: MediaReferenceTable
+    let revalidationLeaseTable: RevalidationLeaseTable
+    let uploadQueueTable: UploadQueueTable
+    let jobRunTable: JobRunTable
+    private let tables: [Table]
+
+    /// Opens the store at `path` (a file; its directory is created 0700), checks the schema
+    /// version and runs pending migrations. A read-only store never writes, never blocks a
+    /// writer, and fails with a clear error if the file does not exist.
+    public init(path: String, readOnly: Bool = false, synchronous: SqliteValueBox.Synchronous = .normal,
+                migrations: [PostboxMigration] = PostboxMigration.all) throws {
+        self.path = path
+        self.isReadOnly = readOnly
+        if readOnly && !FileManager.default.fileExists(atPath: path) {
+            throw PostboxError.sqlite(path: path, code: 14, message: "no database here yet (run a job first)")
+        }
+        self.valueBox = try SqliteValueBox(path: path, options: .init(readOnly: readOnly, synchronous: synchronous))
+        self.queue = DispatchQueue(label: "postbox:\(path)")
+        let vb = valueBox
+        let st = state
+        metadataTable = MetadataTable(valueBox: vb, table: PostboxTableId.metadata.table, state: st)
+        peerTable = PeerTable(valueBox: vb, table: PostboxTableId.peers.table, state: st)
+        messageHistoryTable = MessageHistoryTable(valueBox: vb, state: st)
+        peerSyncStateTable = PeerSyncStateTable(valueBox: vb, table: PostboxTableId.peerSyncState.table, state: st)
+        historyHoleTable = HistoryHoleTable(valueBox: vb, table: PostboxTableId.historyHoles.table, state: st)
+        mediaReferenceTable = MediaReferenceTable(valueBox: vb, state: st)
+        revalidationLeaseTable = RevalidationLeaseTable(valueBox: vb, table: PostboxTableId.revalidationLeases.table, state: st)
+        uploadQueueTable = UploadQueueTable(valueBox: vb, state: st)
+        jobRunTable = JobRunTable(valueBox: vb, table: PostboxTableId.jobRuns.table, state: st)
+        tables = [metadataTable, peerTable, messageHistoryTable, peerSyncStateTable, historyHoleTable,
+                  mediaReferenceTable, revalidationLeaseTable, uploadQueueTable, jobRunTable]
+        try queue.sync { try self.migrate(migrations) }
+    }
+
+    /// Opens `<dir>/db.sqlite`: the layout of `account-<id>/postbox/db/`.
+    public convenience init(directory: String, readOnly: Bool = false) throws {
+        try self.init(path: (directory as NSString).appendingPathComponent("db.sqlite"), readOnly: readOnly)
+    }
+
+    deinit {
+        for c in observers.values { c.finish() }
+    }
+
+    private func migrate(_ migrations: [PostboxMigration]) throws {
+        let found = try runRead { try $0.metadata.schemaVersion() }
+        if found > Self.schemaVersion {
+            if isReadOnly { return } // reading what we understand is still safe
+            throw PostboxError.schemaTooNew(path: path, found: found, supported: Self.schemaVersion)
+        }
+        guard found < Self.schemaVersion, !isReadOnly else { return }
+        _ = try runWrite { tx in
+            // Re-read under the write lock: another process may have migrated meanwhile.
+            var version = try tx.metadata.schemaVersion()
+            for m in migrations.sorted(by: { $0.toVersion < $1.toVersion }) where m.toVersion > version {
+                try m.apply(tx)
+                version = m.toVersion
+            }
+            try tx.metadata.setSchemaVersion(Self.schemaVersion)
+        }
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`) on the store's queue. Commits if
+    /// it returns, rolls back if it throws. Observers receive the change record after COMMIT.
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                continuation.resume(with: Result { try self.runWrite(body) })
+            }
+        }
+    }
+
+    /// Runs `body` in a read transaction: a consistent snapshot that never blocks a writer.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                continuation.resume(with: Result { try self.runRead(body) })
+            }
+        }
+    }
+
+    /// Blocking form of `transaction`, for command-line tools and benchmarks. Never call it from
+    /// inside another transaction's body (it would deadlock on the queue).
+    public func transactionSync<T>(_ body: (Transaction) throws -> T) throws -> T {
+        try queue.sync { try runWrite(body) }
+    }
+
+    /// Blocking form of `read`.
+    public func readSync<T>(_ body: (Transaction) throws -> T) throws -> T {
+        try queue.sync { try runRead(body) }
+    }
+
+    private func refreshCachesIfChanged() throws {
+        let version = try valueBox.dataVersion()
+        if version != lastDataVersion {
+            for t in tables { t.clearMemoryCache() }
+            lastDataVersion = version
+        }
+    }
+
+    private func runWrite<T>(_ body: (Transaction) throws -> T) throws -> T {
+        if isReadOnly { throw PostboxError.readOnly(path: path) }
+        try valueBox.begin()
+        state.isActive = true
+        state.isWrite = true
+        state.changes = PostboxChanges()
+        let tx = Transaction(postbox: self, state: state)
+        do {
+            try refreshCachesIfChanged()
+            let result = try body(tx)
+            for t in tables { try t.beforeCommit() }
+            try valueBox.commit()
+            state.isActive = false
+            let changes = state.changes
+            if !changes.isEmpty { for c in observers.values { c.yield(changes) } }
+            return result
+        } catch {
+            state.isActive = false
+            valueBox.rollback()
+            for t in tables { t.clearMemoryCache() }
+            throw error
+        }
+    }
+
+    private func runRead<T>(_ body: (Transaction) throws -> T) throws -> T {
+        try valueBox.beginRead()
+        state.isActive = true
+        state.isWrite = false
+        defer {
+            state.isActive = false
+            valueBox.rollback()
+        }
+        try refreshCachesIfChanged()
+        return try body(Transaction(postbox: self, state: state))
+    }
+
+    // MARK: Observation and maintenance
+
+    /// The change record of every write transaction committed by this process from now on.
+    public func changes() -> AsyncStream<PostboxChanges> {
+        let (stream, continuation) = AsyncStream<PostboxChanges>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let id = UUID()
+        queue.sync { observers[id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            self.queue.async { self.observers[id] = nil }
+        }
+        return stream
+    }
+
+    /// `PRAGMA integrity_check`: ["ok"] or the problems found.
+    public func integrityCheck() throws -> [String] { try queue.sync { try valueBox.integrityCheck() } }
+
+    /// Bytes of free pages inside the file.
+    public func freeBytes() throws -> Int64 { try queue.sync { try valueBox.freeBytes() } }
+
+    /// Returns free pages to the file system; the number of bytes reclaimed.
+    public func compact() throws -> Int64 { try queue.sync { try valueBox.compact() } }
+
+    /// Size of the database file plus its WAL, in bytes.
+    public func fileSize() -> Int64 {
+        let fm = FileManager.default
+        return [path, path + "-wal"].reduce(Int64(0)) { sum, p in
+            sum + ((try? fm.attributesOfItem(atPath: p)[.size] as? Int64) ?? 0)
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+
+/// Everything that can go wrong in Postbox, with the path of the database where it matters so an
+/// operator can tell which file to look at.
+public enum PostboxError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// The file exists but is not an SQLite database (wrong header).
+    case notADatabase(path: String)
+    /// SQLite reports the database as damaged.
+    case corrupt(path: String, detail: String)
+    /// Another process held the write lock longer than the busy timeout.
+    case busy(path: String)
+    /// An SQLite call failed.
+    case sqlite(path: String, code: Int32, message: String)
+    /// A write was attempted on a store opened read-only.
+    case readOnly(path: String)
+    /// A `Transaction` was used after its body returned.
+    case transactionFinished
+    /// The database was written by a newer jobrun whose schema this one does not know.
+    case schemaTooNew(path: String, found: Int32, supported: Int32)
+    /// A stored value could not be decoded.
+    case decoding(String)
+
+    public var description: String {
+        switch self {
+        case let .notADatabase(path): return "\(path): not an SQLite database (bad header); refusing to open it"
+        case let .corrupt(path, detail): return "\(path): database is corrupt: \(detail)"
+        case let .busy(path): return "\(path): database is locked by another process (busy timeout expired)"
+        case let .sqlite(path, code, message): return "\(path): SQLite error \(code): \(message)"
+        case let .readOnly(path): return "\(path): opened read-only; writes are not allowed"
+        case .transactionFinished: return "transaction used after it finished"
+        case let .schemaTooNew(path, found, supported):
+            return "\(path): schema version \(found) is newer than this jobrun supports (\(supported)); upgrade jobrun"
+        case let .decoding(detail): return "cannot decode stored value: \(detail)"
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// One run of a job, as `jobrun status` shows it.
+public struct JobRunRecord: PostboxCoding, Sendable, Equatable {
+    public enum Outcome: String, Sendable, CaseIterable {
+        case running, succeeded, failed, timedOut = "timed_out", cancelled, skipped
+    }
+
+    public var runId: String
+    public var job: String
+    public var kind: String
+    /// Unix milliseconds.
+    public var startedAt: Int64
+    public var endedAt: Int64?
+    public var outcome: Outcome
+    public var exitCode: Int32?
+    public var attempt: Int32
+    public var pid: Int32
+    public var message: String?
+    /// Kind-specific counters (files fetched, bytes freed, …).
+    public var counters: [String: Int64]
+
+    public init(runId: String, job: String, kind: String, startedAt: Int64, pid: Int32, attempt: Int32 = 1) {
+        self.runId = runId
+        self.job = job
+        self.kind = kind
+        self.startedAt = startedAt
+        self.endedAt = nil
+        self.outcome = .running
+        self.exitCode = nil
+        self.attempt = attempt
+        self.pid = pid
+        self.message = nil
+        self.counters = [:]
+    }
+
+    public var durationMs: Int64? { endedAt.map { $0 - startedAt } }
+
+    public init(decoder d: PostboxDecoder) throws {
+        runId = d.decodeString(forKey: "r") ?? ""
+        job = d.decodeString(forKey: "j") ?? ""
+        kind = d.decodeString(forKey: "k") ?? ""
+        startedAt = d.decodeInt64(forKey: "s") ?? 0
+        endedAt = d.decodeInt64(forKey: "e")
+        outcome = Outcome(rawValue: d.decodeString(forKey: "o") ?? "") ?? .failed
+        exitCode = d.decodeInt32(forKey: "x")
+        attempt = d.decodeInt32(forKey: "a") ?? 1
+        pid = d.decodeInt32(forKey: "p") ?? 0
+        message = d.decodeString(forKey: "m")
+        let keys = d.decodeStringArray(forKey: "ck") ?? []
+        let values = d.decodeInt64Array(forKey: "cv") ?? []
+        counters = Dictionary(zip(keys, values), uniquingKeysWith: { _, b in b })
+    }
+
+    public func encode(_ e: PostboxEncoder) {
+        e.encode(runId, forKey: "r")
+        e.encode(job, forKey: "j")
+        e.encode(kind, forKey: "k")
+        e.encode(startedAt, forKey: "s")
+        e.encodeIfPresent(endedAt, forKey: "e")
+        e.encode(outcome.rawValue, forKey: "o")
+        e.encodeIfPresent(exitCode, forKey: "x")
+        e.encode(attempt, forKey: "a")
+        e.encode(pid, forKey: "p")
+        e.encodeIfPresent(message, forKey: "m")
+        let keys = counters.keys.sorted()
+        e.encode(keys, forKey: "ck")
+        e.encode(keys.map { counters[$0]! }, forKey: "cv")
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// What Postbox knows about the file reference of one resource: which entity holds it, the
+/// opaque reference (a secret: never log it), when it was obtained, and whether the parent
+/// still holds the file.
+public struct MediaReferenceRecord: PostboxCoding, Sendable, Equatable {
+    public enum Status: Int32, Sendable {
+        case valid = 0
+        /// The parent no longer holds the file (message deleted): do not retry.
+        case gone = 1
+        /// The last revalidation failed; retried later with backoff.
+        case failed = 2
+    }
+
+    public var resourceId: String
+    public var parent: MediaParent
+    public var fileReference: Data
+    /// Unix seconds when the reference was obtained (drives "expires within" scans).
+    public var obtainedAt: Int64
+    public var status: Status
+    /// Failed revalidations in a row (for backoff).
+    public var failures: Int32
+
+    public init(resourceId: String, parent: MediaParent, fileReference: Data, obtainedAt: Int64, status: Status = .valid, failures: Int32 = 0) {
+        self.resourceId = resourceId
+        self.parent = parent
+        self.fileReference = fileReference
+        self.obtainedAt = obtainedAt
+        self.status = status
+        self.failures = failures
+    }
+
+    public init(decoder: PostboxDecoder) throws {
+        resourceId = decoder.decodeString(forKey: "r") ?? ""
+        guard let parentKey = decoder.decodeBytes(forKey: "p"), let parent = MediaParent(key: ValueBoxKey(parentKey)) else {
+            throw PostboxError.decoding("media reference without a parent")
+        }
+        self.parent = parent
+        fileReference = decoder.decodeBytes(forKey: "f") ?? Data()
+        obtainedAt = decoder.decodeInt64(forKey: "o") ?? 0
+        status = Status(rawValue: decoder.decodeInt32(forKey: "s") ?? 0) ?? .valid
+        failures = decoder.decodeInt32(forKey: "e") ?? 0
+    }
+
+    public func encode(_ encoder: PostboxEncoder) {
+        encoder.encode(resourceId, forKey: "r")
+        encoder.encode(Data(parent.key.bytes), forKey: "p")
+        encoder.encode(fileReference, forKey: "f")
+        encoder.encode(obtainedAt, forKey: "o")
+        encoder.encode(status.rawValue, forKey: "s")
+        encoder.encode(failures, forKey: "e")
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+
+/// One file waiting in (or done with) the persistent upload queue.
+///
+/// The item records everything a resumed run needs: the staged copy of the file and its
+/// fingerprint (to detect a change), the server-side file id and part layout, the client random
+/// id that makes the final send idempotent, and the outcome. Acknowledged parts live in the
+/// upload-parts table, one row per part, so each acknowledgement is a small durable write.
+public struct UploadItem: PostboxCoding, Sendable, Equatable {
+    public enum State: Int32, Sendable {
+        case queued = 0, uploading = 1, sent = 2, failed = 3
+    }
+
+    public var id: Int64
+    public var peerId: PeerId
+    /// The staged file inside the data root (copied or hard-linked at enqueue time).
+    public var stagedPath: String
+    public var originalName: String
+    public var size: Int64
+    /// SHA-256 of the staged file at enqueue time (hex), to detect a change while queued.
+    public var sha256: String
+    public var caption: String
+    public var isSecret: Bool
+    public var state: State
+    /// Server-side upload file id (random, chosen by the client); 0 until the upload starts.
+    public var fileId: Int64
+    public var partSize: Int32
+    public var totalParts: Int32
+    /// The client random id of the final send: retried sends never create a second message.
+    public var randomId: Int64
+    public var messageId: Int32?
+    public var failureReason: String?
+    public var attempts: Int32
+    /// Unix milliseconds before which the item is not retried.
+    public var notBefore: Int64
+    /// Who is uploading it now and until when (Unix ms), so two processes never share an item.
+    public var leaseHolder: String
+    public var leaseUntil: Int64
+    public var enqueuedAt: Int64
+    /// Kind-specific extras (e.g. the secret-chat key fingerprint and decrypted size).
+    public var extra: [String: String]
+
+    public init(id: Int64, peerId: PeerId, stagedPath: String, originalName: String, size: Int64, sha256: String,
+                caption: String = "", isSecret: Bool = false, randomId: Int64, enqueuedAt: Int64) {
+        self.id = id
+        self.peerId = peerId
+        self.stagedPath = stagedPath
+        self.originalName = originalName
+        self.size = size
+        self.sha256 = sha256
+        self.caption = caption
+        self.isSecret = isSecret
+        self.state = .queued
+        self.fileId = 0
+        self.partSize = 0
+        self.totalParts = 0
+        self.randomId = randomId
+        self.messageId = nil
+        self.failureReason = nil
+        self.attempts = 0
+        self.notBefore = 0
+        self.leaseHolder = ""
+        self.leaseUntil = 0
+        self.enqueuedAt = enqueuedAt
+        self.extra = [:]
+    }
+
+    public init(decoder d: PostboxDecoder) throws {
+        id = d.decodeInt64(forKey: "id") ?? 0
+        peerId = PeerId(d.decodeInt64(forKey: "peer") ?? 0)
+        stagedPath = d.decodeString(forKey: "path") ?? ""
+        originalName = d.decodeString(forKey: "name") ?? ""
+        size = d.decodeInt64(forKey: "size") ?? 0
+        sha256 = d.decodeString(forKey: "sha") ?? ""
+        caption = d.decodeString(forKey: "cap") ?? ""
+        isSecret = d.decodeBool(forKey: "sec") ?? false
+        state = State(rawValue: d.decodeInt32(forKey: "st") ?? 0) ?? .queued
+        fileId = d.decodeInt64(forKey: "fid") ?? 0
+        partSize = d.decodeInt32(forKey: "ps") ?? 0
+        totalParts = d.decodeInt32(forKey: "tp") ?? 0
+        randomId = d.decodeInt64(forKey: "rid") ?? 0
+        messageId = d.decodeInt32(forKey: "mid")
+        failureReason = d.decodeString(forKey: "why")
+        attempts = d.decodeInt32(forKey: "att") ?? 0
+        notBefore = d.decodeInt64(forKey: "nb") ?? 0
+        leaseHolder = d.decodeString(forKey: "lh") ?? ""
+        leaseUntil = d.decodeInt64(forKey: "lu") ?? 0
+        enqueuedAt = d.decodeInt64(forKey: "at") ?? 0
+        let keys = d.decodeStringArray(forKey: "xk") ?? []
+        let values = d.decodeStringArray(forKey: "xv") ?? []
+        extra = Dictionary(zip(keys, values), uniquingKeysWith: { _, b in b })
+    }
+
+    public func encode(_ e: PostboxEncoder) {
+        e.encode(id, forKey: "id")
+        e.encode(peerId.rawValue, forKey: "peer")
+        e.encode(stagedPath, forKey: "path")
+        e.encode(originalName, forKey: "name")
+        e.encode(size, forKey: "size")
+        e.encode(sha256, forKey: "sha")
+        e.encode(caption, forKey: "cap")
+        e.encode(isSecret, forKey: "sec")
+        e.encode(state.rawValue, forKey: "st")
+        e.encode(fileId, forKey: "fid")
+        e.encode(partSize, forKey: "ps")
+        e.encode(totalParts, forKey: "tp")
+        e.encode(randomId, forKey: "rid")
+        e.encodeIfPresent(messageId, forKey: "mid")
+        e.encodeIfPresent(failureReason, forKey: "why")
+        e.encode(attempts, forKey: "att")
+        e.encode(notBefore, forKey: "nb")
+        e.encode(leaseHolder, forKey: "lh")
+        e.encode(leaseUntil, forKey: "lu")
+        e.encode(enqueuedAt, forKey: "at")
+        let keys = extra.keys.sorted()
+        e.encode(keys, forKey: "xk")
+        e.encode(keys.map { extra[$0]! }, forKey: "xv")
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+
+/// File references by resource id, with two indexes kept in step: by the time each was obtained
+/// (to find references about to expire without a full scan) and by parent entity (to find every
+/// resource one revalidation refreshes).
+public final class MediaReferenceTable: Table {
+    let byObtainedAt = PostboxTableId.mediaReferencesByObtainedAt.table
+    let byParent = PostboxTableId.mediaReferencesByParent.table
+
+    init(valueBox: ValueBox, state: TransactionState) {
+        super.init(valueBox: valueBox, table: PostboxTableId.mediaReferences.table, state: state)
+    }
+
+    private func timeKey(_ obtainedAt: Int64, _ resourceId: String) -> ValueBoxKey {
+        var k = ValueBoxKey(length: 8)
+        k.setInt64(0, value: obtainedAt)
+        return k + ValueBoxKey(string: resourceId)
+    }
+
+    public func get(_ resourceId: String) throws -> MediaReferenceRecord? {
+        try checkRead()
+        return try valueBox.get(table, key: ValueBoxKey(string: resourceId)).map { try PostboxDecoder.decode(MediaReferenceRecord.self, from: $0) }
+    }
+
+    /// Stores or replaces the record of `record.resourceId`, keeping both indexes consistent.
+    public func set(_ record: MediaReferenceRecord) throws {
+        try checkWrite()
+        if let old = try get(record.resourceId) {
+            try valueBox.remove(byObtainedAt, key: timeKey(old.obtainedAt, old.resourceId))
+            try valueBox.remove(byParent, key: old.parent.key + ValueBoxKey(string: old.resourceId))
+        }
+        try valueBox.set(table, key: ValueBoxKey(string: record.resourceId), value: PostboxEncoder.encode(record))
+        try valueBox.set(byObtainedAt, key: timeKey(record.obtainedAt, record.resourceId), value: Data())
+        try valueBox.set(byParent, key: record.parent.key + ValueBoxKey(string: record.resourceId), value: Data())
+        state.record { $0.updatedMediaReferences.insert(record.resourceId) }
+    }
+
+    public func remove(_ resourceId: String) throws {
+        try checkWrite()
+        guard let old = try get(resourceId) else { return }
+        try valueBox.remove(table, key: ValueBoxKey(string: resourceId))
+        try valueBox.remove(byObtainedAt, key: timeKey(old.obtainedAt, old.resourceId))
+        try valueBox.remove(byParent, key: old.parent.key + ValueBoxKey(string: old.resourceId))
+        state.record { $0.updatedMediaReferences.insert(resourceId) }
+    }
+
+    /// Records obtained before `cutoff` (Unix seconds), oldest first.
+    public func obtained(before cutoff: Int64, limit: Int = .max, visit: (MediaReferenceRecord) throws -> Bool) throws {
+        try checkRead()
+        var upper = ValueBoxKey(length: 8)
+        upper.setInt64(0, value: cutoff)
+        let range = ValueBoxRange(lower: nil, lowerInclusive: true, upper: upper, upperInclusive: false)
+        try valueBox.rangeKeys(byObtainedAt, range, limit: limit) { key in
+            guard let record = try get(key.string(from: 8)) else { return true }
+            return try visit(record)
+        }
+    }
+
+    /// The resource ids held by `parent`.
+    public func resources(of parent: MediaParent) throws -> [String] {
+        try checkRead()
+        let prefix = parent.key
+        var out: [String] = []
+        try valueBox.rangeKeys(byParent, .prefix(prefix), limit: .max) { key in
+            out.append(key.string(from: prefix.length))
+            return true
+        }
+        return out
+    }
+
+    public func count() throws -> Int {
+        try checkRead()
+        return try valueBox.count(table)
+    }
+}

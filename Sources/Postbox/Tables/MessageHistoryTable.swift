@@ -1,0 +1,148 @@
+import Foundation
+
+/// Messages keyed `peer(8) namespace(4) timestamp(4) id(4)` so a range scan walks one peer's
+/// history in time order; an id index (`peer namespace id → timestamp`) finds a message by id,
+/// and a media index (`media namespace, media id, peer, namespace, id`) finds the messages that
+/// hold a media item.
+///
+/// Messages are written through (no write-behind): a sync may add millions in one transaction.
+public final class MessageHistoryTable: Table {
+    let idIndex = PostboxTableId.messageIdIndex.table
+    let mediaIndex = PostboxTableId.messageMediaIndex.table
+    private let encoder = PostboxEncoder(capacity: 512)
+    private var key = ValueBoxKey(length: 20)
+    private var idKey = ValueBoxKey(length: 16)
+
+    init(valueBox: ValueBox, state: TransactionState) {
+        super.init(valueBox: valueBox, table: PostboxTableId.messages.table, state: state)
+    }
+
+    static func key(_ index: MessageIndex) -> ValueBoxKey {
+        var k = ValueBoxKey(length: 20)
+        k.setInt64(0, value: index.id.peerId.rawValue)
+        k.setInt32(8, value: index.id.namespace)
+        k.setInt32(12, value: index.timestamp)
+        k.setInt32(16, value: index.id.id)
+        return k
+    }
+
+    static func peerKey(_ peer: PeerId, namespace: Int32) -> ValueBoxKey {
+        var k = ValueBoxKey(length: 12)
+        k.setInt64(0, value: peer.rawValue)
+        k.setInt32(8, value: namespace)
+        return k
+    }
+
+    private func setIdKey(_ id: MessageId) {
+        idKey.setInt64(0, value: id.peerId.rawValue)
+        idKey.setInt32(8, value: id.namespace)
+        idKey.setInt32(12, value: id.id)
+    }
+
+    private func mediaIndexKey(_ media: MediaId, _ id: MessageId) -> ValueBoxKey {
+        var k = ValueBoxKey(length: 28)
+        k.setInt32(0, value: media.namespace)
+        k.setInt64(4, value: media.id)
+        k.setInt64(12, value: id.peerId.rawValue)
+        k.setInt32(20, value: id.namespace)
+        k.setInt32(24, value: id.id)
+        return k
+    }
+
+    /// Adds or replaces messages (a message whose timestamp changed moves to its new place).
+    public func add(_ messages: [Message]) throws {
+        try checkWrite()
+        for message in messages {
+            if let old = try timestamp(of: message.id), old != message.timestamp {
+                try remove(message.id)
+            } else if let previous = try get(message.id) {
+                for m in previous.media { if let mid = m.id { try valueBox.remove(mediaIndex, key: mediaIndexKey(mid, message.id)) } }
+            }
+            encoder.reset()
+            encoder.encodeRootObject(message)
+            let data = encoder.makeData()
+            key.setInt64(0, value: message.id.peerId.rawValue)
+            key.setInt32(8, value: message.id.namespace)
+            key.setInt32(12, value: message.timestamp)
+            key.setInt32(16, value: message.id.id)
+            try valueBox.set(table, key: key, value: data)
+            setIdKey(message.id)
+            try valueBox.set(idIndex, key: idKey, value: withUnsafeBytes(of: message.timestamp.littleEndian) { Data($0) })
+            for m in message.media { if let mid = m.id { try valueBox.set(mediaIndex, key: mediaIndexKey(mid, message.id), value: Data()) } }
+            state.record { $0.addedMessages.insert(message.id) }
+        }
+    }
+
+    public func timestamp(of id: MessageId) throws -> Int32? {
+        try checkRead()
+        setIdKey(id)
+        guard let data = try valueBox.get(idIndex, key: idKey), data.count == 4 else { return nil }
+        return data.withUnsafeBytes { Int32(littleEndian: $0.loadUnaligned(as: Int32.self)) }
+    }
+
+    public func get(_ id: MessageId) throws -> Message? {
+        guard let ts = try timestamp(of: id) else { return nil }
+        guard let data = try valueBox.get(table, key: Self.key(MessageIndex(id: id, timestamp: ts))) else { return nil }
+        return try PostboxDecoder.decode(Message.self, from: data)
+    }
+
+    public func remove(_ id: MessageId) throws {
+        try checkWrite()
+        guard let message = try get(id) else { return }
+        try valueBox.remove(table, key: Self.key(message.index))
+        setIdKey(id)
+        try valueBox.remove(idIndex, key: idKey)
+        for m in message.media { if let mid = m.id { try valueBox.remove(mediaIndex, key: mediaIndexKey(mid, id)) } }
+        state.record { $0.removedMessages.insert(id) }
+    }
+
+    /// Messages of one peer and namespace, newest first (or oldest first), optionally only those
+    /// at or after `since` (a timestamp). Stops when `visit` returns false.
+    public func scan(peer: PeerId, namespace: Int32 = MessageId.cloudNamespace, newestFirst: Bool = true,
+                     since: Int32? = nil, limit: Int = .max, visit: (Message) throws -> Bool) throws {
+        try checkRead()
+        let prefix = Self.peerKey(peer, namespace: namespace)
+        var range = ValueBoxRange.prefix(prefix, descending: newestFirst)
+        if let since {
+            var lower = prefix + ValueBoxKey(length: 8)
+            lower.setInt32(12, value: since)
+            lower.setInt32(16, value: Int32.min)
+            range.lower = lower
+            range.lowerInclusive = true
+        }
+        try valueBox.range(table, range, limit: limit) { _, data in
+            try visit(try PostboxDecoder.decode(Message.self, from: data))
+        }
+    }
+
+    /// Number of stored messages of one peer and namespace.
+    public func count(peer: PeerId, namespace: Int32 = MessageId.cloudNamespace) throws -> Int {
+        try checkRead()
+        return try valueBox.count(table, .prefix(Self.peerKey(peer, namespace: namespace)))
+    }
+
+    /// The highest message id stored for a peer (the incremental sync point), if any.
+    public func maxId(peer: PeerId, namespace: Int32 = MessageId.cloudNamespace) throws -> Int32? {
+        try checkRead()
+        var result: Int32?
+        try valueBox.rangeKeys(idIndex, .prefix(Self.peerKey(peer, namespace: namespace), descending: true), limit: 1) { key in
+            result = key.getInt32(12)
+            return false
+        }
+        return result
+    }
+
+    /// The ids of messages that hold media `media`.
+    public func messages(withMedia media: MediaId) throws -> [MessageId] {
+        try checkRead()
+        var prefix = ValueBoxKey(length: 12)
+        prefix.setInt32(0, value: media.namespace)
+        prefix.setInt64(4, value: media.id)
+        var out: [MessageId] = []
+        try valueBox.rangeKeys(mediaIndex, .prefix(prefix), limit: .max) { key in
+            out.append(MessageId(peerId: PeerId(key.getInt64(12)), namespace: key.getInt32(20), id: key.getInt32(24)))
+            return true
+        }
+        return out
+    }
+}

@@ -1,0 +1,406 @@
+import CSQLite
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `ValueBox` on SQLite: one table per `ValueBoxTable` (`t<id>`), WAL, cached prepared
+/// statements, a busy timeout and `BEGIN IMMEDIATE` so several processes can write one file.
+///
+/// Not thread-safe: confine an instance to one thread or serial queue (Postbox does).
+public final class SqliteValueBox: ValueBox {
+    /// How much durability commits buy. `.normal` in WAL mode survives a process crash (SIGKILL)
+    /// with every committed transaction present; only a power loss may drop the last few commits,
+    /// never corrupting the file. `.full` also survives power loss at ~8× the cost per commit.
+    public enum Synchronous: String, Sendable { case off = "OFF", normal = "NORMAL", full = "FULL" }
+
+    public struct Options: Sendable {
+        public var readOnly: Bool
+        public var synchronous: Synchronous
+        /// How long a writer waits for another process's write lock before failing.
+        public var busyTimeoutMilliseconds: Int32
+        /// SQLite page cache size in KiB.
+        public var cacheSizeKiB: Int
+        public init(readOnly: Bool = false, synchronous: Synchronous = .normal, busyTimeoutMilliseconds: Int32 = 60_000, cacheSizeKiB: Int = 16 * 1024) {
+            self.readOnly = readOnly
+            self.synchronous = synchronous
+            self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+            self.cacheSizeKiB = cacheSizeKiB
+        }
+    }
+
+    public let path: String
+    public let options: Options
+    private var db: OpaquePointer?
+    private var knownTables = Set<Int32>()
+    private var statements: [String: OpaquePointer] = [:]
+    private var getStatements: [Int32: OpaquePointer] = [:]
+    private var setStatements: [Int32: OpaquePointer] = [:]
+    private var inTransaction = false
+
+    /// Opens (creating if needed, unless read-only) the database at `path`. The directory is
+    /// created 0700 and the file 0600. A file that is not SQLite is refused with an error naming it.
+    public init(path: String, options: Options = Options()) throws {
+        self.path = path
+        self.options = options
+        let fm = FileManager.default
+        let dir = (path as NSString).deletingLastPathComponent
+        if !options.readOnly {
+            try? fm.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        try Self.checkHeader(path: path)
+        if !options.readOnly && !fm.fileExists(atPath: path) {
+            let fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
+            if fd >= 0 { Glibc.close(fd) }
+        }
+        var handle: OpaquePointer?
+        let flags = options.readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let rc = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
+        guard rc == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            sqlite3_close_v2(handle)
+            throw PostboxError.sqlite(path: path, code: rc, message: message)
+        }
+        self.db = handle
+        sqlite3_busy_timeout(handle, options.busyTimeoutMilliseconds)
+        do {
+            // Reading the schema is what makes SQLite notice a damaged or foreign file.
+            try exec("PRAGMA schema_version")
+            if !options.readOnly {
+                // auto_vacuum only takes effect before the first table exists: new files get
+                // INCREMENTAL so `compact()` can return free pages to the file system.
+                if try tableNames().isEmpty { try exec("PRAGMA auto_vacuum=INCREMENTAL") }
+                try exec("PRAGMA journal_mode=WAL")
+            }
+            try exec("PRAGMA synchronous=\(options.synchronous.rawValue)")
+            try exec("PRAGMA cache_size=-\(options.cacheSizeKiB)")
+            try exec("PRAGMA temp_store=MEMORY")
+            for name in try tableNames() where name.hasPrefix("t") {
+                if let id = Int32(name.dropFirst()) { knownTables.insert(id) }
+            }
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    /// Finalizes statements and closes the connection. Further use throws.
+    public func close() {
+        for s in statements.values { sqlite3_finalize(s) }
+        for s in getStatements.values { sqlite3_finalize(s) }
+        for s in setStatements.values { sqlite3_finalize(s) }
+        statements.removeAll()
+        getStatements.removeAll()
+        setStatements.removeAll()
+        if let db { sqlite3_close_v2(db) }
+        db = nil
+    }
+
+    private static func checkHeader(path: String) throws {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return }
+        defer { try? handle.close() }
+        let header = (try? handle.read(upToCount: 16)) ?? Data()
+        if header.isEmpty { return }
+        if header != Data("SQLite format 3\0".utf8) { throw PostboxError.notADatabase(path: path) }
+    }
+
+    // MARK: Errors and raw execution
+
+    func error(_ rc: Int32) -> PostboxError {
+        let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed"
+        switch rc & 0xff {
+        case SQLITE_NOTADB: return .notADatabase(path: path)
+        case SQLITE_CORRUPT: return .corrupt(path: path, detail: message)
+        case SQLITE_BUSY, SQLITE_LOCKED: return .busy(path: path)
+        case SQLITE_READONLY: return .readOnly(path: path)
+        default: return .sqlite(path: path, code: rc, message: message)
+        }
+    }
+
+    /// Runs SQL that returns no rows worth reading.
+    public func exec(_ sql: String) throws {
+        guard let db else { throw PostboxError.sqlite(path: path, code: SQLITE_MISUSE, message: "database is closed") }
+        let rc = sqlite3_exec(db, sql, nil, nil, nil)
+        if rc != SQLITE_OK { throw error(rc) }
+    }
+
+    /// Runs a query and returns the first column of each row as text (for pragmas and checks).
+    public func queryStrings(_ sql: String) throws -> [String] {
+        let stmt = try prepare(sql)
+        defer { sqlite3_finalize(stmt) }
+        var out: [String] = []
+        while true {
+            let rc = sqlite3_step(stmt)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw error(rc) }
+            if let text = sqlite3_column_text(stmt, 0) { out.append(String(cString: text)) } else { out.append("") }
+        }
+        return out
+    }
+
+    public func queryInt(_ sql: String) throws -> Int64 {
+        let stmt = try prepare(sql)
+        defer { sqlite3_finalize(stmt) }
+        let rc = sqlite3_step(stmt)
+        guard rc == SQLITE_ROW else { throw error(rc) }
+        return sqlite3_column_int64(stmt, 0)
+    }
+
+    private func tableNames() throws -> [String] {
+        try queryStrings("SELECT name FROM sqlite_master WHERE type='table'")
+    }
+
+    private func prepare(_ sql: String) throws -> OpaquePointer {
+        guard let db else { throw PostboxError.sqlite(path: path, code: SQLITE_MISUSE, message: "database is closed") }
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else { throw error(rc) }
+        return stmt
+    }
+
+    private func cached(_ sql: String) throws -> OpaquePointer {
+        if let s = statements[sql] { return s }
+        let s = try prepare(sql)
+        statements[sql] = s
+        return s
+    }
+
+    // MARK: Integrity and maintenance
+
+    /// `PRAGMA integrity_check` (or `quick_check`): "ok" or the problems SQLite found.
+    public func integrityCheck(quick: Bool = false) throws -> [String] {
+        try queryStrings(quick ? "PRAGMA quick_check" : "PRAGMA integrity_check")
+    }
+
+    /// Bytes held by free pages (reclaimable by `compact()`).
+    public func freeBytes() throws -> Int64 {
+        try queryInt("PRAGMA freelist_count") * queryInt("PRAGMA page_size")
+    }
+
+    /// Returns free pages to the file system and truncates the WAL. Returns the bytes reclaimed.
+    @discardableResult
+    public func compact() throws -> Int64 {
+        let before = try freeBytes()
+        if try queryInt("PRAGMA auto_vacuum") == 2 {
+            try exec("PRAGMA incremental_vacuum")
+        } else {
+            try exec("VACUUM")
+        }
+        try exec("PRAGMA wal_checkpoint(TRUNCATE)")
+        return max(0, before - (try freeBytes()))
+    }
+
+    /// Moves the WAL's pages into the database file (passive: never waits for readers).
+    public func checkpoint() throws { try exec("PRAGMA wal_checkpoint(PASSIVE)") }
+
+    // MARK: Transactions
+
+    /// Runs a cached statement that returns no rows (transaction control, pragmas).
+    private func run(_ sql: String) throws {
+        let stmt = try cached(sql)
+        defer { sqlite3_reset(stmt) }
+        _ = try step(stmt)
+    }
+
+    public func begin() throws {
+        if options.readOnly { throw PostboxError.readOnly(path: path) }
+        try run("BEGIN IMMEDIATE")
+        inTransaction = true
+    }
+
+    public func beginRead() throws {
+        try run("BEGIN DEFERRED")
+        inTransaction = true
+    }
+
+    public func commit() throws {
+        try run("COMMIT")
+        inTransaction = false
+    }
+
+    public func rollback() {
+        if inTransaction { try? run("ROLLBACK") }
+        inTransaction = false
+    }
+
+    /// `PRAGMA data_version`: changes when another connection commits, so caches know when to drop.
+    public func dataVersion() throws -> Int64 {
+        let stmt = try cached("PRAGMA data_version")
+        defer { sqlite3_reset(stmt) }
+        guard try step(stmt) else { return 0 }
+        return sqlite3_column_int64(stmt, 0)
+    }
+
+    // MARK: Tables
+
+    private func ensureTable(_ table: ValueBoxTable) throws {
+        if knownTables.contains(table.id) { return }
+        switch table.keyType {
+        case .int64: try exec("CREATE TABLE IF NOT EXISTS t\(table.id) (key INTEGER PRIMARY KEY, value BLOB)")
+        case .binary: try exec("CREATE TABLE IF NOT EXISTS t\(table.id) (key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID")
+        }
+        knownTables.insert(table.id)
+    }
+
+    private func tableExists(_ table: ValueBoxTable) -> Bool {
+        if knownTables.contains(table.id) { return true }
+        // Another process may have created it since we opened.
+        if let n = try? queryInt("SELECT count(*) FROM sqlite_master WHERE name='t\(table.id)'"), n > 0 {
+            knownTables.insert(table.id)
+            return true
+        }
+        return false
+    }
+
+    private func bind(_ stmt: OpaquePointer, _ index: Int32, _ key: ValueBoxKey, _ table: ValueBoxTable) {
+        switch table.keyType {
+        case .int64:
+            sqlite3_bind_int64(stmt, index, key.getInt64(0))
+        case .binary:
+            key.bytes.withUnsafeBytes { raw in
+                _ = sqlite3_bind_blob(stmt, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), SQLITE_TRANSIENT)
+            }
+        }
+    }
+
+    private func readKey(_ stmt: OpaquePointer, _ column: Int32, _ table: ValueBoxTable) -> ValueBoxKey {
+        switch table.keyType {
+        case .int64:
+            return ValueBoxKey(sqlite3_column_int64(stmt, column))
+        case .binary:
+            let n = Int(sqlite3_column_bytes(stmt, column))
+            guard n > 0, let p = sqlite3_column_blob(stmt, column) else { return ValueBoxKey(bytes: []) }
+            return ValueBoxKey(bytes: [UInt8](UnsafeRawBufferPointer(start: p, count: n)))
+        }
+    }
+
+    private func readValue(_ stmt: OpaquePointer, _ column: Int32) -> Data {
+        let n = Int(sqlite3_column_bytes(stmt, column))
+        guard n > 0, let p = sqlite3_column_blob(stmt, column) else { return Data() }
+        return Data(bytes: p, count: n)
+    }
+
+    private func step(_ stmt: OpaquePointer) throws -> Bool {
+        let rc = sqlite3_step(stmt)
+        if rc == SQLITE_ROW { return true }
+        if rc == SQLITE_DONE { return false }
+        throw error(rc)
+    }
+
+    public func get(_ table: ValueBoxTable, key: ValueBoxKey) throws -> Data? {
+        guard tableExists(table) else { return nil }
+        let stmt: OpaquePointer
+        if let s = getStatements[table.id] { stmt = s } else {
+            stmt = try prepare("SELECT value FROM t\(table.id) WHERE key=?")
+            getStatements[table.id] = stmt
+        }
+        defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
+        bind(stmt, 1, key, table)
+        return try step(stmt) ? readValue(stmt, 0) : nil
+    }
+
+    public func exists(_ table: ValueBoxTable, key: ValueBoxKey) throws -> Bool {
+        guard tableExists(table) else { return false }
+        let stmt = try cached("SELECT 1 FROM t\(table.id) WHERE key=?")
+        defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
+        bind(stmt, 1, key, table)
+        return try step(stmt)
+    }
+
+    public func set(_ table: ValueBoxTable, key: ValueBoxKey, value: Data) throws {
+        try ensureTable(table)
+        let stmt: OpaquePointer
+        if let s = setStatements[table.id] { stmt = s } else {
+            stmt = try prepare("INSERT OR REPLACE INTO t\(table.id) (key, value) VALUES (?, ?)")
+            setStatements[table.id] = stmt
+        }
+        defer { sqlite3_reset(stmt) }
+        bind(stmt, 1, key, table)
+        try value.withUnsafeBytes { raw in
+            sqlite3_bind_blob(stmt, 2, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), SQLITE_STATIC)
+            let rc = sqlite3_step(stmt)
+            sqlite3_clear_bindings(stmt)
+            if rc != SQLITE_DONE { throw error(rc) }
+        }
+    }
+
+    public func remove(_ table: ValueBoxTable, key: ValueBoxKey) throws {
+        guard tableExists(table) else { return }
+        let stmt = try cached("DELETE FROM t\(table.id) WHERE key=?")
+        defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
+        bind(stmt, 1, key, table)
+        _ = try step(stmt)
+    }
+
+    /// The WHERE clause and bind order for `range`.
+    private func whereClause(_ range: ValueBoxRange) -> (sql: String, binds: [ValueBoxKey]) {
+        var parts: [String] = []
+        var binds: [ValueBoxKey] = []
+        if let lower = range.lower {
+            parts.append(range.lowerInclusive ? "key>=?" : "key>?")
+            binds.append(lower)
+        }
+        if let upper = range.upper {
+            parts.append(range.upperInclusive ? "key<=?" : "key<?")
+            binds.append(upper)
+        }
+        return (parts.isEmpty ? "" : " WHERE " + parts.joined(separator: " AND "), binds)
+    }
+
+    private func iterate(_ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int, columns: String,
+                         row: (OpaquePointer) throws -> Bool) throws {
+        guard limit > 0, tableExists(table) else { return }
+        let (clause, binds) = whereClause(range)
+        let order = range.descending ? "DESC" : "ASC"
+        let limitClause = limit == .max ? "" : " LIMIT ?"
+        let stmt = try cached("SELECT \(columns) FROM t\(table.id)\(clause) ORDER BY key \(order)\(limitClause)")
+        defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
+        var index: Int32 = 1
+        for key in binds { bind(stmt, index, key, table); index += 1 }
+        if limit != .max { sqlite3_bind_int64(stmt, index, Int64(limit)) }
+        while try step(stmt) {
+            if try !row(stmt) { break }
+        }
+    }
+
+    public func range(_ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
+                      values: (ValueBoxKey, Data) throws -> Bool) throws {
+        try iterate(table, range, limit: limit, columns: "key, value") { stmt in
+            try values(readKey(stmt, 0, table), readValue(stmt, 1))
+        }
+    }
+
+    public func rangeKeys(_ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
+                          keys: (ValueBoxKey) throws -> Bool) throws {
+        try iterate(table, range, limit: limit, columns: "key") { stmt in
+            try keys(readKey(stmt, 0, table))
+        }
+    }
+
+    public func count(_ table: ValueBoxTable, _ range: ValueBoxRange) throws -> Int {
+        guard tableExists(table) else { return 0 }
+        let (clause, binds) = whereClause(range)
+        let stmt = try cached("SELECT count(*) FROM t\(table.id)\(clause)")
+        defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
+        var index: Int32 = 1
+        for key in binds { bind(stmt, index, key, table); index += 1 }
+        return try step(stmt) ? Int(sqlite3_column_int64(stmt, 0)) : 0
+    }
+
+    public func removeRange(_ table: ValueBoxTable, _ range: ValueBoxRange) throws {
+        guard tableExists(table) else { return }
+        let (clause, binds) = whereClause(range)
+        let stmt = try cached("DELETE FROM t\(table.id)\(clause)")
+        defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
+        var index: Int32 = 1
+        for key in binds { bind(stmt, index, key, table); index += 1 }
+        _ = try step(stmt)
+    }
+}
+
+/// SQLite's "copy the buffer now" destructor, which does not import as a constant.
+let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+/// SQLite's "the buffer outlives the statement step" destructor.
+let SQLITE_STATIC = unsafeBitCast(0, to: sqlite3_destructor_type.self)

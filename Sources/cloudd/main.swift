@@ -1,0 +1,1 @@
+print("cloudd arrives with the cloud issue")

@@ -1,0 +1,54 @@
+import Foundation
+
+/// Wall-clock seconds taken by `body`.
+func measure(_ body: () throws -> Void) rethrows -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+/// Peak resident set size of this process so far, in MiB (Linux reports ru_maxrss in KiB).
+func peakRSSMiB() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF, &usage)
+    return Double(usage.ru_maxrss) / 1024
+}
+
+/// Peak RSS of the largest waited-for child process so far, in MiB.
+func childrenPeakRSSMiB() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_CHILDREN, &usage)
+    return Double(usage.ru_maxrss) / 1024
+}
+
+/// A fixed-width table printed to stdout.
+struct BenchTable {
+    var title: String
+    var columns: [String]
+    var rows: [[String]] = []
+
+    mutating func add(_ row: [String]) { rows.append(row) }
+
+    func print() {
+        var widths = columns.map(\.count)
+        for row in rows { for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) } }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { i, c in i == 0 ? c.padding(toLength: widths[i], withPad: " ", startingAt: 0) : String(repeating: " ", count: widths[i] - c.count) + c }
+                .joined(separator: "  ")
+        }
+        Swift.print("\n\(title)")
+        Swift.print(line(columns))
+        Swift.print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  "))
+        for row in rows { Swift.print(line(row)) }
+    }
+}
+
+func fmt(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
+
+/// Median of `runs` timings of `body`.
+func median(runs: Int, _ body: () throws -> Double) rethrows -> Double {
+    var samples: [Double] = []
+    for _ in 0..<runs { samples.append(try body()) }
+    samples.sort()
+    return samples[samples.count / 2]
+}

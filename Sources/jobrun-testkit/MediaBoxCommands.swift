@@ -1,0 +1,4 @@
+import Foundation
+
+/// MediaBox child-process commands (crash tests).
+let mediaBoxCommands: [String: TestkitCommand] = [:]

@@ -1,0 +1,44 @@
+import Foundation
+import Postbox
+
+/// Postbox child-process commands:
+/// - `write-transactions <db> <firstPeerId> <count>`: `count` write transactions of one peer each.
+/// - `big-transaction <db> <rows>`: commits a marker peer (id 1), then adds `rows` messages in
+///   one transaction, printing `midway` halfway through and then stalling, so the test can
+///   SIGKILL it with the transaction open.
+let postboxCommands: [String: TestkitCommand] = [
+    "write-transactions": { args in
+        guard args.count == 3, let first = Int64(args[1]), let count = Int(args[2]) else { throw TestkitError.usage("write-transactions <db> <firstPeerId> <count>") }
+        let postbox = try Postbox(path: args[0])
+        for i in 0..<count {
+            try postbox.transactionSync { tx in
+                try tx.peers.set(Peer(id: PeerId(first + Int64(i)), category: .group, title: "peer \(first + Int64(i))"))
+            }
+        }
+        emit("done \(count)")
+    },
+    "big-transaction": { args in
+        guard args.count == 2, let rows = Int(args[1]) else { throw TestkitError.usage("big-transaction <db> <rows>") }
+        let postbox = try Postbox(path: args[0])
+        try postbox.transactionSync { tx in
+            try tx.peers.set(Peer(id: PeerId(1), category: .contact, title: "committed before"))
+        }
+        try postbox.transactionSync { tx in
+            for i in 0..<rows {
+                try tx.messages.add([Message(id: MessageId(peerId: PeerId(2), id: Int32(i + 1)), timestamp: Int32(i), text: "row \(i)")])
+                if i == rows / 2 {
+                    emit("midway")
+                    // Stall with the transaction open until killed.
+                    while true { sleep(1) }
+                }
+            }
+        }
+    },
+]
+
+enum TestkitError: Error, CustomStringConvertible {
+    case usage(String)
+    var description: String {
+        switch self { case let .usage(u): return "usage: jobrun-testkit \(u)" }
+    }
+}

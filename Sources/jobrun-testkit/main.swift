@@ -1,0 +1,26 @@
+import Foundation
+
+// Child processes for crash and concurrency tests: `jobrun-testkit <command> [args…]`.
+// Each module's commands live in their own file; this table only lists them.
+/// A testkit command: arguments in, throws on failure.
+typealias TestkitCommand = @Sendable ([String]) throws -> Void
+
+/// Writes a line to stdout unbuffered, so a parent waiting for it sees it at once.
+func emit(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+let commands: [String: TestkitCommand] = postboxCommands
+    .merging(mediaBoxCommands) { first, _ in first }
+
+let args = Array(CommandLine.arguments.dropFirst())
+guard let name = args.first, let command = commands[name] else {
+    FileHandle.standardError.write(Data("usage: jobrun-testkit <\(commands.keys.sorted().joined(separator: "|"))> [args…]\n".utf8))
+    exit(64)
+}
+do {
+    try command(Array(args.dropFirst()))
+} catch {
+    FileHandle.standardError.write(Data("jobrun-testkit \(name): \(error)\n".utf8))
+    exit(1)
+}

@@ -1,0 +1,75 @@
+import Foundation
+
+/// A real child process for tests: start it, read its output, signal it, wait for its exit.
+public final class ChildProcess: @unchecked Sendable {
+    public let process = Process()
+    private let stdoutPipe = Pipe()
+    private let stderrPipe = Pipe()
+    private let lock = NSLock()
+    private var out = Data()
+    private var err = Data()
+
+    /// Starts `executable` with `arguments` (and extra environment variables).
+    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], currentDirectory: String? = nil) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+        process.standardOutput = stdoutPipe
+        process.standardError = stderrPipe
+        process.standardInput = FileHandle.nullDevice
+        stdoutPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
+            let d = h.availableData
+            guard let self else { return }
+            self.lock.lock(); self.out.append(d); self.lock.unlock()
+        }
+        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
+            let d = h.availableData
+            guard let self else { return }
+            self.lock.lock(); self.err.append(d); self.lock.unlock()
+        }
+        try process.run()
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+    public var stdout: String { lock.lock(); defer { lock.unlock() }; return String(decoding: out, as: UTF8.self) }
+    public var stderr: String { lock.lock(); defer { lock.unlock() }; return String(decoding: err, as: UTF8.self) }
+
+    public func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
+
+    /// Waits for exit (up to `timeout` seconds, then SIGKILL) and returns the exit status.
+    @discardableResult
+    public func wait(timeout: TimeInterval = 120) -> Int32 {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { signal(SIGKILL); process.waitUntilExit() }
+        process.waitUntilExit()
+        // Stop the handlers, then drain what is left in the pipes.
+        stdoutPipe.fileHandleForReading.readabilityHandler = nil
+        stderrPipe.fileHandleForReading.readabilityHandler = nil
+        let restOut = stdoutPipe.fileHandleForReading.readDataToEndOfFile()
+        let restErr = stderrPipe.fileHandleForReading.readDataToEndOfFile()
+        lock.lock(); out.append(restOut); err.append(restErr); lock.unlock()
+        return process.terminationStatus
+    }
+
+    /// Waits until stdout contains `text` (or the timeout passes); true if it appeared.
+    public func waitForOutput(_ text: String, timeout: TimeInterval = 60) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if stdout.contains(text) { return true }
+            if !process.isRunning { return stdout.contains(text) }
+            usleep(5_000)
+        }
+        return false
+    }
+
+    /// Runs to completion and returns (status, stdout, stderr).
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 300) throws -> (status: Int32, stdout: String, stderr: String) {
+        let p = try ChildProcess(executable, arguments, environment: environment)
+        let status = p.wait(timeout: timeout)
+        return (status, p.stdout, p.stderr)
+    }
+}
