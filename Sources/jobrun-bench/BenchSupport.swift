@@ -10,14 +10,14 @@ func measure(_ body: () throws -> Void) rethrows -> Double {
 /// Peak resident set size of this process so far, in MiB (Linux reports ru_maxrss in KiB).
 func peakRSSMiB() -> Double {
     var usage = rusage()
-    getrusage(RUSAGE_SELF, &usage)
+    getrusage(RUSAGE_SELF.rawValue, &usage)
     return Double(usage.ru_maxrss) / 1024
 }
 
 /// Peak RSS of the largest waited-for child process so far, in MiB.
 func childrenPeakRSSMiB() -> Double {
     var usage = rusage()
-    getrusage(RUSAGE_CHILDREN, &usage)
+    getrusage(RUSAGE_CHILDREN.rawValue, &usage)
     return Double(usage.ru_maxrss) / 1024
 }
 

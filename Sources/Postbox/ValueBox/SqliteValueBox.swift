@@ -37,6 +37,8 @@ public final class SqliteValueBox: ValueBox {
     private var getStatements: [Int32: OpaquePointer] = [:]
     private var setStatements: [Int32: OpaquePointer] = [:]
     private var inTransaction = false
+    /// Tables created by the open transaction: a rollback un-creates them.
+    private var createdInTransaction = Set<Int32>()
 
     /// Opens (creating if needed, unless read-only) the database at `path`. The directory is
     /// created 0700 and the file 0600. A file that is not SQLite is refused with an error naming it.
@@ -218,11 +220,23 @@ public final class SqliteValueBox: ValueBox {
     public func commit() throws {
         try run("COMMIT")
         inTransaction = false
+        createdInTransaction.removeAll()
     }
 
     public func rollback() {
         if inTransaction { try? run("ROLLBACK") }
         inTransaction = false
+        if !createdInTransaction.isEmpty {
+            // Those tables no longer exist: forget them and every statement that names them.
+            knownTables.subtract(createdInTransaction)
+            createdInTransaction.removeAll()
+            for s in statements.values { sqlite3_finalize(s) }
+            for s in getStatements.values { sqlite3_finalize(s) }
+            for s in setStatements.values { sqlite3_finalize(s) }
+            statements.removeAll()
+            getStatements.removeAll()
+            setStatements.removeAll()
+        }
     }
 
     /// `PRAGMA data_version`: changes when another connection commits, so caches know when to drop.
@@ -242,6 +256,7 @@ public final class SqliteValueBox: ValueBox {
         case .binary: try exec("CREATE TABLE IF NOT EXISTS t\(table.id) (key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID")
         }
         knownTables.insert(table.id)
+        if inTransaction { createdInTransaction.insert(table.id) }
     }
 
     private func tableExists(_ table: ValueBoxTable) -> Bool {
