@@ -228,8 +228,7 @@ final class RawStore {
                 putBE64(&key, 0, peer); putBE32(&key, 8, 0); putBE32(&key, 12, ts); putBE32(&key, 16, id)
                 sqlite3_bind_blob(get, 1, key, 20, transient)
                 if sqlite3_step(get) == SQLITE_ROW, let v = sqlite3_column_blob(get, 0) {
-                    let data = Data(bytes: v, count: Int(sqlite3_column_bytes(get, 0)))
-                    if data.count > 16 { found += 1 }
+                    if let m = RawMessage(v, Int(sqlite3_column_bytes(get, 0))), !m.text.isEmpty { found += 1 }
                 }
                 sqlite3_reset(get)
             }
@@ -244,18 +243,33 @@ final class RawStore {
         putBE64(&lower, 0, peer); putBE32(&lower, 8, 0)
         var upper = lower
         putBE32(&upper, 8, 1)
-        let stmt = prepare("SELECT key, value FROM t2 WHERE key>=? AND key<? ORDER BY key ASC")
+        let stmt = prepare("SELECT value FROM t2 WHERE key>=? AND key<? ORDER BY key ASC")
         defer { sqlite3_finalize(stmt) }
         try exec("BEGIN DEFERRED")
         sqlite3_bind_blob(stmt, 1, lower, 12, transient)
         sqlite3_bind_blob(stmt, 2, upper, 12, transient)
         var n = 0
         while sqlite3_step(stmt) == SQLITE_ROW {
-            let k = [UInt8](UnsafeRawBufferPointer(start: sqlite3_column_blob(stmt, 0), count: Int(sqlite3_column_bytes(stmt, 0))))
-            let v = Data(bytes: sqlite3_column_blob(stmt, 1), count: Int(sqlite3_column_bytes(stmt, 1)))
-            if k.count == 20 && v.count > 12 { n += 1 }
+            if let m = RawMessage(sqlite3_column_blob(stmt, 0), Int(sqlite3_column_bytes(stmt, 0))), m.timestamp > 0 { n += 1 }
         }
         try exec("COMMIT")
         return n
+    }
+}
+
+/// What a hand-written reader extracts from the raw side's hand-serialised value: the same
+/// fields Postbox decodes into a `Message` (ids, time, text as a String).
+struct RawMessage {
+    var peer: Int64
+    var id: Int32
+    var timestamp: Int32
+    var text: String
+
+    init?(_ pointer: UnsafeRawPointer?, _ count: Int) {
+        guard let pointer, count >= 16 else { return nil }
+        peer = pointer.loadUnaligned(as: Int64.self)
+        id = pointer.loadUnaligned(fromByteOffset: 8, as: Int32.self)
+        timestamp = pointer.loadUnaligned(fromByteOffset: 12, as: Int32.self)
+        text = String(decoding: UnsafeRawBufferPointer(start: pointer + 16, count: count - 16), as: UTF8.self)
     }
 }

@@ -87,7 +87,7 @@ final class TransactionTests: XCTestCase {
             return tx.changes
         }
         XCTAssertEqual(changes.updatedPeers, [PeerId(5)])
-        XCTAssertEqual(changes.addedMessages, [MessageId(peerId: PeerId(5), id: 1)])
+        XCTAssertEqual(changes.addedMessages, [PeerId(5): 1])
         var iterator = stream.makeAsyncIterator()
         let observed = await iterator.next()
         XCTAssertEqual(observed, changes, "observers receive the committed change record")

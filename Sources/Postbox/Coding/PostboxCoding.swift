@@ -15,7 +15,22 @@ public protocol PostboxCoding: Sendable {
 
 public extension PostboxCoding {
     static var postboxTypeName: String { String(describing: Self.self) }
-    static var postboxTypeHash: Int32 { typeNameHash(postboxTypeName) }
+    /// The hash of `postboxTypeName`, computed once per type (the default name comes from
+    /// runtime reflection, far too slow to repeat for every record).
+    static var postboxTypeHash: Int32 { PostboxTypeHashCache.hash(of: Self.self) }
+}
+
+/// Type hashes by type, so encoding and decoding a record costs one locked lookup.
+enum PostboxTypeHashCache {
+    private static let cache = Mutex<[ObjectIdentifier: Int32]>([:])
+
+    static func hash<T: PostboxCoding>(of type: T.Type) -> Int32 {
+        let id = ObjectIdentifier(type)
+        if let hash = cache.withLock({ $0[id] }) { return hash }
+        let hash = typeNameHash(T.postboxTypeName)
+        cache.withLock { $0[id] = hash }
+        return hash
+    }
 }
 
 /// FNV-1a over the UTF-8 of `name`: stable across builds, platforms and Swift versions.

@@ -4,13 +4,28 @@ import Foundation
 /// skipped and missing ones read as `nil`; a field of an unexpected type also reads as `nil`.
 /// The structure is validated when the decoder is made, so lookups never read out of bounds.
 public final class PostboxDecoder {
-    private let bytes: [UInt8]
+    /// One copy of the record, shared by the decoders of its nested objects.
+    final class Storage {
+        let pointer: UnsafeMutableRawPointer
+        let count: Int
+        init(_ data: Data) {
+            count = data.count
+            pointer = UnsafeMutableRawPointer.allocate(byteCount: max(count, 1), alignment: 8)
+            data.withUnsafeBytes { if count > 0 { pointer.copyMemory(from: $0.baseAddress!, byteCount: count) } }
+        }
+        deinit { pointer.deallocate() }
+    }
+
+    /// nil when the decoder borrows a buffer it does not own (`decode(_:borrowing:)`).
+    private let storage: Storage?
+    private let bytes: UnsafeRawPointer
     private let start: Int
     private let end: Int
     private var cursor: Int
 
-    /// A decoder over the fields in `bytes[start..<end]` (validated).
-    init(bytes: [UInt8], start: Int, end: Int) throws {
+    /// A decoder over the fields in `storage[start..<end]` (validated).
+    init(storage: Storage?, bytes: UnsafeRawPointer, start: Int, end: Int) throws {
+        self.storage = storage
         self.bytes = bytes
         self.start = start
         self.end = end
@@ -35,21 +50,36 @@ public final class PostboxDecoder {
     }
 
     private static func rootDecoder(_ data: Data) throws -> (Int32, PostboxDecoder) {
-        let bytes = [UInt8](data)
-        guard bytes.count >= 8 else { throw PostboxError.decoding("record shorter than its header (\(bytes.count) bytes)") }
-        let hash = readInt32(bytes, 0)
-        let length = Int(readInt32(bytes, 4))
-        guard length >= 0, 8 + length <= bytes.count else { throw PostboxError.decoding("record length \(length) exceeds \(bytes.count - 8) bytes") }
-        return (hash, try PostboxDecoder(bytes: bytes, start: 8, end: 8 + length))
+        guard data.count >= 8 else { throw PostboxError.decoding("record shorter than its header (\(data.count) bytes)") }
+        let storage = Storage(data)
+        let hash = readInt32(storage.pointer, 0)
+        let length = Int(readInt32(storage.pointer, 4))
+        guard length >= 0, 8 + length <= data.count else { throw PostboxError.decoding("record length \(length) exceeds \(data.count - 8) bytes") }
+        return (hash, try PostboxDecoder(storage: storage, bytes: storage.pointer, start: 8, end: 8 + length))
+    }
+
+    /// Decodes a root record of type `T` from a buffer lent for the duration of the call (a
+    /// range scan's row), without copying it. `T.init(decoder:)` must not keep the decoder.
+    public static func decode<T: PostboxCoding>(_ type: T.Type, borrowing buffer: UnsafeRawBufferPointer) throws -> T {
+        guard buffer.count >= 8, let base = buffer.baseAddress else { throw PostboxError.decoding("record shorter than its header (\(buffer.count) bytes)") }
+        let hash = readInt32(base, 0)
+        let length = Int(readInt32(base, 4))
+        guard length >= 0, 8 + length <= buffer.count else { throw PostboxError.decoding("record length \(length) exceeds \(buffer.count - 8) bytes") }
+        guard hash == T.postboxTypeHash else { throw PostboxError.decoding("expected \(T.postboxTypeName), found type hash \(hash)") }
+        return try T(decoder: PostboxDecoder(storage: nil, bytes: base, start: 8, end: 8 + length))
     }
 
     // MARK: Layout
 
-    @inline(__always) static func readInt32(_ b: [UInt8], _ o: Int) -> Int32 {
-        Int32(littleEndian: b.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: o, as: Int32.self) })
+    @inline(__always) static func readInt32(_ b: UnsafeRawPointer, _ o: Int) -> Int32 {
+        Int32(littleEndian: b.loadUnaligned(fromByteOffset: o, as: Int32.self))
     }
-    @inline(__always) static func readInt64(_ b: [UInt8], _ o: Int) -> Int64 {
-        Int64(littleEndian: b.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: o, as: Int64.self) })
+    @inline(__always) static func readInt64(_ b: UnsafeRawPointer, _ o: Int) -> Int64 {
+        Int64(littleEndian: b.loadUnaligned(fromByteOffset: o, as: Int64.self))
+    }
+    @inline(__always) private func byte(_ o: Int) -> UInt8 { bytes.load(fromByteOffset: o, as: UInt8.self) }
+    @inline(__always) private func raw(_ range: Range<Int>) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: bytes + range.lowerBound, count: range.count)
     }
 
     /// Size of the payload of a field of `type` starting at `offset`, or nil if it runs past `end`.
@@ -102,9 +132,9 @@ public final class PostboxDecoder {
     private func validate() throws {
         var p = start
         while p < end {
-            let keyLength = Int(bytes[p])
+            let keyLength = Int(byte(p))
             guard p + 1 + keyLength + 1 <= end else { throw PostboxError.decoding("truncated field name at byte \(p)") }
-            let type = bytes[p + 1 + keyLength]
+            let type = byte(p + 1 + keyLength)
             guard let size = payloadSize(type, at: p + 2 + keyLength) else {
                 throw PostboxError.decoding("truncated or unknown field (type \(type)) at byte \(p)")
             }
@@ -126,14 +156,12 @@ public final class PostboxDecoder {
                     p = start
                 }
                 if wrapped && p >= cursor { return nil }
-                let keyLength = Int(bytes[p])
-                let fieldType = bytes[p + 1 + keyLength]
+                let keyLength = Int(byte(p))
+                let fieldType = byte(p + 1 + keyLength)
                 let payload = p + 2 + keyLength
                 let size = payloadSize(fieldType, at: payload)!
                 if keyLength == keyBytes.count && fieldType == type.rawValue {
-                    let same = bytes.withUnsafeBufferPointer { b in
-                        keyLength == 0 || memcmp(b.baseAddress! + p + 1, keyBytes.baseAddress!, keyLength) == 0
-                    }
+                    let same = keyLength == 0 || memcmp(bytes + p + 1, keyBytes.baseAddress!, keyLength) == 0
                     if same {
                         cursor = payload + size
                         return payload
@@ -148,20 +176,20 @@ public final class PostboxDecoder {
 
     public func decodeInt32(forKey key: String) -> Int32? { find(key, .int32).map { Self.readInt32(bytes, $0) } }
     public func decodeInt64(forKey key: String) -> Int64? { find(key, .int64).map { Self.readInt64(bytes, $0) } }
-    public func decodeBool(forKey key: String) -> Bool? { find(key, .bool).map { bytes[$0] != 0 } }
+    public func decodeBool(forKey key: String) -> Bool? { find(key, .bool).map { byte($0) != 0 } }
     public func decodeDouble(forKey key: String) -> Double? {
         find(key, .double).map { Double(bitPattern: UInt64(bitPattern: Self.readInt64(bytes, $0))) }
     }
     public func decodeString(forKey key: String) -> String? {
         find(key, .string).map { p in
             let len = Int(Self.readInt32(bytes, p))
-            return String(decoding: bytes[(p + 4)..<(p + 4 + len)], as: UTF8.self)
+            return String(decoding: raw((p + 4)..<(p + 4 + len)), as: UTF8.self)
         }
     }
     public func decodeBytes(forKey key: String) -> Data? {
         find(key, .bytes).map { p in
             let len = Int(Self.readInt32(bytes, p))
-            return Data(bytes[(p + 4)..<(p + 4 + len)])
+            return Data(raw((p + 4)..<(p + 4 + len)))
         }
     }
     public func decodeInt32Array(forKey key: String) -> [Int32]? {
@@ -175,10 +203,10 @@ public final class PostboxDecoder {
         }
     }
     public func decodeStringArray(forKey key: String) -> [String]? {
-        lengthPrefixedItems(key, .stringArray).map { $0.map { String(decoding: bytes[$0], as: UTF8.self) } }
+        lengthPrefixedItems(key, .stringArray).map { $0.map { String(decoding: raw($0), as: UTF8.self) } }
     }
     public func decodeBytesArray(forKey key: String) -> [Data]? {
-        lengthPrefixedItems(key, .bytesArray).map { $0.map { Data(bytes[$0]) } }
+        lengthPrefixedItems(key, .bytesArray).map { $0.map { Data(raw($0)) } }
     }
     public func decodeIsNil(forKey key: String) -> Bool { find(key, .nil_) != nil }
 
@@ -234,12 +262,12 @@ public final class PostboxDecoder {
         let hash = Self.readInt32(bytes, p)
         guard let make = PostboxTypeRegistry.decoder(for: hash) else { return nil }
         let len = Int(Self.readInt32(bytes, p + 4))
-        return (try make(PostboxDecoder(bytes: bytes, start: p + 8, end: p + 8 + len)), hash)
+        return (try make(PostboxDecoder(storage: storage, bytes: bytes, start: p + 8, end: p + 8 + len)), hash)
     }
 
     private func typedObjectAt<T: PostboxCoding>(_ p: Int, _ type: T.Type) throws -> T? {
         guard Self.readInt32(bytes, p) == T.postboxTypeHash else { return nil }
         let len = Int(Self.readInt32(bytes, p + 4))
-        return try T(decoder: PostboxDecoder(bytes: bytes, start: p + 8, end: p + 8 + len))
+        return try T(decoder: PostboxDecoder(storage: storage, bytes: bytes, start: p + 8, end: p + 8 + len))
     }
 }

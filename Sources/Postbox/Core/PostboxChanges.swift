@@ -4,8 +4,10 @@ import Foundation
 /// react without re-scanning the store.
 public struct PostboxChanges: Sendable, Equatable {
     public var updatedPeers: Set<PeerId> = []
-    public var addedMessages: Set<MessageId> = []
-    public var removedMessages: Set<MessageId> = []
+    /// Peers whose history gained or lost messages, with how many were added (a bulk sync
+    /// adds millions: the record stays per peer, not per message).
+    public var addedMessages: [PeerId: Int] = [:]
+    public var removedMessages: [PeerId: Int] = [:]
     public var updatedSyncStates: Set<PeerId> = []
     public var updatedHoles: Set<PeerId> = []
     public var updatedMediaReferences: Set<String> = []

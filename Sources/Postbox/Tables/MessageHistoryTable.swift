@@ -53,10 +53,12 @@ public final class MessageHistoryTable: Table {
     public func add(_ messages: [Message]) throws {
         try checkWrite()
         for message in messages {
-            if let old = try timestamp(of: message.id), old != message.timestamp {
-                try remove(message.id)
-            } else if let previous = try get(message.id) {
-                for m in previous.media { if let mid = m.id { try valueBox.remove(mediaIndex, key: mediaIndexKey(mid, message.id)) } }
+            if let old = try timestamp(of: message.id) {
+                if old != message.timestamp {
+                    try remove(message.id)
+                } else if let previous = try get(MessageIndex(id: message.id, timestamp: old)) {
+                    for m in previous.media { if let mid = m.id { try valueBox.remove(mediaIndex, key: mediaIndexKey(mid, message.id)) } }
+                }
             }
             encoder.reset()
             encoder.encodeRootObject(message)
@@ -69,7 +71,7 @@ public final class MessageHistoryTable: Table {
             setIdKey(message.id)
             try valueBox.set(idIndex, key: idKey, value: withUnsafeBytes(of: message.timestamp.littleEndian) { Data($0) })
             for m in message.media { if let mid = m.id { try valueBox.set(mediaIndex, key: mediaIndexKey(mid, message.id), value: Data()) } }
-            state.record { $0.addedMessages.insert(message.id) }
+            state.record { $0.addedMessages[message.id.peerId, default: 0] += 1 }
         }
     }
 
@@ -82,7 +84,11 @@ public final class MessageHistoryTable: Table {
 
     public func get(_ id: MessageId) throws -> Message? {
         guard let ts = try timestamp(of: id) else { return nil }
-        guard let data = try valueBox.get(table, key: Self.key(MessageIndex(id: id, timestamp: ts))) else { return nil }
+        return try get(MessageIndex(id: id, timestamp: ts))
+    }
+
+    private func get(_ index: MessageIndex) throws -> Message? {
+        guard let data = try valueBox.get(table, key: Self.key(index)) else { return nil }
         return try PostboxDecoder.decode(Message.self, from: data)
     }
 
@@ -93,7 +99,7 @@ public final class MessageHistoryTable: Table {
         setIdKey(id)
         try valueBox.remove(idIndex, key: idKey)
         for m in message.media { if let mid = m.id { try valueBox.remove(mediaIndex, key: mediaIndexKey(mid, id)) } }
-        state.record { $0.removedMessages.insert(id) }
+        state.record { $0.removedMessages[id.peerId, default: 0] += 1 }
     }
 
     /// Messages of one peer and namespace, newest first (or oldest first), optionally only those
@@ -110,8 +116,8 @@ public final class MessageHistoryTable: Table {
             range.lower = lower
             range.lowerInclusive = true
         }
-        try valueBox.range(table, range, limit: limit) { _, data in
-            try visit(try PostboxDecoder.decode(Message.self, from: data))
+        try valueBox.rangeValues(table, range, limit: limit) { buffer in
+            try visit(try PostboxDecoder.decode(Message.self, borrowing: buffer))
         }
     }
 

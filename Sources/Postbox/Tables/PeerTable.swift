@@ -49,7 +49,11 @@ public final class PeerTable: Table {
             try valueBox.set(table, key: ValueBoxKey(id.rawValue), value: encoder.makeData())
         }
         dirty.removeAll()
+        // A read cache, not a copy of the table: bound it for stores with millions of peers.
+        if cache.count > Self.cacheLimit { cache.removeAll(keepingCapacity: true) }
     }
+
+    static let cacheLimit = 10_000
 
     public override func clearMemoryCache() {
         cache.removeAll()

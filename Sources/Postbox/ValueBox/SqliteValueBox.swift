@@ -312,8 +312,23 @@ public final class SqliteValueBox: ValueBox {
             getStatements[table.id] = stmt
         }
         defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
-        bind(stmt, 1, key, table)
-        return try step(stmt) ? readValue(stmt, 0) : nil
+        return try withBoundKey(stmt, 1, key, table) { try step(stmt) ? readValue(stmt, 0) : nil }
+    }
+
+    /// Binds `key` without copying it (SQLITE_STATIC) for the duration of `body`, which must
+    /// step the statement.
+    @inline(__always)
+    private func withBoundKey<R>(_ stmt: OpaquePointer, _ index: Int32, _ key: ValueBoxKey, _ table: ValueBoxTable, _ body: () throws -> R) throws -> R {
+        switch table.keyType {
+        case .int64:
+            sqlite3_bind_int64(stmt, index, key.getInt64(0))
+            return try body()
+        case .binary:
+            return try key.bytes.withUnsafeBytes { raw in
+                sqlite3_bind_blob(stmt, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), SQLITE_STATIC)
+                return try body()
+            }
+        }
     }
 
     public func exists(_ table: ValueBoxTable, key: ValueBoxKey) throws -> Bool {
@@ -331,13 +346,13 @@ public final class SqliteValueBox: ValueBox {
             stmt = try prepare("INSERT OR REPLACE INTO t\(table.id) (key, value) VALUES (?, ?)")
             setStatements[table.id] = stmt
         }
-        defer { sqlite3_reset(stmt) }
-        bind(stmt, 1, key, table)
-        try value.withUnsafeBytes { raw in
-            sqlite3_bind_blob(stmt, 2, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), SQLITE_STATIC)
-            let rc = sqlite3_step(stmt)
-            sqlite3_clear_bindings(stmt)
-            if rc != SQLITE_DONE { throw error(rc) }
+        defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
+        try withBoundKey(stmt, 1, key, table) {
+            try value.withUnsafeBytes { raw in
+                sqlite3_bind_blob(stmt, 2, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), SQLITE_STATIC)
+                let rc = sqlite3_step(stmt)
+                if rc != SQLITE_DONE { throw error(rc) }
+            }
         }
     }
 
@@ -391,6 +406,14 @@ public final class SqliteValueBox: ValueBox {
                           keys: (ValueBoxKey) throws -> Bool) throws {
         try iterate(table, range, limit: limit, columns: "key") { stmt in
             try keys(readKey(stmt, 0, table))
+        }
+    }
+
+    public func rangeValues(_ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
+                            values: (UnsafeRawBufferPointer) throws -> Bool) throws {
+        try iterate(table, range, limit: limit, columns: "value") { stmt in
+            let n = Int(sqlite3_column_bytes(stmt, 0))
+            return try values(UnsafeRawBufferPointer(start: n > 0 ? sqlite3_column_blob(stmt, 0) : nil, count: n))
         }
     }
 

@@ -81,6 +81,10 @@ public protocol ValueBox: AnyObject {
                values: (ValueBoxKey, Data) throws -> Bool) throws
     func rangeKeys(_ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
                    keys: (ValueBoxKey) throws -> Bool) throws
+    /// Values only, in key order, lent without a copy: the buffer is valid only during the call
+    /// (the cheapest full-row scan; decode it with `PostboxDecoder.decode(_:borrowing:)`).
+    func rangeValues(_ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
+                     values: (UnsafeRawBufferPointer) throws -> Bool) throws
     func count(_ table: ValueBoxTable, _ range: ValueBoxRange) throws -> Int
     func removeRange(_ table: ValueBoxTable, _ range: ValueBoxRange) throws
 }
