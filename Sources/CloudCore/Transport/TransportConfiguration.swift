@@ -1,0 +1,64 @@
+/// Settings of a ``CurlTransport``, fixed when the transport is created.
+///
+/// Timeouts are in seconds. Limits of `nil` mean "unlimited".
+public struct TransportConfiguration: Sendable, Equatable {
+    /// Which HTTP version to ask for.
+    public enum HTTPVersion: Sendable, Equatable {
+        /// HTTP/1.1 only.
+        case http1_1
+        /// HTTP/2 over TLS when the server offers it (ALPN), HTTP/1.1 over cleartext. The default.
+        case http2OverTLS
+        /// HTTP/2 over cleartext without upgrade ("prior knowledge"); for servers known to speak h2c.
+        case http2PriorKnowledge
+    }
+
+    /// Most connections kept open to one host (`CURLMOPT_MAX_HOST_CONNECTIONS`). Transfers beyond
+    /// this wait in libcurl's queue (or are multiplexed over HTTP/2).
+    public var maxConnectionsPerHost: Int = 16
+    /// Most connections open in total (`CURLMOPT_MAX_TOTAL_CONNECTIONS`); also the size of the
+    /// connection cache.
+    public var maxTotalConnections: Int = 64
+    /// Most transfers multiplexed on one HTTP/2 connection (`CURLMOPT_MAX_CONCURRENT_STREAMS`).
+    public var maxStreamsPerConnection: Int = 100
+    /// Time allowed to establish a connection, TLS handshake included.
+    public var connectTimeout: Double = 10
+    /// A transfer that moves fewer than `lowSpeedLimit` bytes per second for `idleTimeout`
+    /// seconds is aborted (`CURLOPT_LOW_SPEED_LIMIT/TIME`): the idle timeout. libcurl counts it
+    /// in whole seconds (rounded up); 0 disables it.
+    public var idleTimeout: Double = 30
+    /// See ``idleTimeout``.
+    public var lowSpeedLimit: Int = 1
+    /// Default total time allowed for one request; a request may override it. `nil`: none.
+    public var requestTimeout: Double? = nil
+    /// Global receive limit in bytes per second, shared by all running transfers of this transport:
+    /// a token bucket charged in the write callback pauses transfers when it runs dry (see
+    /// `BandwidthLimiter`; libcurl's own `CURLOPT_MAX_RECV_SPEED_LARGE` is per transfer and lets
+    /// small files burst through).
+    public var maxReceiveBytesPerSecond: Int? = nil
+    /// Global send limit in bytes per second, applied like ``maxReceiveBytesPerSecond``.
+    public var maxSendBytesPerSecond: Int? = nil
+    /// Verify the server's certificate and host name (`CURLOPT_SSL_VERIFYPEER/HOST`). Keep on.
+    public var verifyTLS: Bool = true
+    /// A CA bundle (PEM) to trust, e.g. a test CA (`CURLOPT_CAINFO`). It replaces the default
+    /// bundle *file*; the system CA directory (`/etc/ssl/certs` on Debian, `CURLOPT_CAPATH`) stays
+    /// trusted, so public servers keep verifying. `nil` uses the system store only.
+    public var caFile: String? = nil
+    /// HTTP version policy.
+    public var httpVersion: HTTPVersion = .http2OverTLS
+    /// Largest body collected into memory when a request does not set its own limit.
+    public var maxCollectedBodySize: Int = 16 << 20
+    /// libcurl's receive buffer per transfer (`CURLOPT_BUFFERSIZE`); larger means fewer write
+    /// callbacks and syscalls on fast links.
+    public var receiveBufferSize: Int = 256 << 10
+    /// Follow redirects (at most ``maxRedirects``).
+    public var followRedirects: Bool = true
+    /// See ``followRedirects``.
+    public var maxRedirects: Int = 5
+    /// `User-Agent` header sent with every request.
+    public var userAgent: String = "jobrun/1"
+    /// Idle easy handles kept for reuse.
+    public var handlePoolSize: Int = 64
+
+    /// The defaults described on each property.
+    public init() {}
+}

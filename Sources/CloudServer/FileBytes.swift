@@ -1,0 +1,119 @@
+import CloudCrypto
+import Foundation
+
+/// Produces the served bytes of any file range: generated, secret container (IGE, cached) or
+/// disk. Also hashes (CDN 128 KiB blocks, whole-file SHA-256), cached.
+final class FileBytes: Sendable {
+    let generator: ByteGenerator
+    private let containers = Locked<[Int64: Data]>([:])
+    private let blockHashes = Locked<[Int64: [Int: Data]]>([:])
+    private let fileHashes = Locked<[Int64: (served: String, plain: String?)]>([:])
+    /// Part hashes (`X-Part-SHA256`) by file/offset/length/encryption: every file is immutable,
+    /// so a part's hash is computed once (a repeated benchmark pays no hashing).
+    private let partHashes = Locked<[PartKey: String]>([:])
+
+    struct PartKey: Hashable {
+        let fileId: Int64
+        let offset: Int64
+        let count: Int
+        let encrypted: Bool
+    }
+
+    /// The cached part hash, or `compute()` stored (the cache is dropped past 1M entries).
+    func partHash(_ key: PartKey, compute: () -> String) -> String {
+        if let h = partHashes.withLock({ $0[key] }) { return h }
+        let h = compute()
+        partHashes.withLock { c in
+            if c.count > 1_000_000 { c.removeAll(keepingCapacity: true) }
+            c[key] = h
+        }
+        return h
+    }
+
+    init(seed: UInt64) { generator = ByteGenerator(seed: seed) }
+
+    /// Writes the served bytes `offset..<offset+buffer.count` of `file` into `buffer`
+    /// (the caller clamps to the file size).
+    func read(_ file: ServerFile, offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws {
+        switch file.source {
+        case .generated:
+            generator.fill(buffer, fileId: file.id, offset: offset)
+        case .secret:
+            let c = try container(file)
+            c.withUnsafeBytes { src in
+                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[Int(offset)..<Int(offset) + buffer.count]))
+            }
+        case .disk(let path):
+            guard let fh = FileHandle(forReadingAtPath: path) else { throw CocoaError(.fileNoSuchFile) }
+            defer { try? fh.close() }
+            try fh.seek(toOffset: UInt64(offset))
+            var done = 0
+            while done < buffer.count {
+                guard let d = try fh.read(upToCount: buffer.count - done), !d.isEmpty else { throw CocoaError(.fileReadCorruptFile) }
+                d.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[done..<done + d.count]).copyMemory(from: $0) }
+                done += d.count
+            }
+        }
+    }
+
+    /// The served bytes of a range as `Data`.
+    func data(_ file: ServerFile, offset: Int64, count: Int) throws -> Data {
+        var d = Data(count: count)
+        try d.withUnsafeMutableBytes { try read(file, offset: offset, into: $0) }
+        return d
+    }
+
+    /// The plaintext bytes of a range (differs from served bytes only for secret files).
+    func plaintext(_ file: ServerFile, offset: Int64, count: Int) throws -> Data {
+        if case .secret = file.source {
+            return generator.bytes(fileId: file.id, offset: offset, count: count)
+        }
+        return try data(file, offset: offset, count: count)
+    }
+
+    /// The IGE container of a secret file: generated plaintext padded with further generated
+    /// bytes to a multiple of 16, encrypted once and cached.
+    func container(_ file: ServerFile) throws -> Data {
+        if let c = containers.withLock({ $0[file.id] }) { return c }
+        guard case .secret(let key, let iv, _) = file.source else { return Data() }
+        let padded = generator.bytes(fileId: file.id, offset: 0, count: Int(file.size))
+        var ivCopy = iv
+        let c = try AESIGE.encrypt(padded, key: key, iv: &ivCopy)
+        containers.withLock { $0[file.id] = c }
+        return c
+    }
+
+    /// SHA-256 of 128 KiB plaintext block `index` (CDN hashes).
+    func blockHash(_ file: ServerFile, index: Int) throws -> Data {
+        if let h = blockHashes.withLock({ $0[file.id]?[index] }) { return h }
+        let bs = Int64(128 << 10)
+        let start = Int64(index) * bs
+        let n = Int(min(bs, file.size - start))
+        let h = SHA256.hash(try plaintext(file, offset: start, count: max(0, n)))
+        blockHashes.withLock { $0[file.id, default: [:]][index] = h }
+        return h
+    }
+
+    /// Lowercase hex SHA-256 of the served bytes, and of the plaintext for secret files.
+    func sha256(_ file: ServerFile) throws -> (served: String, plain: String?) {
+        if let h = fileHashes.withLock({ $0[file.id] }) { return h }
+        var hasher = SHA256()
+        let chunk = 4 << 20
+        var buf = [UInt8](repeating: 0, count: chunk)
+        var off: Int64 = 0
+        while off < file.size {
+            let n = Int(min(Int64(chunk), file.size - off))
+            try buf.withUnsafeMutableBytes { try read(file, offset: off, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<n])) }
+            buf.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            off += Int64(n)
+        }
+        let served = hasher.finalize().hexString
+        var plain: String?
+        if case .secret(_, _, let plainSize) = file.source {
+            plain = SHA256.hash(generator.bytes(fileId: file.id, offset: 0, count: Int(plainSize))).hexString
+        }
+        let r = (served, plain)
+        fileHashes.withLock { $0[file.id] = r }
+        return r
+    }
+}

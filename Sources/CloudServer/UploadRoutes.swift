@@ -1,0 +1,161 @@
+import CloudCrypto
+import CloudProtocol
+import Foundation
+import Hummingbird
+
+/// `upload.saveFilePart`, `upload.saveBigFilePart`, `messages.sendMedia`, `PUT /plain/upload/<name>`.
+extension ServerCore {
+    func saveFilePart(_ request: Request, big: Bool) async throws -> Response {
+        guard let fileId = request.int64Query(UploadQuery.fileId), let partQ = request.int64Query(UploadQuery.part) else {
+            throw CloudError(.badRequest, message: "fileId and part query parameters are required")
+        }
+        guard fileId != 0 else { throw CloudError(.fileIdInvalid) }
+        let part = Int(partQ)
+        var total: Int?
+        if big {
+            guard let t = request.int64Query(UploadQuery.totalParts), t > 0, t <= Int64(UploadPartRules.maxParts) else {
+                throw CloudError(.filePartsInvalid, message: "totalParts must be 1…\(UploadPartRules.maxParts)")
+            }
+            total = Int(t)
+        }
+        guard part >= 0, part < (total ?? UploadPartRules.maxParts) else { throw CloudError(.filePartsInvalid, message: "part out of range") }
+        let dir = uploads.partsDirectory(fileId)
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let tmp = dir.appendingPathComponent("\(part).tmp-\(UUID().uuidString)")
+        let written: Int64
+        do {
+            written = try await BodyFile.write(request.body, to: tmp, maxBytes: Int64(UploadPartRules.maxPartSize)).size
+        } catch let e as CloudError {
+            try? FileManager.default.removeItem(at: tmp)
+            throw e
+        }
+        guard UploadPartRules.isValidAnyPartSize(Int(written)) else {
+            try? FileManager.default.removeItem(at: tmp)
+            throw CloudError(.filePartSizeInvalid)
+        }
+        // rename(2) replaces an earlier copy of the part atomically.
+        guard rename(tmp.path, uploads.partURL(fileId, part).path) == 0 else {
+            try? FileManager.default.removeItem(at: tmp)
+            throw CloudError(.internalError, message: "cannot store part")
+        }
+        do {
+            try uploads.record(fileId: fileId, part: part, size: Int(written), totalParts: total, big: big)
+        } catch {
+            try? FileManager.default.removeItem(at: uploads.partURL(fileId, part))
+            throw error
+        }
+        return HTTPSupport.json(OkResponse())
+    }
+
+    func sendMedia(_ request: inout Request, dc: Int) async throws -> Response {
+        let body = try await HTTPSupport.decode(SendMediaRequest.self, from: &request)
+        if let done = await uploads.claim(randomId: body.randomId) {
+            guard let m = dataset.withLock({ $0.message(peerId: done.peerId, id: done.messageId) }) else {
+                throw CloudError(.messageIdInvalid, message: "the message sent with this random id was deleted")
+            }
+            return HTTPSupport.json(SendMediaResponse(message: render(m)))
+        }
+        do {
+            let m = try await createUploadedMessage(body, dc: dc)
+            uploads.finishSend(randomId: body.randomId, peerId: m.peerId, messageId: m.id)
+            return HTTPSupport.json(SendMediaResponse(message: render(m)))
+        } catch {
+            uploads.abandonSend(randomId: body.randomId)
+            throw error
+        }
+    }
+
+    private func createUploadedMessage(_ body: SendMediaRequest, dc: Int) async throws -> Message {
+        guard dataset.withLock({ $0.peer(body.peerId) }) != nil else { throw CloudError(.peerIdInvalid) }
+        let f = body.file
+        guard f.id != 0 else { throw CloudError(.fileIdInvalid) }
+        guard f.parts >= 1, f.parts <= UploadPartRules.maxParts else { throw CloudError(.filePartsInvalid) }
+        guard let entry = uploads.entry(f.id) else { throw CloudError(.filePartMissing(0)) }
+        var sizes: [Int] = []
+        for p in 0..<f.parts {
+            guard let s = entry.partSizes[p] else { throw CloudError(.filePartMissing(p)) }
+            sizes.append(s)
+        }
+        if entry.partSizes.keys.contains(where: { $0 >= f.parts }) { throw CloudError(.filePartsInvalid, message: "more parts stored than declared") }
+        if entry.big != f.big { throw CloudError(.filePartsInvalid, message: "big flag does not match the part calls") }
+        if f.big, entry.totalParts != f.parts { throw CloudError(.filePartsInvalid, message: "totalParts \(entry.totalParts ?? -1) ≠ parts \(f.parts)") }
+        if f.parts > 1 {
+            let first = sizes[0]
+            guard UploadPartRules.isValidFullPartSize(first), sizes.dropLast().allSatisfy({ $0 == first }), sizes.last! <= first else {
+                throw CloudError(.filePartsInvalid, message: "part sizes differ")
+            }
+        }
+        let total = Int64(sizes.reduce(0, +))
+        if !f.big, UploadPartRules.isBigFile(size: total) { throw CloudError(.filePartsInvalid, message: "files over 10 MiB need saveBigFilePart") }
+
+        // Assemble on disk, hashing as we go.
+        let newId = dataset.withLock { ds -> Int64 in ds.nextFileId += 1; return ds.nextFileId }
+        let dest = uploads.directory.appendingPathComponent("files/\(newId)")
+        _ = FileManager.default.createFile(atPath: dest.path, contents: nil)
+        guard let out = FileHandle(forWritingAtPath: dest.path) else { throw CloudError(.internalError) }
+        var sha = SHA256()
+        var md5 = MD5Stream()
+        do {
+            defer { try? out.close() }
+            for p in 0..<f.parts {
+                let data = try Data(contentsOf: uploads.partURL(f.id, p))
+                sha.update(data)
+                md5.update(data)
+                try out.write(contentsOf: data)
+            }
+        }
+        let shaHex = sha.finalize().hexString
+        let md5Hex = md5.finalize().hexString
+        if let want = f.sha256, want.lowercased() != shaHex { try? FileManager.default.removeItem(at: dest); throw CloudError(.checksumInvalid) }
+        if let want = f.md5, want.lowercased() != md5Hex { try? FileManager.default.removeItem(at: dest); throw CloudError(.checksumInvalid) }
+
+        let msg: Message? = dataset.withLock { ds in
+            let mid = ds.nextMessageId[body.peerId, default: 1]
+            let parent = ParentEntity.message(peerId: body.peerId, messageId: mid)
+            let loc = FileLocation(type: .document, id: newId, accessHash: ds.rng.jsonSafeNonZero(), dcId: dc)
+            ds.files[newId] = ServerFile(location: loc, size: total, source: .disk(path: dest.path), cdn: false, cdnNeedsReupload: false, parents: [parent.key])
+            let doc = Document(id: newId, accessHash: loc.accessHash, dcId: dc, kind: .file, size: total,
+                               mimeType: body.mimeType ?? "application/octet-stream", fileName: f.name,
+                               date: Int64(Date().timeIntervalSince1970), location: loc, fileReference: Data())
+            return ds.appendMessage(peerId: body.peerId, date: Int64(Date().timeIntervalSince1970), text: body.caption ?? "",
+                                    media: [MessageMedia(document: doc)], randomId: body.randomId)
+        }
+        guard let m = msg else { throw CloudError(.peerIdInvalid) }
+        uploads.consumed(f.id)
+        return m
+    }
+
+    func plainUpload(_ request: Request, name: String) async throws -> Response {
+        guard !name.isEmpty, name.count <= 200, !name.contains("/"), !name.contains("\0"), name != ".", name != ".." else {
+            throw CloudError(.badRequest, message: "bad name")
+        }
+        let dest = uploads.directory.appendingPathComponent("plain/\(name)")
+        let tmp = uploads.directory.appendingPathComponent("plain/.\(name).tmp-\(UUID().uuidString)")
+        let r = try await BodyFile.write(request.body, to: tmp, maxBytes: Int64.max)
+        try? FileManager.default.removeItem(at: dest)
+        try FileManager.default.moveItem(at: tmp, to: dest)
+        let info = PlainUploadInfo(name: name, size: r.size, sha256: r.sha256)
+        uploads.recordPlain(info)
+        return HTTPSupport.json(info, status: .created)
+    }
+}
+
+/// Streams a request body into a file, hashing it, with a size cap.
+enum BodyFile {
+    static func write(_ body: RequestBody, to url: URL, maxBytes: Int64) async throws -> (size: Int64, sha256: String) {
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+        guard let fh = FileHandle(forWritingAtPath: url.path) else { throw CloudError(.internalError, message: "cannot create file") }
+        defer { try? fh.close() }
+        var size: Int64 = 0
+        var sha = SHA256()
+        for try await buffer in body {
+            size += Int64(buffer.readableBytes)
+            if size > maxBytes { throw CloudError(.filePartSizeInvalid, message: "part larger than \(maxBytes) bytes") }
+            try buffer.withUnsafeReadableBytes { raw in
+                sha.update(raw)
+                try fh.write(contentsOf: Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!), count: raw.count, deallocator: .none))
+            }
+        }
+        return (size, sha.finalize().hexString)
+    }
+}

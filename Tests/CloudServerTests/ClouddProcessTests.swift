@@ -1,0 +1,67 @@
+import CloudProtocol
+import Foundation
+import XCTest
+
+/// The `cloudd` executable: prints its URLs as one JSON line, serves, exits on SIGTERM.
+final class ClouddProcessTests: XCTestCase {
+    struct Ready: Decodable {
+        let dcs: [DcOption]
+        let cdn: DcOption
+        let admin: String
+    }
+
+    func clouddPath() -> String? {
+        // The test bundle lives in <scratch>/debug/…; cloudd is built next to it.
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let c = dir.appendingPathComponent("cloudd")
+            if FileManager.default.isExecutableFile(atPath: c.path) { return c.path }
+            dir = dir.deletingLastPathComponent()
+        }
+        return nil
+    }
+
+    func testStopDoesNotWaitForSlowDownloads() async throws {
+        let server = try await TestCloud.start { $0.dataset.bigFiles = [5_000_000] }
+        let f = server.dataset().files.first { $0.size == 5_000_000 }!
+        server.updateFaults(FaultConfig(bandwidthBytesPerSecond: 200_000))
+        let url = server.dcURLs[0].appendingPathComponent("plain/\(f.id)")
+        let download = Task { try? await TestHTTP.request(url) }
+        try await Task.sleep(for: .milliseconds(300))
+        let t0 = ContinuousClock.now
+        await server.stop()
+        XCTAssertLessThan(ContinuousClock.now - t0, .seconds(3), "stop() must not wait 25 s for the paced body")
+        download.cancel()
+        _ = await download.value
+    }
+
+    func testClouddPrintsReadyLineServesAndStopsOnSIGTERM() async throws {
+        guard let exe = clouddPath() else { throw XCTSkip("cloudd not built next to the tests") }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: exe)
+        p.arguments = ["--seed", "7", "--dcs", "2", "--port-base", "0", "--peers", "3", "--messages-per-peer", "5", "--cdn-fraction", "0.5"]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        addTeardownBlock { if p.isRunning { p.terminate() } }
+        // Read the first line.
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let ready = try JSONDecoder().decode(Ready.self, from: line.prefix { $0 != UInt8(ascii: "\n") })
+        XCTAssertEqual(ready.dcs.count, 2)
+        XCTAssertEqual(ready.cdn.id, 101)
+        let cfg = try await TestHTTP.api(URL(string: ready.dcs[1].url)!, .getConfig, Empty()).decode(ConfigResponse.self)
+        XCTAssertEqual(cfg.thisDc, 2)
+        let listing = try await TestHTTP.request(URL(string: ready.admin + "/admin/dataset")!).decode(DatasetListing.self)
+        XCTAssertEqual(listing.peers.count, 3)
+        p.terminate()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationReason, .exit)
+        XCTAssertEqual(p.terminationStatus, 0)
+    }
+}
