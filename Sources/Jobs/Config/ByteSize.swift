@@ -1,0 +1,46 @@
+/// Parses job-file byte sizes: `512`, `512B`, `10kB`, `10MB`, `1.5GB`, `64KiB`, `1GiB`, `2TiB`.
+///
+/// SI suffixes (kB/KB, MB, GB, TB) are powers of 1000, IEC suffixes (KiB, MiB, GiB, TiB) powers
+/// of 1024, as `df -H`/`df -h` and systemd do; a bare integer is bytes. Fractions are rounded down.
+public enum ByteSize {
+    public static let expected = "a size like 512, 10MB, 1.5GB, 64KiB, 1GiB (SI = 1000, IEC = 1024)"
+
+    private static let units: [String: Double] = [
+        "": 1, "B": 1,
+        "k": 1e3, "kB": 1e3, "K": 1e3, "KB": 1e3, "MB": 1e6, "M": 1e6, "GB": 1e9, "G": 1e9, "TB": 1e12, "T": 1e12,
+        "KiB": 1024, "MiB": 1_048_576, "GiB": 1_073_741_824, "TiB": 1_099_511_627_776,
+    ]
+
+    public static func parse(_ text: String) -> Result<Int64, ConfigValueError> {
+        let chars = Array(text)
+        var index = 0
+        if chars.first == "-" { return .failure(ConfigValueError(offset: 0, message: "negative sizes are not allowed")) }
+        while index < chars.count, chars[index].isASCII, chars[index].isNumber || chars[index] == "." { index += 1 }
+        let numberText = String(chars[0..<index])
+        guard !numberText.isEmpty, numberText.filter({ $0 == "." }).count <= 1, numberText.first != ".",
+              numberText.last != ".", let number = Double(numberText) else {
+            return .failure(ConfigValueError(offset: 0, message: "size must start with a number"))
+        }
+        var unitStart = index
+        while unitStart < chars.count, chars[unitStart] == " " { unitStart += 1 }
+        let unit = String(chars[unitStart...])
+        guard let multiplier = units[unit] else {
+            return .failure(ConfigValueError(offset: unitStart, message: "unknown size unit '\(unit)'"))
+        }
+        if unit.isEmpty || unit == "B", numberText.contains(".") {
+            return .failure(ConfigValueError(offset: 0, message: "a size in bytes must be a whole number"))
+        }
+        let value = number * multiplier
+        guard value < 9.2e18 else { return .failure(ConfigValueError(offset: 0, message: "size too large")) }
+        return .success(Int64(value.rounded(.down)))
+    }
+
+    /// Formats bytes with an IEC suffix when exact (`10MiB`), else in bytes.
+    public static func format(_ bytes: Int64) -> String {
+        for (suffix, size) in [("TiB", Int64(1) << 40), ("GiB", Int64(1) << 30), ("MiB", Int64(1) << 20), ("KiB", Int64(1) << 10)]
+        where bytes >= size && bytes % size == 0 {
+            return "\(bytes / size)\(suffix)"
+        }
+        return "\(bytes)"
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// The job files of a jobs directory (`*.yaml`, `*.yml`), validated, with job names unique
+/// across files. `resolve(_:)` answers `jobrun run <job-file|name>`.
+public struct JobCatalog: Sendable {
+    public let directory: URL?
+    /// Valid jobs, sorted by name.
+    public let jobs: [JobFile]
+    /// Every problem found in every file (a file with errors contributes no job).
+    public let errors: [JobFileError]
+
+    public init(jobs: [JobFile], errors: [JobFileError] = [], directory: URL? = nil) {
+        self.jobs = jobs.sorted { $0.name < $1.name }
+        self.errors = JobFileErrors(errors).errors
+        self.directory = directory
+    }
+
+    /// Loads every job file of `directory`. Never throws for bad files: their errors are in
+    /// `errors` (use `loadStrict` to fail on any). A missing directory is an error at `directory:1:1`.
+    public static func load(directory: URL) -> JobCatalog {
+        let fm = FileManager.default
+        let names: [String]
+        do {
+            names = try fm.contentsOfDirectory(atPath: directory.path)
+        } catch {
+            return JobCatalog(jobs: [], errors: [JobFileError(SourcePosition(file: directory.path, line: 1, column: 1),
+                                                             "cannot read jobs directory: \(error.localizedDescription)",
+                                                             expected: "a directory of *.yaml job files")], directory: directory)
+        }
+        let files = names.filter { ($0.hasSuffix(".yaml") || $0.hasSuffix(".yml")) && !$0.hasPrefix(".") }.sorted()
+        var jobs: [JobFile] = []
+        var errors: [JobFileError] = []
+        for name in files {
+            let url = directory.appendingPathComponent(name)
+            do {
+                jobs.append(try JobFile.load(contentsOf: url))
+            } catch {
+                errors += error.errors
+            }
+        }
+        return JobCatalog(validating: jobs, errors: errors, directory: directory)
+    }
+
+    /// Loads the given job files (`jobrun validate <files…>`): every error of every file, plus
+    /// duplicate names among them. Paths are shown as given.
+    public static func load(files: [String]) -> JobCatalog {
+        var jobs: [JobFile] = []
+        var errors: [JobFileError] = []
+        for path in files {
+            do {
+                jobs.append(try JobFile.load(contentsOf: URL(fileURLWithPath: path), displayPath: path))
+            } catch {
+                errors += error.errors
+            }
+        }
+        return JobCatalog(validating: jobs, errors: errors)
+    }
+
+    /// Loads and throws all errors if any file is invalid or names collide.
+    public static func loadStrict(directory: URL) throws(JobFileErrors) -> JobCatalog {
+        let catalog = load(directory: directory)
+        if !catalog.errors.isEmpty { throw JobFileErrors(catalog.errors) }
+        return catalog
+    }
+
+    /// Builds a catalog from already-parsed jobs, reporting duplicate names.
+    public init(validating jobs: [JobFile], errors: [JobFileError] = [], directory: URL? = nil) {
+        var seen: [String: JobFile] = [:]
+        var unique: [JobFile] = []
+        var all = errors
+        for job in jobs {
+            if let first = seen[job.name] {
+                all.append(JobFileError(job.namePosition, "duplicate job name '\(job.name)' (also defined at \(first.namePosition))",
+                                        expected: "job names unique across the jobs directory"))
+            } else {
+                seen[job.name] = job
+                unique.append(job)
+            }
+        }
+        self.init(jobs: unique, errors: all, directory: directory)
+    }
+
+    public func job(named name: String) -> JobFile? { jobs.first { $0.name == name } }
+
+    /// Resolves `run <job-file|name>`: an existing path (or anything ending in .yaml/.yml or
+    /// containing `/`) is loaded as a file; anything else is looked up by name.
+    public func resolve(_ reference: String) throws(JobResolveError) -> JobFile {
+        let looksLikePath = reference.contains("/") || reference.hasSuffix(".yaml") || reference.hasSuffix(".yml")
+        if looksLikePath || (job(named: reference) == nil && FileManager.default.fileExists(atPath: reference)) {
+            guard FileManager.default.fileExists(atPath: reference) else { throw .fileNotFound(reference) }
+            do {
+                return try JobFile.load(contentsOf: URL(fileURLWithPath: reference), displayPath: reference)
+            } catch {
+                throw .invalid(error)
+            }
+        }
+        if let job = job(named: reference) { return job }
+        // A job whose file is invalid is "invalid", not "unknown".
+        if let error = errors.first(where: { URL(fileURLWithPath: $0.file).deletingPathExtension().lastPathComponent == reference }) {
+            throw .invalid(JobFileErrors(errors.filter { $0.file == error.file }))
+        }
+        throw .unknownJob(reference, available: jobs.map(\.name))
+    }
+}
+
+/// Why `resolve` failed; `exitCode` is 64 for an unknown name or path, 78 for an invalid file.
+public enum JobResolveError: Error, Sendable, CustomStringConvertible {
+    case unknownJob(String, available: [String])
+    case fileNotFound(String)
+    case invalid(JobFileErrors)
+
+    public var exitCode: JobExitCode {
+        switch self {
+        case .unknownJob, .fileNotFound: return .usage
+        case .invalid: return .config
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .unknownJob(let name, let available):
+            return "unknown job '\(name)'" + (available.isEmpty ? " (no valid jobs found)" : " (known jobs: \(available.joined(separator: ", ")))")
+        case .fileNotFound(let path):
+            return "job file not found: \(path)"
+        case .invalid(let errors):
+            return errors.description
+        }
+    }
+}

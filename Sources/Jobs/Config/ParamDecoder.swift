@@ -1,0 +1,108 @@
+/// Decodes one `ConfigNode` as a `ParamType`, collecting positioned errors.
+enum ParamDecoder {
+    static func decode(_ node: ConfigNode, as type: ParamType, range: ClosedRange<Double>?, name: String,
+                       errors: inout [JobFileError]) -> ParamValue? {
+        func fail(_ message: String, at position: SourcePosition? = nil) -> ParamValue? {
+            errors.append(JobFileError(position ?? node.position, message, expected: type.description))
+            return nil
+        }
+        func wrongType() -> ParamValue? { fail("'\(name)' has the wrong type: found \(node.typeName)") }
+        func checkRange(_ number: Double, shown: String) -> Bool {
+            guard let range, !range.contains(number) else { return true }
+            let bounds = "\(format(range.lowerBound, type))…\(format(range.upperBound, type))"
+            errors.append(JobFileError(node.position, "'\(name)' is out of range: \(shown)", expected: "a value in \(bounds)"))
+            return false
+        }
+        switch type {
+        case .string:
+            guard case .scalar(let text, .string) = node.value else { return wrongType() }
+            return .string(text)
+        case .int:
+            guard case .scalar(let text, .int) = node.value else { return wrongType() }
+            guard let value = Int64(text.replacingOccurrences(of: "_", with: "")) else {
+                return fail("'\(name)' is not a decimal integer: \(text)")
+            }
+            return checkRange(Double(value), shown: text) ? .int(value) : nil
+        case .double:
+            guard case .scalar(let text, let scalarType) = node.value, scalarType == .int || scalarType == .float,
+                  let value = Double(text), value.isFinite else { return wrongType() }
+            return checkRange(value, shown: text) ? .double(value) : nil
+        case .bool:
+            guard case .scalar(let text, .bool) = node.value else { return wrongType() }
+            switch text.lowercased() {
+            case "true": return .bool(true)
+            case "false": return .bool(false)
+            default: return fail("'\(name)': write true or false, not \(text)")
+            }
+        case .duration:
+            guard case .scalar(let text, let scalarType) = node.value, scalarType == .string || scalarType == .int else {
+                return wrongType()
+            }
+            switch ConfigDuration.parse(text) {
+            case .success(let duration):
+                return checkRange(duration.jobSeconds, shown: text) ? .duration(duration) : nil
+            case .failure(let error):
+                return fail("bad duration '\(text)' for '\(name)': \(error.message)", at: node.position(atOffset: error.offset))
+            }
+        case .byteSize:
+            guard case .scalar(let text, let scalarType) = node.value, scalarType == .string || scalarType == .int else {
+                return wrongType()
+            }
+            switch ByteSize.parse(text) {
+            case .success(let bytes):
+                return checkRange(Double(bytes), shown: text) ? .bytes(bytes) : nil
+            case .failure(let error):
+                return fail("bad size '\(text)' for '\(name)': \(error.message)", at: node.position(atOffset: error.offset))
+            }
+        case .oneOf(let words):
+            guard case .scalar(let text, .string) = node.value else { return wrongType() }
+            guard words.contains(text) else {
+                return fail("'\(text)' is not a valid value for '\(name)'\(suggestion(for: text, among: words))")
+            }
+            return .string(text)
+        case .list(let element):
+            guard case .sequence(let items) = node.value else {
+                // A single scalar is not silently promoted to a list: be explicit.
+                return wrongType()
+            }
+            var values: [ParamValue] = []
+            var ok = true
+            for item in items {
+                if let value = decode(item, as: element, range: range, name: name, errors: &errors) {
+                    if values.contains(value), case .oneOf = element {
+                        errors.append(JobFileError(item.position, "'\(value)' is listed twice in '\(name)'", expected: "each value once"))
+                        ok = false
+                    }
+                    values.append(value)
+                } else { ok = false }
+            }
+            return ok ? .list(values) : nil
+        case .map(let keys, let valueType):
+            guard case .mapping(let entries) = node.value else { return wrongType() }
+            var values: [String: ParamValue] = [:]
+            var ok = true
+            for entry in entries {
+                guard keys.contains(entry.key) else {
+                    errors.append(JobFileError(entry.keyPosition, "unknown key '\(entry.key)' in '\(name)'\(suggestion(for: entry.key, among: keys))",
+                                               expected: "one of " + keys.joined(separator: ", ")))
+                    ok = false
+                    continue
+                }
+                if let value = decode(entry.value, as: valueType, range: range, name: "\(name).\(entry.key)", errors: &errors) {
+                    values[entry.key] = value
+                } else { ok = false }
+            }
+            return ok ? .map(values) : nil
+        }
+    }
+
+    static func format(_ number: Double, _ type: ParamType) -> String {
+        switch type {
+        case .duration: return ConfigDuration.format(.milliseconds(Int64(number * 1000)))
+        case .byteSize: return ByteSize.format(Int64(number))
+        case .list(let element), .map(_, let element): return format(number, element)
+        default:
+            return number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import XCTest
+@testable import Jobs
+
+final class JobCatalogTests: XCTestCase {
+    func testShippedJobFilesValidate() throws {
+        let directory = TestPaths.repositoryRoot.appendingPathComponent("jobs")
+        let catalog = JobCatalog.load(directory: directory)
+        XCTAssertEqual(catalog.errors, [], catalog.errors.map(\.description).joined(separator: "\n"))
+        XCTAssertEqual(Set(catalog.jobs.map(\.kind)), Set(JobKind.allCases), "one shipped job per kind")
+        let schedules = Dictionary(uniqueKeysWithValues: catalog.jobs.map { ($0.kind, $0.schedule?.expression ?? "") })
+        XCTAssertEqual(schedules[.syncHistory], "@hourly")
+        XCTAssertEqual(schedules[.prefetchChatMedia], "*/15 * * * *")
+        XCTAssertEqual(schedules[.uploadQueue], "*/5 * * * *")
+        XCTAssertEqual(schedules[.timeBasedCleanup], "30 3 * * *")
+        XCTAssertEqual(try catalog.resolve("sync-history").kind, .syncHistory)
+        let byPath = try catalog.resolve(directory.appendingPathComponent("upload-queue.yaml").path)
+        XCTAssertEqual(byPath.name, "upload-queue")
+    }
+
+    func testDuplicateNamesAndResolveErrors() throws {
+        let directory = try TestPaths.makeTempDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let body = "kind: upload-queue\nschedule: \"@hourly\"\n"
+        try ("name: same\n" + body).write(to: directory.appendingPathComponent("a.yaml"), atomically: true, encoding: .utf8)
+        try ("name: same\n" + body).write(to: directory.appendingPathComponent("b.yml"), atomically: true, encoding: .utf8)
+        try ("name: broken\nkind: nope\n").write(to: directory.appendingPathComponent("broken.yaml"), atomically: true, encoding: .utf8)
+        try ("name: ignored\n").write(to: directory.appendingPathComponent("notes.txt"), atomically: true, encoding: .utf8)
+        let catalog = JobCatalog.load(directory: directory)
+        XCTAssertEqual(catalog.jobs.map(\.name), ["same"])
+        let messages = catalog.errors.map(\.description)
+        XCTAssertTrue(messages.contains { $0.hasSuffix("b.yml:1:7: duplicate job name 'same' (also defined at \(directory.path)/a.yaml:1:7) (expected job names unique across the jobs directory)") }, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.contains("broken.yaml:2:7: unknown job kind 'nope'") }, "\(messages)")
+        XCTAssertThrowsError(try JobCatalog.loadStrict(directory: directory))
+
+        // `validate <files…>`: paths shown as given, a missing file is an error too.
+        let listed = JobCatalog.load(files: [directory.appendingPathComponent("a.yaml").path, "/nonexistent.yaml"])
+        XCTAssertEqual(listed.jobs.map(\.name), ["same"])
+        XCTAssertEqual(listed.errors.map { "\($0.file):\($0.line):\($0.column)" }, ["/nonexistent.yaml:1:1"])
+
+        do { _ = try catalog.resolve("missing"); XCTFail("resolved") } catch {
+            XCTAssertEqual(error.exitCode, .usage)
+            XCTAssertTrue(error.description.contains("known jobs: same"))
+        }
+        do { _ = try catalog.resolve("broken"); XCTFail("resolved") } catch {
+            XCTAssertEqual(error.exitCode, .config)
+        }
+        do { _ = try catalog.resolve(directory.appendingPathComponent("broken.yaml").path); XCTFail("resolved") } catch {
+            XCTAssertEqual(error.exitCode, .config)
+        }
+        do { _ = try catalog.resolve("/nonexistent/job.yaml"); XCTFail("resolved") } catch {
+            XCTAssertEqual(error.exitCode, .usage)
+        }
+    }
+
+    func testEveryKindDeclaresAWellFormedSchema() {
+        for kind in JobKind.allCases {
+            let schema = kind.paramsSchema
+            XCTAssertEqual(schema.kind, kind.rawValue)
+            XCTAssertEqual(Set(schema.params.map(\.name)).count, schema.params.count, "\(kind): duplicate param")
+            for spec in schema.params {
+                XCTAssertFalse(spec.doc.isEmpty, "\(kind).\(spec.name) needs a doc line")
+                XCTAssertFalse(spec.required && spec.defaultValue != nil, "\(kind).\(spec.name): required with a default")
+            }
+            // Defaults alone validate (except required params).
+            let (params, errors) = schema.validate(nil, fallback: SourcePosition(file: "x", line: 1, column: 1))
+            XCTAssertEqual(errors.count, schema.params.filter(\.required).count, "\(kind): \(errors)")
+            for spec in schema.params where spec.defaultValue != nil {
+                XCTAssertNotNil(params[spec.name], "\(kind).\(spec.name)")
+            }
+        }
+    }
+}
