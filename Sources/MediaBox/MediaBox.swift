@@ -1,2 +1,319 @@
-/// MediaBox: the file cache of media resources (arrives with the MediaBox issue).
-public enum MediaBoxModule {}
+import Foundation
+import Postbox
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The file cache of media resources for one account (`account-<id>/postbox/media`): complete
+/// files `<name>`, downloads in progress `<name>_partial` + `<name>_partial.meta`, cached
+/// representations in `cache/` and `short-cache/`, and the StorageBox index in `storage/`.
+///
+/// MediaBox knows nothing of the network: missing data comes from the injected
+/// `MediaResourceFetcher`. Concurrent fetches of one resource share one fetch in this process
+/// (an actor) and across processes (the partial file's exclusive `flock`). Readers hold a
+/// shared lock, so cleanup never removes a file being read or written.
+public final class MediaBox: Sendable {
+    /// Tuning that trades durability for speed.
+    public struct Options: Sendable {
+        /// What the ranges map survives during a download.
+        public var partialDurability: MediaBoxPartialFile.Durability
+        /// How a fetched or stored file is made durable before its complete name appears.
+        public var completionSync: CompletionSync
+        /// How often a fetch waiting on another process's lock looks again.
+        public var lockPollInterval: Duration
+        public init(partialDurability: MediaBoxPartialFile.Durability = .processCrash, completionSync: CompletionSync = .group,
+                    lockPollInterval: Duration = .milliseconds(20)) {
+            self.partialDurability = partialDurability
+            self.completionSync = completionSync
+            self.lockPollInterval = lockPollInterval
+        }
+    }
+
+    /// Durability of completion (the data is synced before the complete name appears, so a
+    /// crash never leaves a complete file with missing bytes).
+    public enum CompletionSync: Sendable {
+        /// fsync the file and its directory (~200 µs each, per file).
+        case fsync
+        /// Concurrent completions share one `syncfs` (group commit); the directory entry is
+        /// made durable by the next sync. Default: crash-safe at a fraction of the cost.
+        case group
+        /// No sync: safe against process crashes only (a power loss may lose data).
+        case none
+    }
+
+    public let basePath: String
+    public let storageBox: StorageBox
+    private let groupSync = GroupSync()
+    public let fetcher: (any MediaResourceFetcher)?
+    public let options: Options
+    private let coordinator = FetchCoordinator()
+    private static let blockingQueue = DispatchQueue(label: "MediaBox.blocking", attributes: .concurrent)
+
+    /// `<accountDirectory>/postbox/media`.
+    public static func mediaDirectory(accountDirectory: String) -> String { accountDirectory + "/postbox/media" }
+
+    /// Opens the MediaBox of an account directory (`<root>/account-<id>`).
+    public convenience init(accountDirectory: String, fetcher: (any MediaResourceFetcher)? = nil,
+                            readOnly: Bool = false, options: Options = Options()) throws {
+        try self.init(basePath: Self.mediaDirectory(accountDirectory: accountDirectory), fetcher: fetcher,
+                      readOnly: readOnly, options: options)
+    }
+
+    /// Opens a media directory, creating it and its subdirectories (0700) unless read-only.
+    /// Read-only opens (`jobrun stats`) never write and never block writers.
+    public init(basePath: String, fetcher: (any MediaResourceFetcher)? = nil, readOnly: Bool = false,
+                options: Options = Options()) throws {
+        self.basePath = basePath
+        self.fetcher = fetcher
+        self.options = options
+        if !readOnly {
+            try PosixFile.makeDirectory(basePath)
+            for location in MediaStorageLocation.allCases {
+                if let sub = location.directoryName { try PosixFile.makeDirectory(basePath + "/" + sub) }
+            }
+        }
+        self.storageBox = try StorageBox(directory: basePath + "/storage", readOnly: readOnly)
+    }
+
+    // MARK: paths and state
+
+    public func paths(for id: MediaResourceId, location: MediaStorageLocation = .resources) -> ResourceStorePaths {
+        ResourceStorePaths(mediaDirectory: basePath, location: location, id: id)
+    }
+
+    public func paths(for key: MediaStorageKey) -> ResourceStorePaths {
+        ResourceStorePaths(mediaDirectory: basePath, location: key.location, fileName: key.fileName)
+    }
+
+    private func completeData(_ paths: ResourceStorePaths) -> MediaResourceData? {
+        guard let st = try? PosixFile.lstat(paths.complete), (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return MediaResourceData(path: paths.complete, offset: 0, size: Int64(st.st_size), complete: true)
+    }
+
+    /// What is on disk for a resource now: the complete file, the contiguous prefix of a partial
+    /// download (from its meta), or nil. Takes no lock and changes nothing.
+    public func resourceData(_ id: MediaResourceId, location: MediaStorageLocation = .resources) -> MediaResourceData? {
+        let paths = self.paths(for: id, location: location)
+        if let d = completeData(paths) { return d }
+        guard let fd = try? PosixFile.openIfExists(paths.partialMeta, O_RDONLY) else { return nil }
+        defer { close(fd) }
+        let size = (try? PosixFile.fstat(fd, path: paths.partialMeta).st_size) ?? 0
+        guard size > 0, let bytes = try? PosixFile.preadAll(fd, count: Int(size), offset: 0, path: paths.partialMeta),
+              let meta = PartialFileMeta.decode(bytes) else { return nil }
+        let prefix = RangeMap(meta.ranges).contiguousPrefix
+        return MediaResourceData(path: paths.partial, offset: 0, size: prefix, complete: false)
+    }
+
+    private static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    // MARK: fetch
+
+    /// Returns the complete resource, fetching what is missing with the injected fetcher
+    /// (resuming an existing partial file). Concurrent calls for one resource, in this process
+    /// or another, result in one fetch. Records the resource in StorageBox (or its access).
+    public func fetch(_ resource: any MediaResource, info: MediaResourceStorageInfo) async throws -> MediaResourceData {
+        let key = MediaStorageKey(location: info.location, id: resource.id)
+        let paths = self.paths(for: key)
+        if let d = completeData(paths) {
+            try storageBox.touch([key], at: Self.now())
+            return d
+        }
+        guard let fetcher else { throw MediaBoxError.noFetcher }
+        return try await coordinator.run(key) { [self] in
+            try await self.performFetch(resource, info: info, key: key, paths: paths, fetcher: fetcher)
+        }
+    }
+
+    private func performFetch(_ resource: any MediaResource, info: MediaResourceStorageInfo, key: MediaStorageKey,
+                              paths: ResourceStorePaths, fetcher: any MediaResourceFetcher) async throws -> MediaResourceData {
+        // Across processes: wait for the partial file's lock, or for the other writer's result.
+        var acquired: MediaBoxPartialFile?
+        while acquired == nil {
+            if let d = completeData(paths) {
+                try storageBox.touch([key], at: Self.now())
+                return d
+            }
+            acquired = try MediaBoxPartialFile.open(paths: paths, wait: false, durability: options.partialDurability)
+            if acquired == nil { try await Task.sleep(for: options.lockPollInterval) }
+        }
+        let partial = acquired!
+        defer { partial.close() }
+        if let d = completeData(paths) {
+            // Completed by another process between our check and our lock.
+            if partial.ranges.totalBytes == 0 { partial.discard() }
+            try storageBox.touch([key], at: Self.now())
+            return d
+        }
+        if let size = resource.size { try partial.setSize(size) }
+        if !partial.isComplete {
+            let request = MediaResourceFetchRequest(resource: resource, missingRanges: partial.missingRanges, knownSize: partial.knownSize)
+            for try await event in fetcher.fetch(request) {
+                switch event {
+                case let .dataPart(offset, data):
+                    if offset < 0 || (partial.knownSize.map { offset + Int64(data.count) > $0 } ?? false) {
+                        throw MediaBoxError.invalidDataPart(id: resource.id.stringRepresentation, offset: offset, length: data.count)
+                    }
+                    try partial.write(offset: offset, data: data)
+                case let .resourceSizeUpdated(size):
+                    try partial.setSize(size)
+                }
+            }
+            // A stream that ends without a size delivered the whole resource from offset 0.
+            if partial.knownSize == nil, partial.ranges.ranges.count == 1, partial.ranges.contiguousPrefix > 0 {
+                try partial.setSize(partial.ranges.contiguousPrefix)
+            }
+            guard partial.isComplete else {
+                throw MediaBoxError.incompleteFetch(id: resource.id.stringRepresentation, have: partial.ranges.totalBytes, expected: partial.knownSize)
+            }
+        }
+        let mode = options.completionSync
+        let group = groupSync
+        let base = basePath
+        try await Self.offPool {
+            switch mode {
+            case .fsync: try partial.complete(sync: true)
+            case .none: try partial.complete(sync: false)
+            case .group:
+                try partial.prepareForBatchCompletion()
+                try group.sync(fd: partial.descriptor, path: base)
+                try partial.publish(syncDirectory: false)
+            }
+        }
+        let size = partial.knownSize ?? 0
+        let now = Self.now()
+        try storageBox.insert(StorageBoxEntry(id: resource.id, info: info, size: size, accessTime: now))
+        return MediaResourceData(path: paths.complete, offset: 0, size: size, complete: true)
+    }
+
+    /// Runs blocking file work (fsync, link) on a dispatch queue instead of the cooperative pool.
+    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            blockingQueue.async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    // MARK: store
+
+    /// Stores data that is already in hand (cached representations, local files) as a complete
+    /// resource: written to the partial name, synced (per `options`), linked into place, indexed.
+    /// An existing complete file is kept (contents of an id never change) and only touched.
+    @discardableResult
+    public func store(_ data: Data, id: MediaResourceId, info: MediaResourceStorageInfo, accessTime: Int64? = nil) throws -> MediaResourceData {
+        try storeBatch([(id, data)], info: { _ in info }, accessTime: accessTime,
+                       durability: options.completionSync == .none ? .none : (options.completionSync == .fsync ? .syncEach : .batch))[0]
+    }
+
+    /// How `storeBatch` makes files durable before they become complete.
+    public enum BatchDurability: Sendable {
+        /// One `syncfs` for the whole batch (instead of an fsync per file), then each link.
+        case batch
+        /// fsync each file and its directory before its link (~200 µs each).
+        case syncEach
+        /// No sync: a process crash is still safe (the page cache holds the data), a power loss
+        /// may leave complete files with missing data.
+        case none
+    }
+
+    /// Stores many resources with batched durability (by default): every file written, one
+    /// `syncfs` for all, then each linked into place, the directories synced once, and all rows
+    /// inserted in one StorageBox transaction. A crash before the link leaves only partial files
+    /// (reconciliation removes them); never a complete file with missing data.
+    @discardableResult
+    public func storeBatch(_ items: [(MediaResourceId, Data)], info: (MediaResourceId) -> MediaResourceStorageInfo,
+                           accessTime: Int64? = nil, durability: BatchDurability = .batch) throws -> [MediaResourceData] {
+        let syncEach = durability == .syncEach
+        var results: [MediaResourceData] = []
+        results.reserveCapacity(items.count)
+        let chunkSize = 256
+        var start = 0
+        while start < items.count {
+            let chunk = items[start..<min(start + chunkSize, items.count)]
+            start += chunkSize
+            var open: [(MediaBoxPartialFile, MediaResourceStorageInfo, MediaResourceId)] = []
+            var touched: [MediaStorageKey] = []
+            defer { for (p, _, _) in open { p.close() } }
+            var chunkResults: [MediaStorageKey: MediaResourceData] = [:]
+            for (id, data) in chunk {
+                let i = info(id)
+                let paths = self.paths(for: id, location: i.location)
+                if let d = completeData(paths) {
+                    touched.append(MediaStorageKey(location: i.location, id: id))
+                    chunkResults[MediaStorageKey(location: i.location, id: id)] = d
+                    continue
+                }
+                guard let partial = try MediaBoxPartialFile.open(paths: paths, wait: true, durability: .processCrash) else { continue }
+                if let d = completeData(paths) {
+                    partial.discard()
+                    touched.append(MediaStorageKey(location: i.location, id: id))
+                    chunkResults[MediaStorageKey(location: i.location, id: id)] = d
+                    continue
+                }
+                try partial.setSize(Int64(data.count))
+                try partial.write(offset: 0, data: data)
+                if syncEach { try partial.complete(sync: true) } else { try partial.prepareForBatchCompletion() }
+                open.append((partial, i, id))
+            }
+            if !syncEach, let first = open.first {
+                let sync = durability == .batch
+                // One sync for the whole file system instead of one fsync per file.
+                if sync { try PosixFile.syncFileSystem(containing: first.0.descriptor, files: open.map { $0.0.descriptor }, path: basePath) }
+                var directories = Set<String>()
+                for (p, _, _) in open {
+                    try p.publish(syncDirectory: false)
+                    directories.insert(p.paths.directory)
+                }
+                if sync { for d in directories { try PosixFile.fsyncDirectory(d) } }
+            }
+            let time = accessTime ?? Self.now()
+            var entries: [StorageBoxEntry] = []
+            for (p, i, id) in open {
+                let size = p.knownSize ?? 0
+                entries.append(StorageBoxEntry(id: id, info: i, size: size, accessTime: time))
+                chunkResults[MediaStorageKey(location: i.location, id: id)] = MediaResourceData(path: p.paths.complete, offset: 0, size: size, complete: true)
+            }
+            try storageBox.insert(entries)
+            try storageBox.touch(touched, at: time)
+            for (id, data) in chunk {
+                let key = MediaStorageKey(location: info(id).location, id: id)
+                results.append(chunkResults[key] ?? MediaResourceData(path: paths(for: key).complete, offset: 0, size: Int64(data.count), complete: true))
+            }
+        }
+        return results
+    }
+
+    // MARK: read and remove
+
+    /// Opens a complete resource for reading under a shared lock (cleanup skips it until the
+    /// reader is closed) and records the access. Nil when the resource is not complete here.
+    public func openForReading(_ id: MediaResourceId, location: MediaStorageLocation = .resources,
+                               touch: Bool = true, accessTime: Int64? = nil) throws -> MediaResourceReader? {
+        let key = MediaStorageKey(location: location, id: id)
+        let path = paths(for: key).complete
+        guard let fd = try PosixFile.openIfExists(path, O_RDONLY | O_NOFOLLOW) else { return nil }
+        do {
+            try ResourceLock.lock(fd, .shared, path: path)
+            // Cleanup may have removed it between our open and our lock.
+            guard PosixFile.isSameFile(fd, path: path) else { close(fd); return nil }
+            let size = Int64(try PosixFile.fstat(fd, path: path).st_size)
+            if touch { try storageBox.touch([key], at: accessTime ?? Self.now()) }
+            return MediaResourceReader(path: path, fd: fd, size: size)
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    /// Removes a resource's files and row unless it is locked (being read or written).
+    /// Returns false when it was locked and left alone.
+    @discardableResult
+    public func remove(_ id: MediaResourceId, location: MediaStorageLocation = .resources) throws -> Bool {
+        let key = MediaStorageKey(location: location, id: id)
+        let outcome = ResourceRemoval.remove(paths(for: key), dryRun: false)
+        if outcome == .locked { return false }
+        try storageBox.remove([key])
+        return true
+    }
+
+    /// Cache usage from StorageBox's totals (no file-system walk).
+    public func stats() throws -> StorageStats { try storageBox.stats() }
+}

@@ -7,7 +7,7 @@ struct JobrunBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "jobrun-bench",
         abstract: "Benchmarks against peers (raw SQLite, find, curl, aria2c), measured in one invocation.",
-        subcommands: [PostboxBench.self]
+        subcommands: [PostboxBench.self, NoopRunBench.self, CleanupBench.self]
     )
 }
 
@@ -21,5 +21,29 @@ struct PostboxBench: ParsableCommand {
     func run() throws {
         defer { try? FileManager.default.removeItem(atPath: workDir) }
         try PostboxBenchmark(messages: messages, smallTransactions: transactions, reads: reads, workDir: workDir).run()
+    }
+}
+
+struct NoopRunBench: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "noop-run", abstract: "A cron invocation with nothing to do vs a bare sqlite3 process start.")
+    @Option(help: "Invocations of each command.") var runs = 30
+    @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-noop"
+
+    func run() throws {
+        defer { try? FileManager.default.removeItem(atPath: workDir) }
+        try NoopRunBenchmark(runs: runs, workDir: workDir).run()
+    }
+}
+
+struct CleanupBench: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "cleanup", abstract: "TimeBasedCleanup vs find over the same cache tree.")
+    @Option(help: "Files in the cache.") var files = 1_000_000
+    @Option(help: "Peers owning them.") var folders = 256
+    @Option(help: "Fraction to evict.") var evict = 0.1
+    @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-cleanup"
+
+    func run() throws {
+        defer { try? FileManager.default.removeItem(atPath: workDir) }
+        try runCleanupBenchmark(files: files, folders: folders, evictFraction: evict, workDir: workDir)
     }
 }

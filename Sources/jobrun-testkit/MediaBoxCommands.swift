@@ -1,4 +1,117 @@
 import Foundation
+import MediaBox
+import Postbox
 
-/// MediaBox child-process commands (crash tests).
-let mediaBoxCommands: [String: TestkitCommand] = [:]
+/// MediaBox child-process commands (crash and cross-process lock tests):
+///
+/// - `hold-resource-lock <mediaDir> <id> <seconds>`: open the resource for reading (shared
+///   lock), print `locked`, sleep.
+/// - `write-partial-slowly <mediaDir> <id> <size> <chunk> <delayMs>`: fetch the resource with a
+///   fetcher that yields the test pattern one chunk at a time; prints `progress <offset>`.
+/// - `store-loop <mediaDir> <count> <size>`: store `r0…` with the test pattern (synced
+///   completion), printing `stored <i>` — for SIGKILL during completion.
+/// - `cleanup <mediaDir> <sizeLimit> [batchSize]`: run TimeBasedCleanup to the size limit and
+///   print the report as JSON.
+let mediaBoxCommands: [String: TestkitCommand] = [
+    "hold-resource-lock": holdResourceLock,
+    "write-partial-slowly": writePartialSlowly,
+    "store-loop": storeLoop,
+    "cleanup": cleanupCommand,
+]
+
+/// The bytes tests expect for `id` (the same function as `MediaBoxFixtures.pattern` in tests).
+func mediaTestPattern(id: String, offset: Int64, count: Int) -> Data {
+    var seed: UInt64 = 1469598103934665603
+    for b in id.utf8 { seed = (seed ^ UInt64(b)) &* 1099511628211 }
+    var data = Data(count: count)
+    data.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
+        for i in 0..<count {
+            let x = UInt64(offset) + UInt64(i)
+            raw[i] = UInt8(truncatingIfNeeded: (x &* 2654435761) ^ (seed >> (x % 7)) ^ (x >> 8))
+        }
+    }
+    return data
+}
+
+private func say(_ line: String) { emit(line) }
+
+private struct UsageError: Error, CustomStringConvertible {
+    let description: String
+}
+
+private func holdResourceLock(_ args: [String]) throws {
+    guard args.count == 3, let seconds = Double(args[2]) else { throw UsageError(description: "hold-resource-lock <mediaDir> <id> <seconds>") }
+    let box = try MediaBox(basePath: args[0])
+    guard let reader = try box.openForReading(MediaResourceId(args[1]), touch: false) else {
+        throw UsageError(description: "resource \(args[1]) not found")
+    }
+    say("locked")
+    Thread.sleep(forTimeInterval: seconds)
+    reader.close()
+}
+
+/// Runs an async body to completion from synchronous code.
+private func blockingAwait(_ body: @escaping @Sendable () async throws -> Void) throws {
+    final class Box: @unchecked Sendable { var error: (any Error)? }
+    let box = Box()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { try await body() } catch { box.error = error }
+        done.signal()
+    }
+    done.wait()
+    if let error = box.error { throw error }
+}
+
+private func writePartialSlowly(_ args: [String]) throws {
+    guard args.count == 5, let size = Int64(args[2]), let chunk = Int(args[3]), let delay = Int(args[4]) else {
+        throw UsageError(description: "write-partial-slowly <mediaDir> <id> <size> <chunk> <delayMs>")
+    }
+    let id = args[1]
+    let fetcher = ClosureMediaResourceFetcher { request in
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                for range in request.missingRanges {
+                    var offset = range.lowerBound
+                    let end = min(range.upperBound, size)
+                    while offset < end {
+                        let n = Int(min(Int64(chunk), end - offset))
+                        continuation.yield(.dataPart(offset: offset, data: mediaTestPattern(id: id, offset: offset, count: n)))
+                        offset += Int64(n)
+                        say("progress \(offset)")
+                        try? await Task.sleep(for: .milliseconds(delay))
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+    let box = try MediaBox(basePath: args[0], fetcher: fetcher)
+    try blockingAwait {
+        let data = try await box.fetch(SimpleMediaResource(id, size: size), info: MediaResourceStorageInfo(peerId: PeerId(1), contentType: .file))
+        say("done \(data.size)")
+    }
+}
+
+private func storeLoop(_ args: [String]) throws {
+    guard args.count == 3, let count = Int(args[1]), let size = Int(args[2]) else { throw UsageError(description: "store-loop <mediaDir> <count> <size>") }
+    let box = try MediaBox(basePath: args[0])
+    for i in 0..<count {
+        let id = "r\(i)"
+        try box.store(mediaTestPattern(id: id, offset: 0, count: size), id: MediaResourceId(id),
+                      info: MediaResourceStorageInfo(peerId: PeerId(Int64(i % 3 + 1)), contentType: .photo))
+        say("stored \(i)")
+    }
+}
+
+private func cleanupCommand(_ args: [String]) throws {
+    guard args.count >= 2, let limit = Int64(args[1]) else { throw UsageError(description: "cleanup <mediaDir> <sizeLimit> [batchSize]") }
+    let box = try MediaBox(basePath: args[0])
+    var options = CleanupOptions(sizeLimit: limit, removalThreads: 2)
+    if args.count >= 3, let b = Int(args[2]) { options.batchSize = b }
+    let report = try TimeBasedCleanup(mediaBox: box).run(options)
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    say(String(decoding: try encoder.encode(report), as: UTF8.self))
+}

@@ -1,41 +1,146 @@
 import ArgumentParser
+import CloudServer
 import Foundation
-import Postbox
+import Jobs
 
-/// `jobrun demo`: shows what the product does end to end on a temporary data root.
+/// `jobrun demo`: the product end to end on an embedded default — an in-process `cloudd` on
+/// loopback with a seeded dataset, a temporary data root (or `--root`), and every job kind this
+/// build ships run in order through the same runner cron and systemd use, then a summary.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Run the product end to end on an embedded default (temporary root unless --root)."
+        abstract: "Run every job kind end to end against an embedded cloudd (temporary root unless --root)."
     )
 
     @Option(help: "Data root to use (default: a temporary directory, removed afterwards).")
     var root: String?
+    @Option(help: "Dataset seed of the embedded cloud.") var seed: UInt64 = 7
+    @Flag(help: "Machine-readable JSON summary.") var json = false
 
     func run() async throws {
+        let keep = root != nil
         let rootPath = root ?? (NSTemporaryDirectory() + "jobrun-demo-\(getpid())")
-        defer { if root == nil { try? FileManager.default.removeItem(atPath: rootPath) } }
-        let dbPath = rootPath + "/account-0/postbox/db/db.sqlite"
-        let postbox = try Postbox(path: dbPath)
-        let peers = 20
-        let perPeer = 500
-        let start = Date()
-        try await postbox.transaction { tx in
-            for p in 1...peers {
-                let peer = PeerId(Int64(p))
-                try tx.peers.set(Peer(id: peer, category: PeerCategory.allCases[p % PeerCategory.allCases.count], title: "chat \(p)"))
-                try tx.messages.add((1...perPeer).map { Message(id: MessageId(peerId: peer, id: Int32($0)), timestamp: Int32(1_700_000_000 + $0 * 60), text: "message \($0)") })
-                try tx.syncStates.set(peer, PeerSyncState(maxSyncedId: Int32(perPeer), lastSyncAt: Int64(Date().timeIntervalSince1970), totalFetched: Int64(perPeer)))
-            }
+        defer { if !keep { try? FileManager.default.removeItem(atPath: rootPath) } }
+        let dataRoot = DataRoot(path: rootPath)
+        try dataRoot.createDirectories(accounts: [0])
+
+        var config = CloudServerConfig()
+        config.seed = seed
+        config.dataset.peers = 8
+        config.dataset.messagesPerPeer = 40
+        config.dataset.maxMediaSize = 4 << 20
+        config.referenceTTL = 3600
+        config.uploadDirectory = rootPath + "/cloud-uploads"
+        let server = try await CloudServer.start(config)
+        try writeAccountConfig(dataRoot, server)
+        let jobsDir = rootPath + "/jobs"
+        try FileManager.default.createDirectory(atPath: jobsDir, withIntermediateDirectories: true)
+
+        let sink = try LogSink(root: dataRoot, process: "demo", console: .off)
+        let logger = JobLogger(sink: sink)
+        let tempBox = try TempBox(root: dataRoot, process: "demo")
+        defer { tempBox.close() }
+        let runner = JobRunner(root: dataRoot, registry: ShippedKinds.registry, accounts: AccountContextPool(root: dataRoot),
+                               logger: logger, tempDirectory: tempBox.directory)
+
+        if !json {
+            print("jobrun demo: embedded cloudd with \(server.fileCount) files on \(server.dcURLs.count) DCs (\(server.dcURLs.map(\.absoluteString).joined(separator: ", ")))")
+            print("data root: \(rootPath)\(keep ? "" : " (temporary)")\n")
         }
-        let elapsed = Date().timeIntervalSince(start)
-        let (peerCount, messageCount) = try await postbox.read { tx in
-            (try tx.peers.count(), try (1...peers).reduce(0) { $0 + (try tx.messages.count(peer: PeerId(Int64($1)))) })
+        var results: [RunResult] = []
+        for (name, yaml) in Self.demoJobs where ShippedKinds.registry.runner(for: kind(of: yaml)) != nil {
+            try yaml.write(toFile: "\(jobsDir)/\(name).yaml", atomically: true, encoding: .utf8)
+            let job = try JobFile.load(contentsOf: URL(fileURLWithPath: "\(jobsDir)/\(name).yaml"))
+            let result = await runner.run(job)
+            results.append(result)
+            if !json { print("• \(name): \(result.outcome.rawValue) in \(String(format: "%.2f", result.duration)) s\(result.message.map { " — \($0)" } ?? "")") }
+            for line in result.report.summary where !json { print("    \(line)") }
         }
-        print("jobrun demo — Postbox storage engine (the jobs arrive with their issues)")
-        print("  root:       \(rootPath)")
-        print("  database:   \(dbPath) (\(postbox.fileSize()) bytes)")
-        print("  stored:     \(peerCount) peers, \(messageCount) messages in one transaction, \(String(format: "%.0f", elapsed * 1000)) ms")
-        print("  integrity:  \(try postbox.integrityCheck().joined(separator: ", "))")
+        await server.stop()
+        let missing = JobKind.allCases.filter { ShippedKinds.registry.runner(for: $0) == nil }
+        if json {
+            printJSON(.object([
+                "root": .string(rootPath),
+                "runs": .array(results.map { r in
+                    .object(["job": .string(r.job), "outcome": .string(r.outcome.rawValue), "seconds": .double(r.duration),
+                             "counters": .object(r.report.counters.mapValues { .int($0) })])
+                }),
+                "kinds_not_in_this_build": .array(missing.map { .string($0.rawValue) }),
+            ]))
+        } else {
+            printSummary(results, root: dataRoot, keep: keep)
+            if !missing.isEmpty { print("\nnot in this build yet: \(missing.map(\.rawValue).joined(separator: ", "))") }
+        }
+        if results.contains(where: { $0.exitCode != .ok }) { throw ExitCode(JobExitCode.jobFailed.rawValue) }
     }
+
+    private func kind(of yaml: String) -> JobKind {
+        let line = yaml.split(separator: "\n").first { $0.hasPrefix("kind:") } ?? ""
+        return JobKind(rawValue: line.dropFirst("kind:".count).trimmingCharacters(in: .whitespaces)) ?? .syncHistory
+    }
+
+    private func writeAccountConfig(_ root: DataRoot, _ server: CloudServer) throws {
+        let dcs = server.dcURLs.enumerated().map { "  \($0.offset + 1): \($0.element.absoluteString)" }.joined(separator: "\n")
+        let text = "datacenters:\n\(dcs)\ncdn: \(server.cdnURL.absoluteString)\nmainDc: 1\n"
+        let path = root.account(0).config.path
+        guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw fail(.config, "cannot write \(path)")
+        }
+    }
+
+    private func printSummary(_ results: [RunResult], root: DataRoot, keep: Bool) {
+        print("\nSummary")
+        let header = ["job", "outcome", "seconds", "what it did"]
+        var rows: [[String]] = []
+        for r in results {
+            let counters = r.report.counters.filter { $0.value != 0 }.sorted { $0.key < $1.key }.prefix(5).map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            rows.append([r.job, r.outcome.rawValue, String(format: "%.2f", r.duration), counters])
+        }
+        var widths = header.map(\.count)
+        for row in rows { for (i, c) in row.enumerated() { widths[i] = max(widths[i], c.count) } }
+        func line(_ cells: [String]) -> String { cells.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }.joined(separator: "  ") }
+        print(line(header))
+        print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  "))
+        rows.forEach { print(line($0)) }
+        print("\nlogs:    \(root.logs(process: "demo").path)")
+        print("metrics: \(root.metrics.path)")
+        print("postbox: \(root.account(0).postboxDatabase.path)")
+        if !keep { print("(the temporary root is removed on exit; pass --root DIR to keep it)") }
+    }
+
+    /// One small job file per kind, in the order a new installation would run them.
+    static let demoJobs: [(String, String)] = [
+        ("sync-history", """
+        name: sync-history
+        kind: sync-history
+        timeout: 5m
+        params:
+          initialMessages: 40
+        """),
+        ("prefetch-chat-media", """
+        name: prefetch-chat-media
+        kind: prefetch-chat-media
+        timeout: 10m
+        params:
+          budget: 64MiB
+        """),
+        ("revalidate-references", """
+        name: revalidate-references
+        kind: revalidate-references
+        timeout: 5m
+        """),
+        ("upload-queue", """
+        name: upload-queue
+        kind: upload-queue
+        timeout: 5m
+        """),
+        ("time-based-cleanup", """
+        name: time-based-cleanup
+        kind: time-based-cleanup
+        timeout: 5m
+        params:
+          maxSize: 8MiB
+          immunity: 0s
+        """),
+    ]
 }

@@ -1,2 +1,0 @@
-/// Job files, kinds, runner (arrive with the runner issue).
-public enum JobsModule {}

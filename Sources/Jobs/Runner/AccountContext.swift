@@ -1,0 +1,46 @@
+import Foundation
+import MediaBox
+import Postbox
+
+/// One account's shared stores: every job of a process that works on account N uses the same
+/// `Postbox` (one serialized writer) and the same media directory, as the seeds' extensions
+/// share one container.
+public final class AccountContext: Sendable {
+    public let id: Int64
+    public let paths: AccountPaths
+    public let postbox: Postbox
+    public let mediaBox: MediaBox
+
+    init(id: Int64, paths: AccountPaths, postbox: Postbox, mediaBox: MediaBox) {
+        self.id = id
+        self.paths = paths
+        self.postbox = postbox
+        self.mediaBox = mediaBox
+    }
+}
+
+/// Opens each account's stores once per process and hands the same instances to every job.
+public actor AccountContextPool {
+    public let root: DataRoot
+    private var contexts: [Int64: AccountContext] = [:]
+
+    public init(root: DataRoot) { self.root = root }
+
+    /// The shared context of account `id`, opening (and creating) its stores on first use.
+    public func context(for id: Int64) throws -> AccountContext {
+        if let existing = contexts[id] { return existing }
+        let paths = root.account(id)
+        try paths.createDirectories()
+        let postbox = try Postbox(directory: paths.postboxDatabase.path)
+        let mediaBox = try MediaBox(basePath: paths.media.path)
+        let context = AccountContext(id: id, paths: paths, postbox: postbox, mediaBox: mediaBox)
+        contexts[id] = context
+        return context
+    }
+
+    /// Accounts that exist under the root (`account-<id>/`), ascending.
+    public nonisolated func existingAccounts() -> [Int64] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        return names.compactMap { $0.hasPrefix("account-") ? Int64($0.dropFirst("account-".count)) : nil }.sorted()
+    }
+}

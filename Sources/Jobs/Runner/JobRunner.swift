@@ -1,0 +1,228 @@
+import Foundation
+import Postbox
+
+/// Runs one job once, the way cron, a systemd timer, a person or the scheduler start it: takes
+/// the job's run lock per its concurrency policy, records the run in each account's Postbox,
+/// runs the kind with the job's timeout and retries, and leaves a log trail and a metrics file.
+public struct JobRunner: Sendable {
+    public let root: DataRoot
+    public let registry: JobKindRegistry
+    public let accounts: AccountContextPool
+    public let logger: JobLogger
+    public let tempDirectory: URL
+    public let metrics: MetricsWriter
+    /// Runs kept per job in the history table.
+    public var historyLimit = 200
+
+    public init(root: DataRoot, registry: JobKindRegistry, accounts: AccountContextPool, logger: JobLogger, tempDirectory: URL) {
+        self.root = root
+        self.registry = registry
+        self.accounts = accounts
+        self.logger = logger
+        self.tempDirectory = tempDirectory
+        self.metrics = MetricsWriter(root: root)
+    }
+
+    /// Runs `job`. Never throws: every failure becomes a `RunResult` with its exit code.
+    public func run(_ job: JobFile, dryRun: Bool = false) async -> RunResult {
+        let runId = Self.makeRunId()
+        let log = logger.with(job: job.name, run: runId)
+        let started = Date()
+        var result = RunResult(job: job.name, runId: runId, outcome: .failed, exitCode: .jobFailed, attempts: 0,
+                               started: started, finished: started, report: JobReport(), message: nil)
+        guard let kind = registry.runner(for: job.kind) else {
+            result.exitCode = .config
+            result.message = "job kind \(job.kind) is not available in this build"
+            log.error("run.refused", ["reason": .string(result.message!)])
+            return result
+        }
+
+        // 1. The run lock.
+        let lock = JobLock(root: root, job: job.name)
+        defer { lock.release() }
+        do {
+            if !(try await takeLock(lock, job: job, log: log)) {
+                let holder = lock.holderPid.map { " (pid \($0))" } ?? ""
+                result.outcome = .skipped
+                result.exitCode = .temporary
+                result.message = "job \(job.name) is already running\(holder); concurrencyPolicy \(job.concurrencyPolicy.rawValue): not starting another"
+                log.warning("run.skipped", ["reason": .string(result.message!), "holder_pid": holder.isEmpty ? .null : .int(Int64(lock.holderPid!))])
+                return result
+            }
+            try await Failpoints.hit("after-lock")
+        } catch {
+            result.outcome = .cancelled
+            result.exitCode = .temporary
+            result.message = "\(error)"
+            return result
+        }
+
+        // 2. The work, per account, with timeout and retries.
+        log.info("run.started", ["kind": .string(job.kind.rawValue), "accounts": .array(job.accounts.map { .int($0) }), "dry_run": .bool(dryRun), "pid": .int(Int64(getpid()))])
+        var contexts: [AccountContext] = []
+        do {
+            for id in job.accounts { contexts.append(try await accounts.context(for: id)) }
+        } catch {
+            result.exitCode = .config
+            result.message = "cannot open the stores of the job's accounts: \(error)"
+            log.error("run.failed", ["error": .string(result.message!)])
+            result.finished = Date()
+            return result
+        }
+        for context in contexts {
+            if job.concurrencyPolicy != .allow { await closeAbandonedRuns(context, job: job, log: log) }
+            await record(context, job: job, runId: runId, started: started, attempt: 1, end: nil)
+        }
+        do { try await Failpoints.hit("after-start-record") } catch {
+            result.outcome = .cancelled
+            result.exitCode = .temporary
+        }
+
+        var attempt = 0
+        while true {
+            attempt += 1
+            result.attempts = attempt
+            do {
+                var report = JobReport()
+                for context in contexts {
+                    let jobContext = JobContext(job: job, runId: runId, attempt: attempt, account: context,
+                                                logger: log.with(["account": .int(context.id)]), tempDirectory: tempDirectory, dryRun: dryRun)
+                    report.merge(try await withTimeout(job.timeout) { try await kind.run(jobContext) })
+                }
+                result.report = report
+                result.outcome = .succeeded
+                result.exitCode = .ok
+                result.message = nil
+                break
+            } catch is RunTimeout {
+                result.outcome = .timedOut
+                result.exitCode = .jobFailed
+                result.message = "timed out after \(ConfigDuration.format(job.timeout)); work done so far is kept"
+                break // like a Kubernetes deadline: a run that overstays is not retried at once
+            } catch is CancellationError {
+                result.outcome = .cancelled
+                result.exitCode = .temporary
+                result.message = "cancelled (stopped by a signal or replaced); work done so far is kept"
+                break
+            } catch let error as JobError {
+                result.outcome = .failed
+                result.exitCode = error.exitCode
+                result.message = error.message
+                if !error.retryable { break }
+            } catch {
+                result.outcome = .failed
+                result.exitCode = .jobFailed
+                result.message = "\(error)"
+            }
+            guard attempt < job.retry.maxAttempts, !Task.isCancelled else { break }
+            let delay = job.retry.delay(beforeRetry: attempt)
+            log.warning("run.retrying", ["attempt": .int(Int64(attempt)), "error": .string(result.message ?? ""), "delay_ms": .int(ConfigDuration.milliseconds(delay))])
+            do { try await Task.sleep(for: delay) } catch {
+                result.outcome = .cancelled
+                result.exitCode = .temporary
+                break
+            }
+        }
+
+        // 3. The record, the metrics and the log line.
+        result.finished = Date()
+        for context in contexts { await record(context, job: job, runId: runId, started: started, attempt: attempt, end: result) }
+        writeMetrics(job: job, result: result, log: log)
+        var fields: [String: LogValue] = ["outcome": .string(result.outcome.rawValue), "exit_code": .int(Int64(result.exitCode.rawValue)),
+                                          "duration_ms": .int(Int64(result.duration * 1000)), "attempts": .int(Int64(attempt))]
+        for (k, v) in result.report.counters { fields[k] = .int(v) }
+        if let message = result.message { fields["error"] = .string(message) }
+        log.log(result.outcome == .succeeded ? .info : .error, "run.finished", fields)
+        return result
+    }
+
+    private func takeLock(_ lock: JobLock, job: JobFile, log: JobLogger) async throws -> Bool {
+        switch job.concurrencyPolicy {
+        case .allow:
+            return true
+        case .forbid:
+            return try lock.acquire(wait: job.lockWait)
+        case .replace:
+            if try lock.acquire() { return true }
+            if let pid = lock.holderPid, pid != getpid() {
+                log.notice("run.replacing", ["holder_pid": .int(Int64(pid))])
+                kill(pid, SIGTERM)
+            }
+            return try lock.acquire(wait: max(job.lockWait, .seconds(30)))
+        }
+    }
+
+    private func record(_ context: AccountContext, job: JobFile, runId: String, started: Date, attempt: Int, end: RunResult?) async {
+        var run = JobRunRecord(runId: runId, job: job.name, kind: job.kind.rawValue, startedAt: Int64(started.timeIntervalSince1970 * 1000),
+                               pid: getpid(), attempt: Int32(attempt))
+        if let end {
+            run.endedAt = Int64(end.finished.timeIntervalSince1970 * 1000)
+            run.outcome = end.outcome.record
+            run.exitCode = end.exitCode.rawValue
+            run.message = end.message
+            run.counters = end.report.counters
+        }
+        let limit = historyLimit
+        let record = run
+        do {
+            try await context.postbox.transaction { tx in
+                try tx.jobRuns.set(record)
+                if end != nil { try tx.jobRuns.prune(job: record.job, keep: limit) }
+            }
+        } catch {
+            logger.with(job: job.name, run: runId).error("run.record_failed", ["error": .string("\(error)")])
+        }
+    }
+
+    /// Runs still marked `running` whose process died without recording an outcome (SIGKILL,
+    /// a crash, a power cut). Holding the job's lock proves no such run is alive.
+    private func closeAbandonedRuns(_ context: AccountContext, job: JobFile, log: JobLogger) async {
+        let name = job.name
+        do {
+            let closed = try await context.postbox.transaction { tx -> [String] in
+                var closed: [String] = []
+                for var run in try tx.jobRuns.recent(job: name, limit: 20) where run.outcome == .running {
+                    run.outcome = .failed
+                    run.message = "abandoned: pid \(run.pid) ended without recording an outcome (killed or crashed)"
+                    try tx.jobRuns.set(run)
+                    closed.append(run.runId)
+                }
+                return closed
+            }
+            for id in closed { log.warning("run.abandoned", ["abandoned_run": .string(id)]) }
+        } catch {
+            log.error("run.record_failed", ["error": .string("\(error)")])
+        }
+    }
+
+    private func writeMetrics(job: JobFile, result: RunResult, log: JobLogger) {
+        let metricsRecord = RunMetrics(job: job.name, kind: job.kind.rawValue, started: result.started, finished: result.finished,
+                                       outcome: result.outcome, counters: result.report.counters.mapValues(Double.init),
+                                       samples: result.report.samples)
+        do { _ = try metrics.write(metricsRecord) } catch {
+            log.error("metrics.write_failed", ["error": .string("\(error)")])
+        }
+    }
+
+    static func makeRunId() -> String {
+        String(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12))
+    }
+}
+
+/// The job's `timeout` passed.
+struct RunTimeout: Error {}
+
+/// Runs `body`, cancelling it when `timeout` passes (it must be cooperative) and throwing
+/// `RunTimeout` then.
+func withTimeout<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            throw RunTimeout()
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next() else { throw CancellationError() }
+        return first
+    }
+}

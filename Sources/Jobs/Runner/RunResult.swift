@@ -1,0 +1,31 @@
+import Foundation
+import Postbox
+
+/// How one `JobRunner.run` ended: what the process should exit with and what to show.
+public struct RunResult: Sendable {
+    public var job: String
+    public var runId: String
+    public var outcome: RunOutcome
+    public var exitCode: JobExitCode
+    public var attempts: Int
+    public var started: Date
+    public var finished: Date
+    public var report: JobReport
+    /// Why it did not succeed (nil on success).
+    public var message: String?
+
+    public var duration: TimeInterval { finished.timeIntervalSince(started) }
+}
+
+extension RunOutcome {
+    /// The run-history form of an outcome.
+    var record: JobRunRecord.Outcome {
+        switch self {
+        case .succeeded: return .succeeded
+        case .failed: return .failed
+        case .timedOut: return .timedOut
+        case .cancelled: return .cancelled
+        case .skipped: return .skipped
+        }
+    }
+}

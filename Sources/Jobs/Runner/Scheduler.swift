@@ -1,0 +1,75 @@
+import Foundation
+
+/// The long-running `jobrun schedule`: fires each enabled job when its schedule is due, several
+/// at once, all sharing this process's `AccountContextPool` (one Postbox per account). When its
+/// task is cancelled (SIGTERM, SIGINT) it stops launching, running jobs are cancelled and stop
+/// at their next checkpoint, and it returns once they have.
+public struct Scheduler: Sendable {
+    public let jobs: [JobFile]
+    public let runner: JobRunner
+    public let logger: JobLogger
+    /// Also run every enabled job once at start (after a deploy, or in tests).
+    public var runAllAtStart: Bool
+
+    public init(jobs: [JobFile], runner: JobRunner, logger: JobLogger, runAllAtStart: Bool = false) {
+        self.jobs = jobs.filter { $0.enabled && ($0.schedule != nil || runAllAtStart) }
+        self.runner = runner
+        self.logger = logger
+        self.runAllAtStart = runAllAtStart
+    }
+
+    /// Runs until cancelled; returns how many runs it started and how they ended.
+    @discardableResult
+    public func run() async -> [RunOutcome: Int] {
+        logger.info("scheduler.started", ["jobs": .array(jobs.map { .string($0.name) }), "pid": .int(Int64(getpid()))])
+        let tracker = RunTracker()
+        let start = Date()
+        var nextFire: [String: Date] = [:]
+        for job in jobs { nextFire[job.name] = runAllAtStart ? start : job.nextFire(after: start) }
+
+        await withTaskGroup(of: Void.self) { group in
+            while !Task.isCancelled {
+                let now = Date()
+                for job in jobs {
+                    guard let due = nextFire[job.name], due <= now else { continue }
+                    nextFire[job.name] = job.nextFire(after: now)
+                    let log = logger.with(job: job.name, run: nil)
+                    if let deadline = job.startingDeadline, now.timeIntervalSince(due) > Double(ConfigDuration.milliseconds(deadline)) / 1000 {
+                        log.warning("scheduler.missed", ["due": .string(ISO8601DateFormatter().string(from: due))])
+                        continue
+                    }
+                    if job.concurrencyPolicy != .allow, await tracker.isRunning(job.name) {
+                        log.notice("scheduler.skipped", ["reason": "the previous run is still active"])
+                        continue
+                    }
+                    await tracker.started(job.name)
+                    group.addTask {
+                        let result = await runner.run(job)
+                        await tracker.finished(result)
+                    }
+                }
+                let wake = nextFire.values.min().map { $0.timeIntervalSince(Date()) } ?? 60
+                do { try await Task.sleep(for: .milliseconds(Int64(min(max(wake, 0.01), 60) * 1000))) } catch { break }
+            }
+            logger.info("scheduler.stopping", ["running": .int(Int64(await tracker.runningCount))])
+            await group.waitForAll()
+        }
+        let outcomes = await tracker.outcomes
+        logger.info("scheduler.stopped", ["runs": .int(Int64(outcomes.values.reduce(0, +)))])
+        return outcomes
+    }
+}
+
+/// Which jobs the scheduler is running now, and how finished runs ended.
+actor RunTracker {
+    private var running: [String: Int] = [:]
+    private(set) var outcomes: [RunOutcome: Int] = [:]
+
+    func started(_ job: String) { running[job, default: 0] += 1 }
+    func finished(_ result: RunResult) {
+        running[result.job, default: 1] -= 1
+        outcomes[result.outcome, default: 0] += 1
+    }
+    func isRunning(_ job: String) -> Bool { running[job, default: 0] > 0 }
+    var runningCount: Int { running.values.reduce(0, +) }
+}

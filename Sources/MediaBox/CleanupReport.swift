@@ -1,0 +1,94 @@
+import Foundation
+import Postbox
+
+/// Why a resource was chosen.
+public enum CleanupReason: String, Sendable, Codable {
+    /// Past its TTL.
+    case expired
+    /// Least recently used while the cache was over its size or count limit.
+    case leastRecentlyUsed
+}
+
+/// One resource removed (or, in a dry run, that would be).
+public struct CleanupVictim: Sendable, Codable, Equatable {
+    public var location: String
+    public var fileName: String
+    public var peerId: Int64
+    public var contentType: String
+    public var size: Int64
+    public var accessTime: Int64
+    public var reason: CleanupReason
+}
+
+/// Freed usage for one peer, content type, or both.
+public struct CleanupUsageRow: Sendable, Codable, Equatable {
+    public var peerId: Int64?
+    public var contentType: String?
+    public var count: Int64
+    public var bytes: Int64
+    public init(peerId: Int64?, contentType: String?, count: Int64, bytes: Int64) {
+        self.peerId = peerId
+        self.contentType = contentType
+        self.count = count
+        self.bytes = bytes
+    }
+}
+
+/// What a cleanup did (or would do): totals before/after from the index, what was freed by
+/// reason, peer and content type, what was skipped and why, and timings. Codable for `--json`.
+public struct CleanupReport: Sendable, Codable {
+    public var dryRun: Bool
+    public var now: Int64
+    /// Index totals before (after reconciliation) and after.
+    public var before: StorageUsage
+    public var after: StorageUsage
+    /// Files removed (or that would be) and their bytes on disk.
+    public var removed: StorageUsage
+    public var expired: StorageUsage
+    public var evicted: StorageUsage
+    /// Rows dropped because their file had already gone.
+    public var staleRows: Int64
+    public var skippedLocked: Int64
+    public var skippedImmune: Int64
+    public var skippedExcluded: Int64
+    public var failed: Int64
+    /// Whether the size and count limits hold at the end (false if locked/immune/excluded
+    /// resources alone exceed them).
+    public var withinLimits: Bool
+    public var byPeer: [CleanupUsageRow]
+    public var byContentType: [CleanupUsageRow]
+    public var byPeerAndContentType: [CleanupUsageRow]
+    /// Up to `CleanupOptions.listVictims` victims, oldest first.
+    public var victims: [CleanupVictim]
+    public var reconciliation: ReconciliationReport?
+    public var seconds: Double
+
+    init(dryRun: Bool, now: Int64) {
+        self.dryRun = dryRun
+        self.now = now
+        before = StorageUsage(); after = StorageUsage(); removed = StorageUsage()
+        expired = StorageUsage(); evicted = StorageUsage()
+        staleRows = 0; skippedLocked = 0; skippedImmune = 0; skippedExcluded = 0; failed = 0
+        withinLimits = true
+        byPeer = []; byContentType = []; byPeerAndContentType = []; victims = []
+        reconciliation = nil
+        seconds = 0
+    }
+}
+
+/// What reconciliation found and fixed.
+public struct ReconciliationReport: Sendable, Codable, Equatable {
+    /// Entries looked at in the media directories.
+    public var filesScanned: Int64 = 0
+    /// Complete files without a row that were indexed / removed.
+    public var indexedFiles = StorageUsage()
+    public var removedUnindexedFiles = StorageUsage()
+    /// Rows whose file was gone (dropped) and rows whose size was wrong (fixed).
+    public var droppedRows = StorageUsage()
+    public var resizedRows: Int64 = 0
+    /// Stale or leftover `_partial` / `_partial.meta` files removed.
+    public var removedPartials = StorageUsage()
+    /// Files whose names MediaBox never produces (left alone).
+    public var foreignFiles: Int64 = 0
+    public init() {}
+}

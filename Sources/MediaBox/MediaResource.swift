@@ -1,0 +1,86 @@
+import Foundation
+import Postbox
+
+/// Something MediaBox can store: a stable id and, when known, its size. CloudCore's resource
+/// types (cloud files, documents, photo sizes, secret files) conform and add their routing data.
+public protocol MediaResource: Sendable {
+    var id: MediaResourceId { get }
+    /// Total size in bytes, or nil until the fetcher reports it.
+    var size: Int64? { get }
+}
+
+/// A plain resource: an id and an optional size (tests, local files, cached representations).
+public struct SimpleMediaResource: MediaResource, Hashable {
+    public let id: MediaResourceId
+    public let size: Int64?
+    public init(id: MediaResourceId, size: Int64?) {
+        self.id = id
+        self.size = size
+    }
+    public init(_ id: String, size: Int64?) { self.init(id: MediaResourceId(id), size: size) }
+}
+
+/// What a reader may use of a resource now: `size` bytes of `path` from `offset`; `complete`
+/// when that is the whole resource (the complete file), otherwise the partial file's prefix.
+public struct MediaResourceData: Sendable, Equatable {
+    public let path: String
+    public let offset: Int64
+    public let size: Int64
+    public let complete: Bool
+    public init(path: String, offset: Int64, size: Int64, complete: Bool) {
+        self.path = path
+        self.offset = offset
+        self.size = size
+        self.complete = complete
+    }
+}
+
+/// Who a resource belongs to, for StorageBox accounting and cleanup policy.
+/// `PeerId(0)` stands for "no peer" (stickers sets, wallpapers, …).
+public struct MediaResourceStorageInfo: Sendable, Equatable {
+    public var peerId: PeerId
+    public var peerClass: PeerStorageClass?
+    public var messageId: MessageId?
+    public var contentType: MediaContentType
+    public var location: MediaStorageLocation
+
+    public init(peerId: PeerId = PeerId(0), peerClass: PeerStorageClass? = nil, messageId: MessageId? = nil,
+                contentType: MediaContentType = .other, location: MediaStorageLocation = .resources) {
+        self.peerId = peerId
+        self.peerClass = peerClass
+        self.messageId = messageId
+        self.contentType = contentType
+        self.location = location
+    }
+}
+
+/// One event from a fetch: bytes at an offset, or the resource's size once known.
+public enum MediaResourceFetchEvent: Sendable {
+    case dataPart(offset: Int64, data: Data)
+    case resourceSizeUpdated(Int64)
+}
+
+/// What MediaBox asks the fetcher for: the resource and the byte ranges still missing
+/// (the last range ends at `Int64.max` when the size is unknown).
+public struct MediaResourceFetchRequest: Sendable {
+    public let resource: any MediaResource
+    public let missingRanges: [Range<Int64>]
+    public let knownSize: Int64?
+}
+
+/// The injected download function (the seeds' `fetchResource`): MediaBox knows nothing of the
+/// network. CloudCore implements it with MultipartFetch; tests implement it with bytes in memory.
+/// The stream ends when the fetcher has delivered what it could; MediaBox completes the file
+/// when the ranges cover the size, and fails the fetch otherwise.
+public protocol MediaResourceFetcher: Sendable {
+    func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error>
+}
+
+/// A fetcher made from a closure.
+public struct ClosureMediaResourceFetcher: MediaResourceFetcher {
+    private let body: @Sendable (MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error>
+    public init(_ body: @escaping @Sendable (MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error>) {
+        self.body = body
+    }
+    public func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error> { body(request) }
+}

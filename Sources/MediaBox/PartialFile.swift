@@ -1,0 +1,215 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A download in progress: data parts written at their offsets into `<name>_partial` with
+/// `pwrite`, and the ranges present recorded in `<name>_partial.meta` (see `PartialFileMeta`).
+///
+/// The instance holds `LOCK_EX` on the partial file for its whole life, so at most one writer
+/// (in any process) works on a resource and cleanup never removes it. `complete()` makes the
+/// complete file appear atomically, only once the ranges cover the known size.
+public final class MediaBoxPartialFile: @unchecked Sendable {
+    // @unchecked Sendable: used by one task at a time (the fetch that opened it); it may hop threads
+    // for blocking completion work, never concurrently.
+    /// How much of a crash the ranges map must survive.
+    public enum Durability: Sendable {
+        /// Data first, then meta, no fsync per part: a killed process (SIGKILL, OOM) loses at
+        /// most the part being written; the page cache keeps everything else.
+        case processCrash
+        /// `fdatasync` the data before each meta update, so the meta never claims bytes that a
+        /// power loss could drop. Costs one sync per part.
+        case powerLoss
+    }
+
+    public let paths: ResourceStorePaths
+    public private(set) var ranges: RangeMap
+    public private(set) var knownSize: Int64?
+    public let durability: Durability
+    /// True when the meta was present but failed its checksum (a torn write): its ranges were
+    /// discarded and the data will be fetched again.
+    public private(set) var discardedTornMeta = false
+    private var fd: Int32
+    private var metaFd: Int32
+
+    /// Opens (creating if needed) the partial file and takes its exclusive lock.
+    /// Returns nil when `wait` is false and another writer holds the lock.
+    /// A lock taken on a partial file that was completed or removed meanwhile is retried.
+    public static func open(paths: ResourceStorePaths, wait: Bool, durability: Durability = .processCrash) throws -> MediaBoxPartialFile? {
+        try PosixFile.makeDirectory(paths.directory)
+        while true {
+            let fd = try PosixFile.open(paths.partial, O_RDWR | O_CREAT)
+            if wait {
+                do { try ResourceLock.lock(fd, .exclusive, path: paths.partial) } catch { Glibc.close(fd); throw error }
+            } else if !ResourceLock.tryLock(fd, .exclusive) {
+                Glibc.close(fd)
+                return nil
+            }
+            // The previous holder may have linked it into place and unlinked the partial name.
+            guard PosixFile.isSameFile(fd, path: paths.partial) else {
+                Glibc.close(fd)
+                continue
+            }
+            let metaFd: Int32
+            do { metaFd = try PosixFile.open(paths.partialMeta, O_RDWR | O_CREAT) } catch { Glibc.close(fd); throw error }
+            return MediaBoxPartialFile(paths: paths, fd: fd, metaFd: metaFd, durability: durability)
+        }
+    }
+
+    private init(paths: ResourceStorePaths, fd: Int32, metaFd: Int32, durability: Durability) {
+        self.paths = paths
+        self.fd = fd
+        self.metaFd = metaFd
+        self.durability = durability
+        let size = (try? PosixFile.fstat(metaFd, path: paths.partialMeta).st_size) ?? 0
+        let bytes = size > 0 ? ((try? PosixFile.preadAll(metaFd, count: Int(size), offset: 0, path: paths.partialMeta)) ?? Data()) : Data()
+        if let meta = PartialFileMeta.decode(bytes) {
+            // Never trust ranges beyond what the data file actually holds.
+            let dataSize = Int64((try? PosixFile.fstat(fd, path: paths.partial).st_size) ?? 0)
+            var clipped = RangeMap()
+            for r in meta.ranges where r.lowerBound < dataSize { clipped.insert(r.lowerBound..<min(r.upperBound, dataSize)) }
+            self.ranges = clipped
+            self.knownSize = meta.totalSize
+        } else {
+            self.ranges = RangeMap()
+            self.knownSize = nil
+            self.discardedTornMeta = !bytes.isEmpty
+        }
+    }
+
+    deinit { close() }
+
+    /// Releases the lock and closes the files (the partial stays on disk for a later resume).
+    public func close() {
+        if fd >= 0 { Glibc.close(fd); fd = -1 }
+        if metaFd >= 0 { Glibc.close(metaFd); metaFd = -1 }
+    }
+
+    /// Records the resource's total size (from the resource or the fetcher).
+    public func setSize(_ size: Int64) throws {
+        guard knownSize != size else { return }
+        knownSize = size
+        try writeMeta()
+    }
+
+    /// Writes a data part at `offset` and records its range.
+    public func write(offset: Int64, data: Data) throws {
+        guard !data.isEmpty else { return }
+        try data.withUnsafeBytes { try PosixFile.pwriteAll(fd, $0, offset: offset, path: paths.partial) }
+        if durability == .powerLoss, fdatasync(fd) != 0 { throw PosixFile.fail(paths.partial, "fdatasync") }
+        ranges.insert(offset..<(offset + Int64(data.count)))
+        try writeMeta()
+    }
+
+    private func writeMeta() throws {
+        let bytes = PartialFileMeta(totalSize: knownSize, ranges: ranges.ranges).encode()
+        try bytes.withUnsafeBytes { try PosixFile.pwriteAll(metaFd, $0, offset: 0, path: paths.partialMeta) }
+        if ftruncate(metaFd, off_t(bytes.count)) != 0 { throw PosixFile.fail(paths.partialMeta, "ftruncate") }
+    }
+
+    /// Whether the ranges cover the known size.
+    public var isComplete: Bool {
+        guard let size = knownSize else { return false }
+        return ranges.contains(0..<size)
+    }
+
+    /// The parts still missing (from the contiguous end onwards when the size is unknown).
+    public var missingRanges: [Range<Int64>] {
+        if let size = knownSize { return ranges.missing(upTo: size) }
+        let start = ranges.contiguousPrefix
+        return [start..<Int64.max]
+    }
+
+    /// Data available to readers now: the contiguous prefix of the partial file.
+    public var availableData: MediaResourceData {
+        MediaResourceData(path: paths.partial, offset: 0, size: ranges.contiguousPrefix, complete: false)
+    }
+
+    /// Truncates to the known size, syncs (when `sync`), links the partial file to the complete
+    /// name (never replacing an existing complete file) and removes the partial names.
+    /// The lock stays held until `close()`, so cleanup skips the new file while its index row
+    /// is written. With `sync: false` the caller must sync before (see `MediaBox.completeBatch`).
+    public func complete(sync: Bool = true) throws {
+        guard let size = knownSize, ranges.contains(0..<size) else { throw MediaBoxError.notComplete(path: paths.partial) }
+        if ftruncate(fd, off_t(size)) != 0 { throw PosixFile.fail(paths.partial, "ftruncate") }
+        if sync { try PosixFile.fsync(fd, path: paths.partial) }
+        try publish(syncDirectory: sync)
+    }
+
+    /// The second half of `complete()` for batches that synced everything at once.
+    func publish(syncDirectory: Bool) throws {
+        if link(paths.partial, paths.complete) != 0 && errno != EEXIST {
+            throw PosixFile.fail(paths.complete, "link")
+        }
+        try PosixFile.unlinkIfExists(paths.partial)
+        try PosixFile.unlinkIfExists(paths.partialMeta)
+        if syncDirectory { try PosixFile.fsyncDirectory(paths.directory) }
+    }
+
+    /// The partial file's descriptor (for `syncfs` in batches).
+    var descriptor: Int32 { fd }
+
+    /// Truncates to the known size without syncing (batch completion syncs once for all).
+    func prepareForBatchCompletion() throws {
+        guard let size = knownSize, ranges.contains(0..<size) else { throw MediaBoxError.notComplete(path: paths.partial) }
+        if ftruncate(fd, off_t(size)) != 0 { throw PosixFile.fail(paths.partial, "ftruncate") }
+    }
+
+    /// Removes the partial and its meta (used when a complete file already exists).
+    func discard() {
+        _ = try? PosixFile.unlinkIfExists(paths.partial)
+        _ = try? PosixFile.unlinkIfExists(paths.partialMeta)
+        close()
+    }
+}
+
+/// The `<name>_partial.meta` format (little-endian):
+/// `"MBPM"` · version u8 (1) · 3 reserved bytes · total size i64 (−1 unknown) · range count u32 ·
+/// ranges (lower i64, upper i64)… · CRC-32 u32 of everything before it.
+/// A file whose length or checksum does not match is a torn write and is ignored.
+public struct PartialFileMeta: Sendable, Equatable {
+    public var totalSize: Int64?
+    public var ranges: [Range<Int64>]
+
+    public init(totalSize: Int64?, ranges: [Range<Int64>]) {
+        self.totalSize = totalSize
+        self.ranges = ranges
+    }
+
+    static let magic: [UInt8] = Array("MBPM".utf8)
+
+    public func encode() -> [UInt8] {
+        var out = Self.magic + [1, 0, 0, 0]
+        Self.append(&out, UInt64(bitPattern: totalSize ?? -1))
+        Self.append32(&out, UInt32(ranges.count))
+        for r in ranges {
+            Self.append(&out, UInt64(bitPattern: r.lowerBound))
+            Self.append(&out, UInt64(bitPattern: r.upperBound))
+        }
+        Self.append32(&out, CRC32.checksum(out))
+        return out
+    }
+
+    public static func decode(_ data: Data) -> PartialFileMeta? {
+        let b = [UInt8](data)
+        guard b.count >= 24, Array(b[0..<4]) == magic, b[4] == 1 else { return nil }
+        let count = Int(read32(b, 16))
+        guard count <= (b.count - 24) / 16, b.count == 20 + count * 16 + 4 else { return nil }
+        let crc = read32(b, b.count - 4)
+        guard CRC32.checksum(Array(b[0..<(b.count - 4)])) == crc else { return nil }
+        let size = Int64(bitPattern: read64(b, 8))
+        var ranges: [Range<Int64>] = []
+        for i in 0..<count {
+            let lo = Int64(bitPattern: read64(b, 20 + i * 16))
+            let hi = Int64(bitPattern: read64(b, 28 + i * 16))
+            guard lo >= 0, hi >= lo else { return nil }
+            ranges.append(lo..<hi)
+        }
+        return PartialFileMeta(totalSize: size >= 0 ? size : nil, ranges: ranges)
+    }
+
+    static func append(_ out: inout [UInt8], _ v: UInt64) { for i in 0..<8 { out.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) } }
+    static func append32(_ out: inout [UInt8], _ v: UInt32) { for i in 0..<4 { out.append(UInt8(truncatingIfNeeded: v >> (8 * UInt32(i)))) } }
+    static func read64(_ b: [UInt8], _ o: Int) -> UInt64 { (0..<8).reduce(UInt64(0)) { $0 | UInt64(b[o + $1]) << (8 * UInt64($1)) } }
+    static func read32(_ b: [UInt8], _ o: Int) -> UInt32 { (0..<4).reduce(UInt32(0)) { $0 | UInt32(b[o + $1]) << (8 * UInt32($1)) } }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Postbox
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Makes the index and the files agree again after crashes, manual deletions or foreign
+/// writers — the only part of cleanup that walks the file system:
+///
+/// 1. stale `_partial` files (unlocked, older than `stalePartialAge`, or left beside a complete
+///    file by a crash between link and unlink) are removed with their meta;
+/// 2. complete files without a row are indexed (or removed, per policy), unless locked or
+///    modified within `settleTime` (a writer may be about to index them);
+/// 3. rows whose file is gone are dropped, rows with a wrong size are corrected;
+/// 4. the running totals are rebuilt from the rows.
+public enum Reconciliation {
+    public static func run(mediaBox: MediaBox, options: ReconciliationOptions = ReconciliationOptions(),
+                           now: Int64? = nil, dryRun: Bool = false) throws -> ReconciliationReport {
+        let now = now ?? Int64(Date().timeIntervalSince1970)
+        var report = ReconciliationReport()
+        let storage = mediaBox.storageBox
+        for location in MediaStorageLocation.allCases {
+            let directory = mediaBox.basePath + (location.directoryName.map { "/" + $0 } ?? "")
+            var pending: [(MediaStorageKey, stat)] = []
+            func flushPending() throws {
+                guard !pending.isEmpty else { return }
+                let known = try storage.existingKeys(pending.map { $0.0 })
+                var toIndex: [StorageBoxEntry] = []
+                for (key, st) in pending where !known.contains(key) {
+                    let paths = mediaBox.paths(for: key)
+                    let mtime = Int64(st.st_mtim.tv_sec)
+                    if mtime > now - options.settleTime || ResourceLock.isLocked(path: paths.complete) { continue }
+                    let usage = StorageUsage(bytes: Int64(st.st_size), count: 1)
+                    switch options.unindexedFiles {
+                    case .index:
+                        report.indexedFiles += usage
+                        let rid = MediaResourceId(safeFileName: key.fileName)?.stringRepresentation ?? key.fileName
+                        toIndex.append(StorageBoxEntry(resourceId: rid, fileName: key.fileName,
+                                                       info: MediaResourceStorageInfo(contentType: .other, location: location),
+                                                       size: Int64(st.st_size), accessTime: mtime, storedTime: mtime))
+                    case .remove:
+                        if case .removed = ResourceRemoval.remove(paths, dryRun: dryRun) { report.removedUnindexedFiles += usage }
+                    }
+                }
+                if !dryRun { try storage.insert(toIndex) }
+                pending.removeAll(keepingCapacity: true)
+            }
+            try PosixFile.forEachEntry(in: directory) { name, type in
+                if type == UInt8(DT_DIR) { return }
+                report.filesScanned += 1
+                let path = directory + "/" + name
+                guard let st = try PosixFile.lstat(path), (st.st_mode & S_IFMT) == S_IFREG else { return }
+                let mtime = Int64(st.st_mtim.tv_sec)
+                if name.hasSuffix(ResourceStorePaths.metaSuffix) {
+                    let base = String(name.dropLast(ResourceStorePaths.metaSuffix.count))
+                    let partial = directory + "/" + base + ResourceStorePaths.partialSuffix
+                    if !PosixFile.exists(partial) && mtime < now - options.settleTime {
+                        if !dryRun { try PosixFile.unlinkIfExists(path) }
+                        report.removedPartials += StorageUsage(bytes: Int64(st.st_size), count: 1)
+                    }
+                    return
+                }
+                if name.hasSuffix(ResourceStorePaths.partialSuffix) {
+                    let base = String(name.dropLast(ResourceStorePaths.partialSuffix.count))
+                    guard MediaResourceId.isSafeFileName(base) else { report.foreignFiles += 1; return }
+                    let paths = ResourceStorePaths(mediaDirectory: mediaBox.basePath, location: location, fileName: base)
+                    let leftover = PosixFile.exists(paths.complete)
+                    guard leftover || mtime < now - options.stalePartialAge else { return }
+                    let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+                    guard fd >= 0 else { return }
+                    defer { Glibc.close(fd) }
+                    guard ResourceLock.tryLock(fd, .exclusive), PosixFile.isSameFile(fd, path: path) else { return }
+                    if !dryRun {
+                        try PosixFile.unlinkIfExists(paths.partial)
+                        try PosixFile.unlinkIfExists(paths.partialMeta)
+                    }
+                    report.removedPartials += StorageUsage(bytes: Int64(st.st_size), count: 1)
+                    return
+                }
+                guard MediaResourceId.isSafeFileName(name) else {
+                    // storage.sqlite and its WAL live in storage/, never here; anything else is foreign.
+                    report.foreignFiles += 1
+                    return
+                }
+                pending.append((MediaStorageKey(location: location, fileName: name), st))
+                if pending.count >= 512 { try flushPending() }
+            }
+            try flushPending()
+        }
+
+        // Rows whose file is gone, or whose size is wrong.
+        var cursor: MediaStorageKey?
+        while true {
+            let rows = try storage.entries(after: cursor, limit: 1024)
+            if rows.isEmpty { break }
+            cursor = rows.last?.key
+            var drop: [MediaStorageKey] = []
+            var fix: [StorageBoxEntry] = []
+            for row in rows {
+                let path = mediaBox.paths(for: row.key).complete
+                guard let st = try PosixFile.lstat(path), (st.st_mode & S_IFMT) == S_IFREG else {
+                    drop.append(row.key)
+                    report.droppedRows += StorageUsage(bytes: row.size, count: 1)
+                    continue
+                }
+                if Int64(st.st_size) != row.size {
+                    var fixed = row
+                    fixed.size = Int64(st.st_size)
+                    fix.append(fixed)
+                    report.resizedRows += 1
+                }
+            }
+            if !dryRun {
+                try storage.remove(drop)
+                try storage.insert(fix)
+            }
+        }
+        if !dryRun { try storage.recomputeTotals() }
+        return report
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import MediaBox
+import Postbox
+
+/// The cleanup benchmark (issue 4): a MediaBox of `files` one-byte resources with access times
+/// (and mtimes) spread over 300 h, indexed in StorageBox, and an identical copy of the tree for
+/// the peers. Times, in one run:
+/// (a) victim selection for `evictFraction` of the cache from the index vs
+///     `find DIR -type f -printf '%T@ %s %p\n' | sort -n` (full-scan LRU selection);
+/// (b) the whole TTL cleanup removing ~`evictFraction` vs `find DIR -type f -mmin +N -delete`;
+/// and peak RSS of each side. Files live in the MediaBox layout (flat `media/<name>`, as in
+/// the seeds); `folders` sets how many peers own them (the cardinality of per-peer totals).
+func runCleanupBenchmark(files: Int, folders: Int, evictFraction: Double, workDir: String) throws {
+    let root = workDir + "/cleanup-bench-\(getpid())"
+    defer {
+        fflush(nil)
+        // rm -rf is much lighter than FileManager's recursive removal for a million entries.
+        _ = try? shellCount("rm -rf '\(root)'; echo 0")
+    }
+    let media = root + "/ours/account-1/postbox/media"
+    let peerTree = root + "/peer"
+    try FileManager.default.createDirectory(atPath: peerTree, withIntermediateDirectories: true)
+    let box = try MediaBox(basePath: media)
+    // Peers' peak RSS: `/usr/bin/time -f %M` per process (RUSAGE_CHILDREN would report this
+    // process's size for children forked from it), else the rusage figure.
+    let hasTime = FileManager.default.isExecutableFile(atPath: "/usr/bin/time")
+    func timed(_ tag: String) -> String { hasTime ? "/usr/bin/time -a -o '\(root)/rss-\(tag)' -f %M " : "" }
+    func peerPeakRSSMiB(_ tag: String) -> Double {
+        guard hasTime, let text = try? String(contentsOfFile: root + "/rss-" + tag, encoding: .utf8) else { return childrenPeakRSSMiB() }
+        return Double(text.split(whereSeparator: \.isNewline).compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.max() ?? 0) / 1024
+    }
+    let span: Int64 = 300 * 3600
+    let now = Int64(Date().timeIntervalSince1970)
+    let peers = max(1, folders)
+    let types = MediaContentType.allCases
+
+    @Sendable func accessTime(_ i: Int) -> Int64 {
+        // A permutation of 0..<files spread evenly over the span, so index order ≠ creation order.
+        let slot = Int64((UInt64(i) &* 2654435761) % UInt64(files))
+        return now - 60 - slot * span / Int64(files)
+    }
+
+    print("cleanup benchmark: \(files) one-byte files, access times over 300 h, \(peers) peers, evict \(Int(evictFraction * 100))%")
+    print("building the MediaBox tree, its StorageBox index and an identical peer tree under \(root) …")
+    let buildSeconds = try measure {
+        let batch = 10_000
+        var start = 0
+        while start < files {
+            let end = min(files, start + batch)
+            let first = start
+            // Two threads create files (both trees); the index rows go in one transaction per batch.
+            let failures = Atomic()
+            DispatchQueue.concurrentPerform(iterations: 2) { worker in
+                var i = first + worker
+                while i < end {
+                    let name = MediaResourceId("f\(i)").safeFileName
+                    let t = accessTime(i)
+                    for dir in [media, peerTree] where !writeOneByteFile(dir + "/" + name, mtime: t) { failures.increment() }
+                    i += 2
+                }
+            }
+            if failures.value > 0 { throw MediaBoxError.io(path: root, operation: "create benchmark files", errno: errno) }
+            var entries: [StorageBoxEntry] = []
+            entries.reserveCapacity(end - start)
+            for i in start..<end {
+                let info = MediaResourceStorageInfo(peerId: PeerId(Int64(i % peers + 1)), peerClass: PeerStorageClass.allCases[i % 3],
+                                                    contentType: types[i % types.count])
+                entries.append(StorageBoxEntry(id: MediaResourceId("f\(i)"), info: info, size: 1, accessTime: accessTime(i)))
+            }
+            try box.storageBox.insert(entries)
+            start = end
+        }
+    }
+    // Both trees on disk before timing anything, so write-back does not land in one side's time.
+    let syncSeconds = measure { syncAll() }
+    print("built in \(fmt(buildSeconds, 1)) s, synced in \(fmt(syncSeconds, 1)) s")
+    fflush(nil)
+
+    // (a) Victim selection: LRU down to (1 - fraction) of the cache.
+    let total = try box.stats().total
+    let limit = total.bytes - Int64(Double(total.bytes) * evictFraction)
+    resetPeakRSS()
+    var selected = 0
+    var selection = StorageUsage()
+    let ourSelect = try measure {
+        selection = try TimeBasedCleanup.selectVictims(storageBox: box.storageBox, options: CleanupOptions(sizeLimit: limit, now: now)) { _, _ in
+            selected += 1
+        }
+    }
+    let ourSelectRSS = currentPeakRSSMiB()
+    var peerLines = 0
+    let peerSelect = try measure {
+        peerLines = try shellCount("\(timed("sel"))find '\(peerTree)' -type f -printf '%T@ %s %p\\n' | \(timed("sel"))sort -n | head -n \(selected) | wc -l")
+    }
+    let peerSelectRSS = peerPeakRSSMiB("sel")
+
+    // (b) Whole cleanup by TTL: everything older than (1 - fraction) of the span.
+    let ttl = Int64(Double(span) * (1 - evictFraction))
+    resetPeakRSS()
+    var report: CleanupReport?
+    let ourCleanup = try measure {
+        report = try TimeBasedCleanup(mediaBox: box).run(CleanupOptions(generalTTL: ttl, now: now))
+    }
+    let ourCleanupRSS = currentPeakRSSMiB()
+    let minutes = (ttl + 60) / 60
+    let before = try countFiles(peerTree)
+    let peerCleanup = try measure {
+        _ = try shellCount("\(timed("del"))find '\(peerTree)' -type f -mmin +\(minutes) -delete; echo")
+    }
+    let peerRemoved = before - (try countFiles(peerTree))
+    let peerCleanupRSS = peerPeakRSSMiB("del")
+
+    var table = BenchTable(title: "cleanup: \(files) files (flat MediaBox layout), \(Int(evictFraction * 100))% evicted",
+                           columns: ["measure", "jobrun (index)", "peer", "ratio (peer/ours)"])
+    table.add(["victim selection (s)", fmt(ourSelect, 3), fmt(peerSelect, 3) + " find|sort", fmt(peerSelect / max(ourSelect, 1e-9), 1) + "×"])
+    table.add(["  victims selected", "\(selected) (\(selection.bytes) B)", "\(peerLines) lines", ""])
+    table.add(["whole cleanup (s)", fmt(ourCleanup, 2), fmt(peerCleanup, 2) + " find -delete", fmt(peerCleanup / max(ourCleanup, 1e-9), 2) + "×"])
+    table.add(["  files removed", "\(report?.removed.count ?? 0)", "\(peerRemoved)", ""])
+    table.add(["peak RSS, selection (MiB)", fmt(ourSelectRSS, 1), fmt(peerSelectRSS, 1) + " (find, sort)", ""])
+    table.add(["peak RSS, cleanup (MiB)", fmt(ourCleanupRSS, 1), fmt(peerCleanupRSS, 1) + " (find)", ""])
+    table.print()
+    print("index after cleanup: \(try box.stats().total.count) files; removal threads: \(CleanupOptions().removalThreads)")
+    fflush(nil)
+}
+
+/// A counter shared by the creation threads.
+private final class Atomic: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.lock(); count += 1; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+}
+
+private func writeOneByteFile(_ path: String, mtime: Int64) -> Bool {
+    let fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var byte: UInt8 = 0x61
+    guard write(fd, &byte, 1) == 1 else { return false }
+    var times = [timespec(tv_sec: Int(mtime), tv_nsec: 0), timespec(tv_sec: Int(mtime), tv_nsec: 0)]
+    return futimens(fd, &times) == 0
+}
+
+private func syncAll() { sync() }
+
+/// Runs `/bin/sh -c command` and returns the integer it prints last (0 if none).
+private func shellCount(_ command: String) throws -> Int {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/bin/sh")
+    p.arguments = ["-c", command]
+    let pipe = Pipe()
+    p.standardOutput = pipe
+    try p.run()
+    let out = pipe.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return Int(String(decoding: out, as: UTF8.self).split(whereSeparator: \.isNewline).last?.trimmingCharacters(in: .whitespaces) ?? "") ?? 0
+}
+
+private func countFiles(_ dir: String) throws -> Int {
+    try shellCount("find '\(dir)' -type f | wc -l")
+}
+
+/// Resets this process's peak RSS (Linux ≥ 4.0: writing 5 to clear_refs resets VmHWM).
+private func resetPeakRSS() {
+    try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+}
+
+/// VmHWM from /proc/self/status (peak since the last reset), else ru_maxrss.
+private func currentPeakRSSMiB() -> Double {
+    if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+       let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+       let kb = Double(line.split(separator: " ").dropFirst().first ?? "") {
+        return kb / 1024
+    }
+    return peakRSSMiB()
+}

@@ -1,0 +1,47 @@
+import Dispatch
+import Foundation
+import Jobs
+
+/// What a job-running `jobrun` process sets up once: the data root, its log sink (one log
+/// directory per process type), its TempBox, the shared account stores and the runner.
+struct ProcessEnvironment {
+    let root: DataRoot
+    let sink: LogSink
+    let logger: JobLogger
+    let tempBox: TempBox
+    let accounts: AccountContextPool
+    let runner: JobRunner
+
+    init(options: GlobalOptions, process: String, console: LogSink.ConsoleMode = .auto) throws {
+        root = options.dataRoot
+        try root.createDirectories()
+        sink = try LogSink(root: root, process: process, console: console)
+        logger = JobLogger(sink: sink)
+        tempBox = try TempBox(root: root, process: process)
+        accounts = AccountContextPool(root: root)
+        runner = JobRunner(root: root, registry: ShippedKinds.registry, accounts: accounts, logger: logger, tempDirectory: tempBox.directory)
+    }
+
+    func close() { tempBox.close() }
+}
+
+/// Cancels `task` on SIGTERM or SIGINT (the work stops at its next checkpoint), instead of the
+/// default of dying mid-write.
+final class SignalCancellation: @unchecked Sendable {
+    private var sources: [DispatchSourceSignal] = []
+
+    init(cancelling task: Task<Void, Never>, logger: JobLogger) {
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                logger.notice("process.signal", ["signal": .string(sig == SIGTERM ? "SIGTERM" : "SIGINT")])
+                task.cancel()
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    deinit { sources.forEach { $0.cancel() } }
+}

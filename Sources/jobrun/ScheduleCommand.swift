@@ -1,0 +1,25 @@
+import ArgumentParser
+import Foundation
+import Jobs
+
+/// `jobrun schedule`: the long-running scheduler; SIGTERM/SIGINT stop it cleanly (exit 0).
+struct ScheduleCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "schedule", abstract: "Run due jobs by their schedules until SIGTERM, several at once over shared stores.")
+
+    @OptionGroup var options: GlobalOptions
+    @Flag(name: .customLong("now"), help: "Also run every enabled job once at start.") var runNow = false
+
+    func run() async throws {
+        let catalog = options.catalog()
+        if !catalog.errors.isEmpty {
+            throw fail(.config, "invalid job files, nothing scheduled:\n" + catalog.errors.map(\.description).joined(separator: "\n"))
+        }
+        let env = try ProcessEnvironment(options: options, process: "scheduler")
+        defer { env.close() }
+        let scheduler = Scheduler(jobs: catalog.jobs, runner: env.runner, logger: env.logger, runAllAtStart: runNow)
+        let task = Task { _ = await scheduler.run() }
+        let signals = SignalCancellation(cancelling: task, logger: env.logger)
+        await task.value
+        withExtendedLifetime(signals) {}
+    }
+}

@@ -1,0 +1,8 @@
+import Jobs
+
+/// The job kinds this build of `jobrun` can run.
+enum ShippedKinds {
+    static let registry = JobKindRegistry([
+        .timeBasedCleanup: TimeBasedCleanupJob(),
+    ])
+}

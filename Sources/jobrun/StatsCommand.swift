@@ -1,0 +1,54 @@
+import ArgumentParser
+import Foundation
+import Jobs
+import MediaBox
+import Postbox
+
+/// `jobrun stats`: cache usage per account, tier, peer and content type, from StorageBox's
+/// running totals (no file-system walk), opened read-only.
+struct StatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "stats", abstract: "Media cache usage by tier, peer and content type (from the index; read-only).")
+
+    @OptionGroup var options: GlobalOptions
+    @Option(help: "Only this account.") var account: Int64?
+    @Option(help: "Peers listed (largest first).") var top = 20
+
+    func run() throws {
+        let root = options.dataRoot
+        let accounts = account.map { [$0] } ?? AccountContextPool(root: root).existingAccounts()
+        var json: [LogValue] = []
+        for id in accounts {
+            let media = root.account(id).media.path
+            guard FileManager.default.fileExists(atPath: media + "/storage") else { continue }
+            let stats: StorageStats
+            do { stats = try MediaBox(basePath: media, readOnly: true).stats() } catch { throw fail(.config, "\(media): \(error)") }
+            if options.json {
+                json.append(.object([
+                    "account": .int(id), "bytes": .int(stats.total.bytes), "files": .int(stats.total.count),
+                    "by_tier": .object(Dictionary(uniqueKeysWithValues: stats.byLocation.map { ($0.key.description, usage($0.value)) })),
+                    "by_content_type": .object(Dictionary(uniqueKeysWithValues: stats.byContentType.map { ($0.key.description, usage($0.value)) })),
+                    "by_peer": .array(stats.byPeer.sorted { $0.value.bytes > $1.value.bytes }.map { .object(["peer": .int($0.key.rawValue), "bytes": .int($0.value.bytes), "files": .int($0.value.count)]) }),
+                    "by_peer_and_content_type": .array(stats.byPeerAndContentType.sorted { $0.key < $1.key }.map {
+                        .object(["peer": .int($0.key.peerId.rawValue), "content_type": .string($0.key.contentType.description), "bytes": .int($0.value.bytes), "files": .int($0.value.count)])
+                    }),
+                ]))
+                continue
+            }
+            print("account \(id): \(ByteSize.format(stats.total.bytes)) in \(stats.total.count) files (\(media))")
+            print("  by tier:")
+            for (tier, u) in stats.byLocation.sorted(by: { $0.key.rawValue < $1.key.rawValue }) { print("    \(tier.description.padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))") }
+            print("  by content type:")
+            for (type, u) in stats.byContentType.sorted(by: { $0.value.bytes > $1.value.bytes }) { print("    \(type.description.padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))") }
+            print("  by peer (top \(top)):")
+            for (peer, u) in stats.byPeer.sorted(by: { $0.value.bytes > $1.value.bytes }).prefix(top) {
+                let types = stats.byPeerAndContentType.filter { $0.key.peerId == peer }.sorted { $0.value.bytes > $1.value.bytes }
+                    .map { "\($0.key.contentType.description) \(ByteSize.format($0.value.bytes))" }.joined(separator: ", ")
+                print("    \(String(peer.rawValue).padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))  [\(types)]")
+            }
+        }
+        if options.json { printJSON(.array(json)) } else if accounts.isEmpty { print("no accounts under \(root.path)") }
+    }
+
+    private func usage(_ u: StorageUsage) -> LogValue { .object(["bytes": .int(u.bytes), "files": .int(u.count)]) }
+    private func line(_ u: StorageUsage) -> String { "\(ByteSize.format(u.bytes).padding(toLength: 10, withPad: " ", startingAt: 0)) \(u.count) files" }
+}

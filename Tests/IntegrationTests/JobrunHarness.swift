@@ -1,0 +1,80 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// A data root and a jobs directory for running the built `jobrun` as a user would.
+final class JobrunHarness: @unchecked Sendable {
+    let dir = TemporaryDirectory(prefix: "jobrun-it")
+    var root: String { dir.file("root") }
+    var jobsDir: String { dir.file("jobs") }
+    let binary = Products.executable("jobrun")
+
+    init() {
+        try? FileManager.default.createDirectory(atPath: jobsDir, withIntermediateDirectories: true)
+    }
+
+    /// Writes `jobs/<name>.yaml`.
+    func writeJob(_ name: String, _ yaml: String) throws {
+        try yaml.write(toFile: jobsDir + "/\(name).yaml", atomically: true, encoding: .utf8)
+    }
+
+    /// A `time-based-cleanup` job over account 0 (no work on an empty cache).
+    func writeCleanupJob(_ name: String, policy: String = "Forbid", schedule: String = "\"0 3 * * *\"") throws {
+        try writeJob(name, """
+        name: \(name)
+        kind: time-based-cleanup
+        schedule: \(schedule)
+        timeout: 10m
+        concurrencyPolicy: \(policy)
+        params:
+          maxSize: 1GiB
+        """)
+    }
+
+    func arguments(_ args: [String]) -> [String] { args + ["--root", root, "--jobs-dir", jobsDir] }
+
+    /// Starts `jobrun args…` in the background.
+    func start(_ args: [String], failpoints: String? = nil) throws -> ChildProcess {
+        var env: [String: String] = [:]
+        if let failpoints { env["JOBRUN_FAILPOINTS"] = failpoints }
+        return try ChildProcess(binary, arguments(args), environment: env)
+    }
+
+    /// Runs `jobrun args…` to completion.
+    @discardableResult
+    func run(_ args: [String], failpoints: String? = nil, timeout: TimeInterval = 300) throws -> (status: Int32, stdout: String, stderr: String) {
+        let p = try start(args, failpoints: failpoints)
+        let status = p.wait(timeout: timeout)
+        return (status, p.stdout, p.stderr)
+    }
+
+    /// Every log line of every process type, parsed (fails the test on a line that is not JSON).
+    func logEvents(file: StaticString = #filePath, line: UInt = #line) -> [[String: Any]] {
+        var events: [[String: Any]] = []
+        let logs = root + "/logs"
+        let enumerator = FileManager.default.enumerator(atPath: logs)
+        while let path = enumerator?.nextObject() as? String {
+            guard path.hasSuffix(".log") || path.range(of: #"\.log\.\d+$"#, options: .regularExpression) != nil else { continue }
+            let text = (try? String(contentsOfFile: logs + "/" + path, encoding: .utf8)) ?? ""
+            for l in text.split(separator: "\n") {
+                guard let object = try? JSONSerialization.jsonObject(with: Data(l.utf8)) as? [String: Any] else {
+                    XCTFail("not a JSON line in \(path): \(l)", file: file, line: line)
+                    continue
+                }
+                events.append(object)
+            }
+        }
+        return events
+    }
+
+    /// The text of every file under the data root's logs directory.
+    func allLogText() -> String {
+        var text = ""
+        let logs = root + "/logs"
+        let enumerator = FileManager.default.enumerator(atPath: logs)
+        while let path = enumerator?.nextObject() as? String {
+            text += (try? String(contentsOfFile: logs + "/" + path, encoding: .utf8)) ?? ""
+        }
+        return text
+    }
+}

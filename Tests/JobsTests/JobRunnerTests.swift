@@ -1,0 +1,133 @@
+import Foundation
+import Jobs
+import Postbox
+import TestSupport
+import XCTest
+
+/// The runner's timeout, retry and cancellation rules, with real stores on a temporary root and
+/// small kinds whose behaviour each test controls.
+final class JobRunnerTests: XCTestCase {
+    /// A kind that fails `failures` times, then succeeds; or sleeps (cooperatively) when asked.
+    struct ScriptedKind: JobKindRunner {
+        let attempts = AttemptCounter()
+        var failures = 0
+        var retryable = true
+        var exitCode: JobExitCode = .jobFailed
+        var sleep: Duration?
+
+        func run(_ context: JobContext) async throws -> JobReport {
+            let n = attempts.next()
+            if let sleep { try await Task.sleep(for: sleep) }
+            if n <= failures { throw JobError("attempt \(n) failed", exitCode: exitCode, retryable: retryable) }
+            return JobReport(counters: ["attempt": Int64(n)])
+        }
+    }
+
+    final class AttemptCounter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var n = 0
+        func next() -> Int { lock.lock(); defer { lock.unlock() }; n += 1; return n }
+        var count: Int { lock.lock(); defer { lock.unlock() }; return n }
+    }
+
+    private func job(timeout: String = "1s") throws -> JobFile {
+        try JobFile.parse(yaml: """
+        name: scripted
+        kind: time-based-cleanup
+        timeout: \(timeout)
+        retry:
+          backoffLimit: 2
+          backoff: {initial: 0s, max: 0s, multiplier: 1}
+        params:
+          maxSize: 1GiB
+        """, file: "scripted.yaml")
+    }
+
+    private func runner(_ kind: ScriptedKind, _ dir: TemporaryDirectory) throws -> JobRunner {
+        let root = DataRoot(path: dir.file("root"))
+        try root.createDirectories()
+        let sink = try LogSink(root: root, process: "test", console: .off)
+        return JobRunner(root: root, registry: JobKindRegistry([.timeBasedCleanup: kind]), accounts: AccountContextPool(root: root),
+                         logger: JobLogger(sink: sink), tempDirectory: URL(fileURLWithPath: dir.file("tmp")))
+    }
+
+    private func history(_ dir: TemporaryDirectory) throws -> [JobRunRecord] {
+        let postbox = try Postbox(path: dir.file("root/account-0/postbox/db/db.sqlite"), readOnly: true)
+        return try postbox.readSync { try $0.jobRuns.recent(job: "scripted", limit: 10) }
+    }
+
+    func testRetriesUntilSuccessAndRecordsTheRun() async throws {
+        let dir = TemporaryDirectory()
+        let kind = ScriptedKind(failures: 2)
+        let result = try await runner(kind, dir).run(try job())
+        XCTAssertEqual(result.outcome, .succeeded)
+        XCTAssertEqual(result.exitCode, .ok)
+        XCTAssertEqual(result.attempts, 3)
+        XCTAssertEqual(result.report.counters["attempt"], 3)
+        let runs = try history(dir)
+        XCTAssertEqual(runs.count, 1)
+        XCTAssertEqual(runs.first?.outcome, .succeeded)
+        XCTAssertEqual(runs.first?.attempt, 3)
+        XCTAssertNotNil(runs.first?.endedAt)
+        let metrics = try String(contentsOfFile: dir.file("root/metrics/jobrun_scripted.prom"), encoding: .utf8)
+        XCTAssertTrue(metrics.contains("jobrun_attempt{job=\"scripted\",kind=\"time-based-cleanup\"} 3"), metrics)
+    }
+
+    func testGivesUpAfterTheBackoffLimit() async throws {
+        let dir = TemporaryDirectory()
+        let kind = ScriptedKind(failures: 10)
+        let result = try await runner(kind, dir).run(try job())
+        XCTAssertEqual(result.outcome, .failed)
+        XCTAssertEqual(result.exitCode, .jobFailed)
+        XCTAssertEqual(kind.attempts.count, 3, "backoffLimit 2 = three attempts")
+        XCTAssertEqual(result.message, "attempt 3 failed")
+        XCTAssertEqual(try history(dir).first?.outcome, .failed)
+    }
+
+    func testNonRetryableErrorsStopAtOnceWithTheirExitCode() async throws {
+        let dir = TemporaryDirectory()
+        let kind = ScriptedKind(failures: 10, retryable: false, exitCode: .config)
+        let result = try await runner(kind, dir).run(try job())
+        XCTAssertEqual(kind.attempts.count, 1)
+        XCTAssertEqual(result.exitCode, .config)
+    }
+
+    func testTimeoutCancelsTheKindAndIsRecorded() async throws {
+        let dir = TemporaryDirectory()
+        let kind = ScriptedKind(sleep: .seconds(30))
+        let started = Date()
+        let result = try await runner(kind, dir).run(try job())
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10, "a 1s timeout must not wait for a 30s kind")
+        XCTAssertEqual(result.outcome, .timedOut)
+        XCTAssertEqual(result.exitCode, .jobFailed)
+        XCTAssertEqual(kind.attempts.count, 1, "a timed-out run is not retried at once")
+        XCTAssertEqual(try history(dir).first?.outcome, .timedOut)
+    }
+
+    func testCancellationStopsTheRunAsCancelled() async throws {
+        let dir = TemporaryDirectory()
+        let kind = ScriptedKind(sleep: .seconds(30))
+        let r = try runner(kind, dir)
+        let j = try job(timeout: "1m")
+        let task = Task { await r.run(j) }
+        try await Task.sleep(for: .milliseconds(300))
+        task.cancel()
+        let result = await task.value
+        XCTAssertEqual(result.outcome, .cancelled)
+        XCTAssertEqual(result.exitCode, .temporary)
+        XCTAssertEqual(try history(dir).first?.outcome, .cancelled)
+    }
+
+    func testASecondRunnerInTheSameProcessRespectsTheLock() async throws {
+        let dir = TemporaryDirectory()
+        let r = try runner(ScriptedKind(sleep: .milliseconds(800)), dir)
+        let j = try job()
+        async let first = r.run(j)
+        try await Task.sleep(for: .milliseconds(200))
+        let second = await r.run(j)
+        XCTAssertEqual(second.exitCode, .temporary)
+        XCTAssertEqual(second.outcome, .skipped)
+        let firstResult = await first
+        XCTAssertEqual(firstResult.outcome, .succeeded)
+    }
+}

@@ -1,0 +1,194 @@
+import Foundation
+import MediaBox
+import Postbox
+import TestSupport
+import XCTest
+
+/// Counts fetch calls and serves the test pattern, optionally slowly or failing midway.
+final class PatternFetcher: MediaResourceFetcher, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _calls = 0
+    private var _requests: [MediaResourceFetchRequest] = []
+    let chunk: Int
+    let delay: Duration
+    let failAfter: Int64?
+    let reportSize: Int64?
+
+    init(chunk: Int = 4096, delay: Duration = .zero, failAfter: Int64? = nil, reportSize: Int64? = nil) {
+        self.chunk = chunk
+        self.delay = delay
+        self.failAfter = failAfter
+        self.reportSize = reportSize
+    }
+
+    var calls: Int { lock.lock(); defer { lock.unlock() }; return _calls }
+    var requests: [MediaResourceFetchRequest] { lock.lock(); defer { lock.unlock() }; return _requests }
+
+    struct Cut: Error {}
+
+    func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error> {
+        lock.lock(); _calls += 1; _requests.append(request); lock.unlock()
+        let id = request.resource.id.stringRepresentation
+        let size = request.knownSize ?? reportSize ?? 0
+        let (chunk, delay, failAfter, reportSize) = (self.chunk, self.delay, self.failAfter, self.reportSize)
+        return AsyncThrowingStream { continuation in
+            Task {
+                if let reportSize { continuation.yield(.resourceSizeUpdated(reportSize)) }
+                for range in request.missingRanges {
+                    var offset = range.lowerBound
+                    let end = min(range.upperBound, size)
+                    while offset < end {
+                        if let failAfter, offset >= failAfter { continuation.finish(throwing: Cut()); return }
+                        let n = Int(min(Int64(chunk), end - offset))
+                        continuation.yield(.dataPart(offset: offset, data: MediaBoxFixtures.pattern(id: id, offset: offset, count: n)))
+                        offset += Int64(n)
+                        if delay > .zero { try? await Task.sleep(for: delay) }
+                    }
+                }
+                continuation.finish()
+            }
+        }
+    }
+}
+
+final class PartialFileTests: XCTestCase {
+    func testRangeMapMergesAndFindsGaps() {
+        var m = RangeMap()
+        m.insert(10..<20)
+        m.insert(30..<40)
+        m.insert(20..<25)
+        XCTAssertEqual(m.ranges, [10..<25, 30..<40])
+        XCTAssertEqual(m.missing(upTo: 50), [0..<10, 25..<30, 40..<50])
+        m.insert(0..<35)
+        XCTAssertEqual(m.ranges, [0..<40])
+        XCTAssertTrue(m.contains(0..<40))
+        XCTAssertFalse(m.contains(0..<41))
+        XCTAssertEqual(m.contiguousPrefix, 40)
+    }
+
+    func testMetaChecksumDetectsTornWrites() {
+        let meta = PartialFileMeta(totalSize: 1000, ranges: [0..<100, 200..<300])
+        let bytes = meta.encode()
+        XCTAssertEqual(PartialFileMeta.decode(Data(bytes)), meta)
+        for cut in [1, 4, 20, bytes.count - 1] { XCTAssertNil(PartialFileMeta.decode(Data(bytes.prefix(cut))), "torn at \(cut)") }
+        for i in 0..<bytes.count {
+            var flipped = bytes
+            flipped[i] ^= 0x40
+            XCTAssertNil(PartialFileMeta.decode(Data(flipped)), "flipped byte \(i)")
+        }
+    }
+
+    func testFetchWritesPartialThenCompletesAtomically() async throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-fetch")
+        let fetcher = PatternFetcher(chunk: 1000)
+        let box = try MediaBox(basePath: tmp.path + "/media", fetcher: fetcher)
+        let resource = SimpleMediaResource("doc-1", size: 10_500)
+        let data = try await box.fetch(resource, info: MediaResourceStorageInfo(peerId: PeerId(7), contentType: .file))
+        XCTAssertTrue(data.complete)
+        XCTAssertEqual(data.size, 10_500)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "doc-1", count: 10_500))
+        let paths = box.paths(for: resource.id)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: paths.partial))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: paths.partialMeta))
+        let stats = try box.stats()
+        XCTAssertEqual(stats.byPeer[PeerId(7)], StorageUsage(bytes: 10_500, count: 1))
+        XCTAssertEqual(stats.byContentType[.file], StorageUsage(bytes: 10_500, count: 1))
+        // A second fetch is served from disk.
+        _ = try await box.fetch(resource, info: MediaResourceStorageInfo(peerId: PeerId(7), contentType: .file))
+        XCTAssertEqual(fetcher.calls, 1)
+    }
+
+    func testResumeFromExistingPartialFetchesOnlyTheMissingRanges() async throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-resume")
+        let resource = SimpleMediaResource("video-9", size: 50_000)
+        let failing = PatternFetcher(chunk: 4096, failAfter: 20_000)
+        let box1 = try MediaBox(basePath: tmp.path + "/media", fetcher: failing)
+        do {
+            _ = try await box1.fetch(resource, info: MediaResourceStorageInfo(contentType: .video))
+            XCTFail("expected the cut")
+        } catch is PatternFetcher.Cut {}
+        let partialData = try XCTUnwrap(box1.resourceData(resource.id))
+        XCTAssertFalse(partialData.complete)
+        XCTAssertEqual(partialData.size, 20_480)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: box1.paths(for: resource.id).complete))
+
+        let second = PatternFetcher(chunk: 4096)
+        let box2 = try MediaBox(basePath: tmp.path + "/media", fetcher: second)
+        let data = try await box2.fetch(resource, info: MediaResourceStorageInfo(contentType: .video))
+        XCTAssertEqual(second.requests.first?.missingRanges, [20_480..<50_000])
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "video-9", count: 50_000))
+    }
+
+    func testTornMetaIsDiscardedAndRefetched() async throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-torn")
+        let resource = SimpleMediaResource("p", size: 8192)
+        let box = try MediaBox(basePath: tmp.path + "/media", fetcher: PatternFetcher(chunk: 1024, failAfter: 4096))
+        _ = try? await box.fetch(resource, info: MediaResourceStorageInfo())
+        let paths = box.paths(for: resource.id)
+        // Garble the data the meta claims and tear the meta: nothing of it may be trusted.
+        try Data(repeating: 0xEE, count: 4096).write(to: URL(fileURLWithPath: paths.partial))
+        let meta = try Data(contentsOf: URL(fileURLWithPath: paths.partialMeta))
+        try meta.prefix(meta.count - 3).write(to: URL(fileURLWithPath: paths.partialMeta))
+        let fetcher = PatternFetcher(chunk: 1024)
+        let box2 = try MediaBox(basePath: tmp.path + "/media", fetcher: fetcher)
+        let data = try await box2.fetch(resource, info: MediaResourceStorageInfo())
+        XCTAssertEqual(fetcher.requests.first?.missingRanges, [0..<8192])
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "p", count: 8192))
+    }
+
+    func testUnknownSizeFromFetcher() async throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-size")
+        let fetcher = PatternFetcher(chunk: 3000, reportSize: 7000)
+        let box = try MediaBox(basePath: tmp.path + "/media", fetcher: fetcher)
+        let data = try await box.fetch(SimpleMediaResource("u", size: nil), info: MediaResourceStorageInfo())
+        XCTAssertEqual(data.size, 7000)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "u", count: 7000))
+    }
+
+    func testConcurrentRequestsShareOneFetch() async throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-shared")
+        let fetcher = PatternFetcher(chunk: 1024, delay: .milliseconds(5))
+        let box = try MediaBox(basePath: tmp.path + "/media", fetcher: fetcher)
+        let resource = SimpleMediaResource("shared", size: 16_384)
+        async let a = box.fetch(resource, info: MediaResourceStorageInfo())
+        async let b = box.fetch(resource, info: MediaResourceStorageInfo())
+        async let c = box.fetch(resource, info: MediaResourceStorageInfo())
+        let results = try await [a, b, c]
+        XCTAssertEqual(fetcher.calls, 1)
+        XCTAssertTrue(results.allSatisfy { $0.complete && $0.size == 16_384 })
+        XCTAssertEqual(try box.stats().total, StorageUsage(bytes: 16_384, count: 1))
+    }
+
+    func testManyConcurrentDownloadsShareGroupSyncs() async throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-group")
+        let fetcher = PatternFetcher(chunk: 5000)
+        let box = try MediaBox(basePath: tmp.path + "/media", fetcher: fetcher, options: MediaBox.Options(completionSync: .group))
+        let results = try await withThrowingTaskGroup(of: MediaResourceData.self) { group in
+            for i in 0..<64 {
+                group.addTask { try await box.fetch(SimpleMediaResource("g\(i)", size: Int64(1000 + i * 100)), info: MediaResourceStorageInfo(contentType: .sticker)) }
+            }
+            return try await group.reduce(into: [MediaResourceData]()) { $0.append($1) }
+        }
+        XCTAssertEqual(results.count, 64)
+        XCTAssertEqual(fetcher.calls, 64)
+        for i in 0..<64 {
+            let path = box.paths(for: MediaResourceId("g\(i)")).complete
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), MediaBoxFixtures.pattern(id: "g\(i)", count: 1000 + i * 100))
+        }
+        XCTAssertEqual(try box.stats().byContentType[.sticker]?.count, 64)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: tmp.path + "/media").filter { $0.contains("_") }, [])
+    }
+
+    func testStoreBatchWithOneSync() throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-batch")
+        let box = try MediaBox(basePath: tmp.path + "/media")
+        let items = (0..<600).map { (MediaResourceId("b\($0)"), MediaBoxFixtures.pattern(id: "b\($0)", count: 300)) }
+        let out = try box.storeBatch(items, info: { _ in MediaResourceStorageInfo(peerId: PeerId(9), contentType: .photo, location: .cache) }, accessTime: 5)
+        XCTAssertEqual(out.count, 600)
+        XCTAssertTrue(out.allSatisfy { $0.complete && $0.size == 300 })
+        XCTAssertEqual(try box.stats().byLocation[.cache], StorageUsage(bytes: 180_000, count: 600))
+        XCTAssertEqual(MediaBoxFixtures.findByteCount(tmp.path + "/media"), 180_000)
+        let reader = try XCTUnwrap(box.openForReading(MediaResourceId("b7"), location: .cache))
+        XCTAssertEqual(try reader.readAll(), MediaBoxFixtures.pattern(id: "b7", count: 300))
+    }
+}

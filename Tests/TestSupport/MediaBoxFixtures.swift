@@ -1,0 +1,53 @@
+import Foundation
+
+/// Helpers for the MediaBox tests: the deterministic byte pattern the testkit child writes,
+/// the built `jobrun-testkit` binary and a `du`-style walk of a media directory.
+public enum MediaBoxFixtures {
+    /// Deterministic bytes for `id` at `offset` (identical to `mediaTestPattern` in jobrun-testkit).
+    public static func pattern(id: String, offset: Int64 = 0, count: Int) -> Data {
+        var seed: UInt64 = 1469598103934665603
+        for b in id.utf8 { seed = (seed ^ UInt64(b)) &* 1099511628211 }
+        var data = Data(count: count)
+        data.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
+            for i in 0..<count {
+                let x = UInt64(offset) + UInt64(i)
+                raw[i] = UInt8(truncatingIfNeeded: (x &* 2654435761) ^ (seed >> (x % 7)) ^ (x >> 8))
+            }
+        }
+        return data
+    }
+
+    /// `<products>/jobrun-testkit` (children are started with `ChildProcess`).
+    public static var testkit: String { Products.executable("jobrun-testkit") }
+
+    /// Sum of the sizes of regular files under `directory`, skipping the `storage` subdirectory
+    /// (what `find DIR -path DIR/storage -prune -o -type f -printf '%s\n'` adds up), and the
+    /// same per relative path.
+    public static func fileSizes(in directory: String, skipping: Set<String> = ["storage"]) -> [String: Int64] {
+        var out: [String: Int64] = [:]
+        let fm = FileManager.default
+        guard let e = fm.enumerator(atPath: directory) else { return out }
+        while let rel = e.nextObject() as? String {
+            if skipping.contains(where: { rel == $0 || rel.hasPrefix($0 + "/") }) { e.skipDescendants(); continue }
+            var st = stat()
+            if lstat(directory + "/" + rel, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG { out[rel] = Int64(st.st_size) }
+        }
+        return out
+    }
+
+    /// Runs `du -sb --apparent-size` over the regular files of `directory` (excluding
+    /// `storage/`) with `find … -printf '%s'`, returning the byte sum; nil if find fails.
+    public static func findByteCount(_ directory: String) -> Int64? {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/find")
+        p.arguments = [directory, "-path", directory + "/storage", "-prune", "-o", "-type", "f", "-printf", "%s\n"]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        guard (try? p.run()) != nil else { return nil }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { return nil }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").reduce(Int64(0)) { $0 + (Int64($1) ?? 0) }
+    }
+}
+
