@@ -62,7 +62,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Child processes for crash and concurrency tests (SIGKILL mid-transaction, two writers).
-        .executableTarget(name: "jobrun-testkit", dependencies: ["Postbox", "MediaBox"]),
+        .executableTarget(name: "jobrun-testkit", dependencies: ["Postbox", "MediaBox", "CloudCore", "CloudProtocol"]),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "PostboxTests", dependencies: ["Postbox", "CSQLite", "TestSupport"]),

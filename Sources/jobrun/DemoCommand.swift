@@ -1,7 +1,9 @@
 import ArgumentParser
+import CloudCore
 import CloudServer
 import Foundation
 import Jobs
+import Postbox
 
 /// `jobrun demo`: the product end to end on an embedded default — an in-process `cloudd` on
 /// loopback with a seeded dataset, a temporary data root (or `--root`), and every job kind this
@@ -49,6 +51,10 @@ struct DemoCommand: AsyncParsableCommand {
         }
         var results: [RunResult] = []
         for (name, yaml) in Self.demoJobs where ShippedKinds.registry.runner(for: kind(of: yaml)) != nil {
+            if kind(of: yaml) == .uploadQueue {
+                let queued = try await enqueueDemoUploads(dataRoot, accounts: runner.accounts, scratch: tempBox.directory.path)
+                if !json { print("• enqueued \(queued) files for upload (one of them secret)") }
+            }
             try yaml.write(toFile: "\(jobsDir)/\(name).yaml", atomically: true, encoding: .utf8)
             let job = try JobFile.load(contentsOf: URL(fileURLWithPath: "\(jobsDir)/\(name).yaml"))
             let result = await runner.run(job)
@@ -77,6 +83,26 @@ struct DemoCommand: AsyncParsableCommand {
     private func kind(of yaml: String) -> JobKind {
         let line = yaml.split(separator: "\n").first { $0.hasPrefix("kind:") } ?? ""
         return JobKind(rawValue: line.dropFirst("kind:".count).trimmingCharacters(in: .whitespaces)) ?? .syncHistory
+    }
+
+    /// Queues a few generated files (a small one, a big-file-mode one, a secret one) to the first
+    /// synced chat, as `jobrun enqueue-upload` would.
+    private func enqueueDemoUploads(_ root: DataRoot, accounts: AccountContextPool, scratch: String) async throws -> Int {
+        let account = try await accounts.context(for: 0)
+        let peers = try await account.postbox.read { try $0.peers.all() }
+        guard let peer = peers.first else { return 0 }
+        let queue = UploadQueue(postbox: account.postbox, directory: account.paths.uploads.path)
+        var rng = SystemRandomNumberGenerator()
+        var count = 0
+        for (name, size, secret) in [("note.txt", 48 << 10, false), ("video.mp4", 12 << 20, false), ("secret.jpg", 300 << 10, true)] {
+            let path = scratch + "/" + name
+            var bytes = [UInt8](repeating: 0, count: size)
+            for i in stride(from: 0, to: size, by: 8) { withUnsafeBytes(of: rng.next()) { for j in 0..<min(8, size - i) { bytes[i + j] = $0[j] } } }
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            _ = try await queue.enqueue(UploadRequest(path: path, peerId: peer.id.rawValue, secret: secret, caption: "jobrun demo"))
+            count += 1
+        }
+        return count
     }
 
     private func writeAccountConfig(_ root: DataRoot, _ server: CloudServer) throws {

@@ -4,5 +4,7 @@ import Jobs
 enum ShippedKinds {
     static let registry = JobKindRegistry([
         .timeBasedCleanup: TimeBasedCleanupJob(),
+        .syncHistory: SyncHistoryJob(),
+        .uploadQueue: UploadQueueJob(),
     ])
 }

@@ -46,6 +46,25 @@ final class RunnerIntegrationTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: h.root + "/account-0"), "nothing ran, nothing was created")
     }
 
+    func testValidateNamesEveryErrorAndExits78() throws {
+        let h = JobrunHarness()
+        let bad: [(String, String, String)] = [
+            ("unknown-key", "name: a\nkind: time-based-cleanup\nschedul: \"@daily\"\nparams: {maxSize: 1GiB}\n", "unknown-key.yaml:3:1"),
+            ("bad-cron", "name: b\nkind: time-based-cleanup\nschedule: \"61 * * * *\"\nparams: {maxSize: 1GiB}\n", "bad-cron.yaml:3:"),
+            ("bad-kind", "name: c\nkind: defrag\n", "bad-kind.yaml:2:7"),
+            ("missing-param", "name: d\nkind: time-based-cleanup\n", "missing-param.yaml:"),
+            ("bad-duration", "name: e\nkind: time-based-cleanup\ntimeout: 5x\nparams: {maxSize: 1GiB}\n", "bad-duration.yaml:3:10"),
+        ]
+        for (name, yaml, _) in bad { try h.writeJob(name, yaml) }
+        try h.writeCleanupJob("good")
+        let result = try h.run(["validate"])
+        XCTAssertEqual(result.status, 78, result.stderr)
+        for (_, _, position) in bad { XCTAssertTrue(result.stderr.contains(position), "missing \(position) in:\n\(result.stderr)") }
+        XCTAssertTrue(result.stdout.contains("good"), "valid files are listed as ok: \(result.stdout)")
+        let one = try h.run(["validate", h.jobsDir + "/good.yaml"])
+        XCTAssertEqual(one.status, 0, one.stderr)
+    }
+
     func testScheduleRunsTwoJobsConcurrentlyOverOnePostboxAndStopsOnSIGTERM() throws {
         let h = JobrunHarness()
         try h.writeCleanupJob("cleanup-a")

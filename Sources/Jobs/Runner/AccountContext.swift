@@ -1,6 +1,8 @@
+import CloudCore
 import Foundation
 import MediaBox
 import Postbox
+import Synchronization
 
 /// One account's shared stores: every job of a process that works on account N uses the same
 /// `Postbox` (one serialized writer) and the same media directory, as the seeds' extensions
@@ -10,6 +12,23 @@ public final class AccountContext: Sendable {
     public let paths: AccountPaths
     public let postbox: Postbox
     public let mediaBox: MediaBox
+    private let cloud = Mutex<CloudClient?>(nil)
+
+    /// The account's cloud client (one transport, one connection pool for every job of the
+    /// process), created on first use from `config.yaml`; a missing or invalid file is a
+    /// `JobError.config` naming it. Wrap it with `CloudClient.with(observer:)` to log a job's retries.
+    public func cloudClient() throws -> CloudClient {
+        try cloud.withLock { (client: inout CloudClient?) throws -> CloudClient in
+            if let client { return client }
+            let config = try AccountCloudConfig.load(paths)
+            let created: CloudClient
+            do { created = try CloudClient(config: config) } catch {
+                throw JobError.config("cannot set up the cloud client of account \(id): \(error)")
+            }
+            client = created
+            return created
+        }
+    }
 
     init(id: Int64, paths: AccountPaths, postbox: Postbox, mediaBox: MediaBox) {
         self.id = id
@@ -29,6 +48,7 @@ public actor AccountContextPool {
     /// The shared context of account `id`, opening (and creating) its stores on first use.
     public func context(for id: Int64) throws -> AccountContext {
         if let existing = contexts[id] { return existing }
+        CloudCoreTypes.registerAll() // so every job decodes the cloud media stored in messages and peers
         let paths = root.account(id)
         try paths.createDirectories()
         let postbox = try Postbox(directory: paths.postboxDatabase.path)

@@ -58,7 +58,7 @@ public struct JobRunner: Sendable {
         }
 
         // 2. The work, per account, with timeout and retries.
-        log.info("run.started", ["kind": .string(job.kind.rawValue), "accounts": .array(job.accounts.map { .int($0) }), "dry_run": .bool(dryRun), "pid": .int(Int64(getpid()))])
+        log.info("run.started", ["kind": .string(job.kind.rawValue), "accounts": .array(job.accounts.map { .int($0) }), "dry_run": .bool(dryRun), "params": LogValue(job.params)])
         var contexts: [AccountContext] = []
         do {
             for id in job.accounts { contexts.append(try await accounts.context(for: id)) }

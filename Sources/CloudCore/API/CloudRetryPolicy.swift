@@ -1,0 +1,58 @@
+import Foundation
+
+/// How `CloudClient` retries a call: exponential backoff with jitter for transport failures and
+/// 5xx answers, and bounded honouring of `FLOOD_WAIT_<s>`.
+///
+/// The n-th retry waits `min(maxDelay, baseDelay · 2^(n-1))`, scaled by a random factor in
+/// `1 − jitter … 1` so that many clients do not retry in lockstep.
+public struct CloudRetryPolicy: Sendable, Equatable {
+    /// Attempts per call for retryable failures (the first try included).
+    public var maxAttempts: Int = 5
+    /// First backoff, in seconds.
+    public var baseDelay: Double = 0.25
+    /// Longest backoff, in seconds.
+    public var maxDelay: Double = 8
+    /// Fraction (0…1) of each delay that is randomised.
+    public var jitter: Double = 0.5
+    /// Longest `FLOOD_WAIT` the client sleeps through, in seconds; a longer one fails the call
+    /// with the server's error (the caller decides whether to come back later).
+    public var maxFloodWait: Double = 30
+    /// `FLOOD_WAIT` answers honoured per call before it fails.
+    public var maxFloodWaits: Int = 5
+    /// `*_MIGRATE_<n>` answers followed per call (a loop between DCs is a server bug).
+    public var maxMigrations: Int = 3
+
+    public init() {}
+
+    public init(maxAttempts: Int = 5, baseDelay: Double = 0.25, maxDelay: Double = 8, jitter: Double = 0.5,
+                maxFloodWait: Double = 30, maxFloodWaits: Int = 5, maxMigrations: Int = 3) {
+        self.maxAttempts = maxAttempts
+        self.baseDelay = baseDelay
+        self.maxDelay = maxDelay
+        self.jitter = jitter
+        self.maxFloodWait = maxFloodWait
+        self.maxFloodWaits = maxFloodWaits
+        self.maxMigrations = maxMigrations
+    }
+
+    /// The wait before retry number `retry` (1-based), jitter applied.
+    public func delay(beforeRetry retry: Int) -> Double {
+        let exponent = Double(max(0, retry - 1))
+        let plain = min(maxDelay, baseDelay * pow(2, min(exponent, 30)))
+        let j = min(1, max(0, jitter))
+        return plain * (1 - j * Double.random(in: 0...1))
+    }
+
+    /// Problems with the values, as sentences (empty when valid).
+    public var problems: [String] {
+        var out: [String] = []
+        if maxAttempts < 1 || maxAttempts > 100 { out.append("retry.maxAttempts must be 1…100 (got \(maxAttempts))") }
+        if !(baseDelay >= 0 && baseDelay <= 600) { out.append("retry.baseDelay must be 0…600 seconds") }
+        if !(maxDelay >= baseDelay && maxDelay <= 3600) { out.append("retry.maxDelay must be baseDelay…3600 seconds") }
+        if !(jitter >= 0 && jitter <= 1) { out.append("retry.jitter must be 0…1") }
+        if !(maxFloodWait >= 0 && maxFloodWait <= 86_400) { out.append("retry.maxFloodWait must be 0…86400 seconds") }
+        if maxFloodWaits < 0 || maxFloodWaits > 1000 { out.append("retry.maxFloodWaits must be 0…1000") }
+        if maxMigrations < 0 || maxMigrations > 10 { out.append("retry.maxMigrations must be 0…10") }
+        return out
+    }
+}

@@ -1,0 +1,370 @@
+import CloudCrypto
+import CloudProtocol
+import Foundation
+import Postbox
+import Synchronization
+
+/// Uploads one queue item in parts and attaches it to a message (the seed's MultipartUpload,
+/// made resumable).
+///
+/// - Layout: `UploadPlan` (128 KiB parts in small-file mode up to 10 MiB, then big-file mode
+///   with 256 KiB / 512 KiB parts and `totalParts`), several parts in flight (30 for big files).
+/// - Bounded memory: plain parts go out as file regions (`pread` by the transport); secret parts
+///   are encrypted one at a time into buffers, at most `partsInFlight` of them alive.
+/// - Durable progress: every acknowledged part is a row in Postbox (`UploadQueueTable`), written
+///   after the server's answer; a later call sends only the parts without a row.
+/// - Dropped uploads: `FILE_PART_<n>_MISSING` (or `FILE_PARTS_INVALID`) at the final send
+///   means the server no longer has the parts: forget the rows and start again under a new file id.
+/// - Idempotent completion: `messages.sendMedia` with the item's client random id, so a send
+///   retried after a crash returns the first message instead of creating a second.
+/// - Secret chats: AES-256-IGE with a random key and IV stored in the item (Postbox only), the
+///   last block padded with stored random bytes, the key fingerprint and decrypted size recorded;
+///   the container is deterministic per item, so a resumed upload re-sends identical bytes.
+/// - Change detection: the staged file's size, modification time and SHA-256 are checked
+///   against the values from enqueue time; plain uploads also give the server the SHA-256, which
+///   it verifies on assembly (`CHECKSUM_INVALID`).
+///
+/// ```swift
+/// let upload = MultipartUpload(client: client, postbox: postbox)
+/// let result = try await upload.upload(itemId: id)   // resumes where a previous attempt stopped
+/// ```
+public final class MultipartUpload: Sendable {
+    public let client: CloudClient
+    public let postbox: Postbox
+    public let configuration: MultipartUploadConfiguration
+    private let observer: (@Sendable (MultipartUploadEvent) -> Void)?
+
+    /// Item `extra` key of the staged file's modification time (ns) recorded at enqueue.
+    public static let mtimeField = "stat.mtimeNs"
+    /// Item `extra` key of the server's document id, once sent.
+    public static let documentIdField = "documentId"
+    /// Item `extra` key of an optional MIME type for the message.
+    public static let mimeTypeField = "mimeType"
+
+    public init(client: CloudClient, postbox: Postbox, configuration: MultipartUploadConfiguration = MultipartUploadConfiguration(),
+                observer: (@Sendable (MultipartUploadEvent) -> Void)? = nil) {
+        self.client = client
+        self.postbox = postbox
+        self.configuration = configuration
+        self.observer = observer
+    }
+
+    private struct Tally {
+        var partsSent = 0
+        var partsSkipped = 0
+        var bytesSent: Int64 = 0
+    }
+
+    /// Counts shared by the part tasks of one call.
+    private final class TallyBox: Sendable {
+        private let state = Mutex(Tally())
+        func update(_ body: (inout Tally) -> Void) { state.withLock { body(&$0) } }
+        var value: Tally { state.withLock { $0 } }
+    }
+
+    /// Uploads item `itemId` (resuming from its acknowledged parts) and marks it sent with the
+    /// message id. Returns at once for an item already sent. Throws `MultipartUploadError`
+    /// (`isPermanent` tells whether another attempt can help) or `CancellationError`; the item's
+    /// state is left for the caller to decide (queued for retry, or failed), except `.sent`.
+    public func upload(itemId: Int64) async throws -> MultipartUploadResult {
+        guard let first = try await postbox.read({ try $0.uploadQueue.get(itemId) }) else {
+            throw MultipartUploadError.itemNotFound(itemId)
+        }
+        if first.state == .sent, let mid = first.messageId {
+            return MultipartUploadResult(itemId: itemId, messageId: mid, documentId: Int64(first.extra[Self.documentIdField] ?? "") ?? 0,
+                                         fileId: first.fileId, partsSent: 0, partsSkipped: 0, bytesSent: 0, restarts: 0, alreadySent: true)
+        }
+        let view = UploadItemView(id: itemId, path: first.stagedPath, size: first.size, sha256: first.sha256,
+                                  mtimeNs: first.extra[Self.mtimeField].flatMap { Int64($0) })
+        if view.size == 0 { throw MultipartUploadError.emptyFile(path: view.path) }
+        let (file, refreshedMtime) = try await UploadIO.run { try StagedFile.open(view) }
+        let mtime = refreshedMtime ?? view.mtimeNs
+        if configuration.checkPeer, first.fileId == 0 { try await checkPeer(first.peerId.rawValue, item: itemId) }
+
+        let renewal = startLeaseRenewal(itemId)
+        defer { renewal?.cancel() }
+        let tally = TallyBox()
+        var restarts = 0
+        while true {
+            let (item, plan, key) = try await prepare(itemId, refreshedMtime: refreshedMtime)
+            let acked = try await postbox.read { try $0.uploadQueue.acknowledgedParts(item: itemId) }
+            let ackedSet = Set(acked.map(Int.init).filter { $0 < plan.totalParts })
+            var committed = 0
+            while ackedSet.contains(committed) { committed += 1 }
+            observer?(.started(item: itemId, fileId: item.fileId, totalParts: plan.totalParts, partSize: plan.partSize,
+                               alreadyAcknowledged: ackedSet.count, committedOffset: min(plan.size, plan.offset(of: committed)),
+                               big: plan.isBig, secret: key != nil))
+            let plaintextSHA = try await sendParts(item: item, plan: plan, key: key, file: file, acked: ackedSet, tally: tally)
+            try Task.checkCancellation()
+            if let plaintextSHA, plaintextSHA != item.sha256 {
+                throw MultipartUploadError.fileChanged(item: itemId, reason: "content differs from enqueue (SHA-256 mismatch)")
+            }
+            if !file.unchanged(view, mtimeNs: mtime) { try await verifyContent(view, file) }
+
+            let reason: String
+            do {
+                let message = try await send(item: item, plan: plan, key: key)
+                let t = tally.value
+                let result = try await finish(itemId, message: message, fileId: item.fileId, tally: t, restarts: restarts)
+                observer?(.sent(item: itemId, messageId: message.id, partsSent: t.partsSent, bytesSent: t.bytesSent))
+                return result
+            } catch let error as CloudClientError {
+                switch error.errorName {
+                case .filePartMissing(let n)?:
+                    reason = "the server no longer has part \(n) (FILE_PART_\(n)_MISSING)"
+                case .filePartsInvalid?:
+                    reason = "the server refused the parts (FILE_PARTS_INVALID)"
+                case .checksumInvalid?:
+                    try await verifyContent(view, file)
+                    reason = "the assembled file did not match its SHA-256 (CHECKSUM_INVALID)"
+                case .peerIdInvalid?:
+                    throw MultipartUploadError.peerNotFound(peerId: item.peerId.rawValue, reason: "the server answered PEER_ID_INVALID")
+                default:
+                    throw Self.mapped(error, item: itemId)
+                }
+            }
+            restarts += 1
+            guard restarts <= configuration.maxRestarts else {
+                throw MultipartUploadError.transient(item: itemId, reason: "\(reason), after \(restarts - 1) restarts")
+            }
+            let newId = try await restart(itemId)
+            observer?(.restarted(item: itemId, oldFileId: item.fileId, newFileId: newId, reason: reason))
+        }
+    }
+
+    // MARK: Steps
+
+    /// Assigns (once) the file id, part layout, random id and secret key, and moves the item to
+    /// `uploading`, in one write transaction that also checks the lease.
+    private func prepare(_ itemId: Int64, refreshedMtime: Int64?) async throws -> (UploadItem, UploadPlan, SecretUploadKey?) {
+        let lease = configuration.lease
+        return try await postbox.transaction { tx in
+            let queue = try tx.uploadQueue
+            guard var item = try queue.get(itemId) else { throw MultipartUploadError.itemNotFound(itemId) }
+            if let lease, item.leaseHolder != lease.holder { throw MultipartUploadError.leaseLost(item: itemId, holder: item.leaseHolder) }
+            if let refreshedMtime { item.extra[Self.mtimeField] = String(refreshedMtime) }
+            var key: SecretUploadKey?
+            if item.isSecret {
+                key = try SecretUploadKey.load(item.extra, item: itemId)
+                if key == nil || key?.decryptedSize != item.size {
+                    let fresh = SecretUploadKey.random(plaintextSize: item.size)
+                    fresh.store(into: &item.extra)
+                    key = fresh
+                    if item.fileId != 0 { try queue.resetParts(item: itemId); item.fileId = 0 }
+                }
+            }
+            let sendSize = key?.containerSize ?? item.size
+            guard let plan = UploadPlan(size: sendSize) else {
+                if sendSize == 0 { throw MultipartUploadError.emptyFile(path: item.stagedPath) }
+                throw MultipartUploadError.fileTooLarge(path: item.stagedPath, size: item.size)
+            }
+            if item.fileId == 0 || Int(item.partSize) != plan.partSize || Int(item.totalParts) != plan.totalParts {
+                if item.fileId != 0 { try queue.resetParts(item: itemId) }
+                item.fileId = SecureRandom.int64()
+                item.partSize = Int32(plan.partSize)
+                item.totalParts = Int32(plan.totalParts)
+            }
+            if item.randomId == 0 { item.randomId = SecureRandom.int64() }
+            if item.state != .uploading { item.state = .uploading }
+            try queue.set(item)
+            return (item, plan, key)
+        }
+    }
+
+    /// Sends every part not yet acknowledged, at most `partsInFlight` at once, recording each
+    /// acknowledgement durably. For a secret item returns the SHA-256 of the plaintext read.
+    private func sendParts(item: UploadItem, plan: UploadPlan, key: SecretUploadKey?, file: StagedFile,
+                           acked: Set<Int>, tally: TallyBox) async throws -> String? {
+        let pending = (0..<plan.totalParts).filter { !acked.contains($0) }
+        tally.update { $0.partsSkipped += acked.count }
+        let limit = plan.partsInFlight(bigLimit: configuration.partsInFlight, smallLimit: configuration.smallFilePartsInFlight)
+        let encryptor = key.map { SecretPartEncryptor(fd: file.fd, key: $0, plan: plan) }
+        let itemId = item.id, fileId = item.fileId
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var inFlight = 0
+            for part in pending {
+                if inFlight >= limit {
+                    try await group.next()
+                    inFlight -= 1
+                }
+                try Task.checkCancellation()
+                let body: RequestBody
+                if let encryptor {
+                    // IGE chains: encrypt (and hash) every part up to this one, in order.
+                    let data = try await UploadIO.run { () throws -> Data in
+                        var out = Data()
+                        while encryptor.nextPart <= part { out = try encryptor.next().data }
+                        return out
+                    }
+                    body = .data(data)
+                } else {
+                    body = .fileRegion(fd: file.fd, offset: plan.offset(of: part), length: Int64(plan.length(of: part)))
+                }
+                let length = plan.length(of: part)
+                group.addTask {
+                    try await self.sendPart(fileId: fileId, part: part, plan: plan, body: body, item: itemId)
+                    withExtendedLifetime(file) {}
+                    try await self.acknowledge(itemId, part: part)
+                    tally.update {
+                        $0.partsSent += 1
+                        $0.bytesSent += Int64(length)
+                    }
+                    self.observer?(.partSent(item: itemId, part: part, bytes: length))
+                }
+                inFlight += 1
+            }
+            try await group.waitForAll()
+        }
+        guard let encryptor else { return nil }
+        // Parts after the last pending one were acknowledged earlier: read them for the hash.
+        return try await UploadIO.run {
+            while encryptor.nextPart < plan.totalParts { _ = try encryptor.next() }
+            return encryptor.plaintextSHA256()
+        }
+    }
+
+    private func sendPart(fileId: Int64, part: Int, plan: UploadPlan, body: RequestBody, item: Int64) async throws {
+        try await configuration.pacer?.wait()
+        do {
+            if plan.isBig {
+                try await client.saveBigFilePart(fileId: fileId, part: part, totalParts: plan.totalParts, body: body)
+            } else {
+                try await client.saveFilePart(fileId: fileId, part: part, body: body)
+            }
+        } catch let error as CloudClientError {
+            throw Self.mapped(error, item: item)
+        }
+    }
+
+    /// Records part `part` as acknowledged; checks (and extends) the lease in the same transaction.
+    private func acknowledge(_ itemId: Int64, part: Int) async throws {
+        let lease = configuration.lease
+        try await postbox.transaction { tx in
+            let queue = try tx.uploadQueue
+            if let lease {
+                guard var item = try queue.get(itemId) else { throw MultipartUploadError.itemNotFound(itemId) }
+                guard item.leaseHolder == lease.holder else { throw MultipartUploadError.leaseLost(item: itemId, holder: item.leaseHolder) }
+                let now = Self.nowMs()
+                if item.leaseUntil - now < lease.durationMs / 2 {
+                    item.leaseUntil = now + lease.durationMs
+                    try queue.set(item)
+                }
+            }
+            try queue.acknowledge(item: itemId, part: Int32(part))
+        }
+    }
+
+    private func send(item: UploadItem, plan: UploadPlan, key: SecretUploadKey?) async throws -> CloudProtocol.Message {
+        let name = item.originalName.isEmpty ? "file" : item.originalName
+        let input = InputFile(id: item.fileId, parts: plan.totalParts, name: name, big: plan.isBig,
+                              sha256: key == nil ? item.sha256 : nil)
+        let request = SendMediaRequest(peerId: item.peerId.rawValue, randomId: item.randomId, file: input,
+                                       mimeType: item.extra[Self.mimeTypeField] ?? (key == nil ? nil : "application/octet-stream"),
+                                       caption: item.caption.isEmpty ? nil : item.caption)
+        try await configuration.pacer?.wait()
+        return try await client.sendMedia(request)
+    }
+
+    /// Marks the item sent with its message id, drops its part rows and the lease.
+    private func finish(_ itemId: Int64, message: CloudProtocol.Message, fileId: Int64, tally: Tally, restarts: Int) async throws -> MultipartUploadResult {
+        let documentId = message.media.first?.document?.id ?? 0
+        try await postbox.transaction { tx in
+            let queue = try tx.uploadQueue
+            guard var item = try queue.get(itemId) else { throw MultipartUploadError.itemNotFound(itemId) }
+            item.state = .sent
+            item.messageId = message.id
+            item.failureReason = nil
+            item.leaseHolder = ""
+            item.leaseUntil = 0
+            item.notBefore = 0
+            item.extra[Self.documentIdField] = String(documentId)
+            try queue.set(item)
+            try queue.resetParts(item: itemId)
+        }
+        return MultipartUploadResult(itemId: itemId, messageId: message.id, documentId: documentId, fileId: fileId,
+                                     partsSent: tally.partsSent, partsSkipped: tally.partsSkipped, bytesSent: tally.bytesSent,
+                                     restarts: restarts, alreadySent: false)
+    }
+
+    /// Forgets the acknowledged parts and picks a new file id (the server lost the old one).
+    private func restart(_ itemId: Int64) async throws -> Int64 {
+        let lease = configuration.lease
+        return try await postbox.transaction { tx in
+            let queue = try tx.uploadQueue
+            guard var item = try queue.get(itemId) else { throw MultipartUploadError.itemNotFound(itemId) }
+            if let lease, item.leaseHolder != lease.holder { throw MultipartUploadError.leaseLost(item: itemId, holder: item.leaseHolder) }
+            try queue.resetParts(item: itemId)
+            item.fileId = SecureRandom.int64()
+            try queue.set(item)
+            return item.fileId
+        }
+    }
+
+    /// Re-hashes the staged file: a mismatch is a change while queued (permanent).
+    private func verifyContent(_ view: UploadItemView, _ file: StagedFile) async throws {
+        let (size, sha) = try await UploadIO.run { () throws -> (Int64, String) in
+            let st = try UploadIO.stat(fd: file.fd)
+            return (st.size, try UploadIO.sha256(fd: file.fd, length: st.size))
+        }
+        guard size == view.size else {
+            throw MultipartUploadError.fileChanged(item: view.id, reason: "size was \(view.size) bytes at enqueue, now \(size)")
+        }
+        guard sha == view.sha256 else {
+            throw MultipartUploadError.fileChanged(item: view.id, reason: "content differs from enqueue (SHA-256 mismatch)")
+        }
+    }
+
+    /// The peer must exist: known to Postbox, or the server does not answer `PEER_ID_INVALID`.
+    private func checkPeer(_ peerId: Int64, item: Int64) async throws {
+        let known = try await postbox.read { try $0.peers.get(PeerId(peerId)) != nil }
+        if known { return }
+        do {
+            try await configuration.pacer?.wait()
+            _ = try await client.getHistory(peerId: peerId, limit: 1)
+        } catch let error as CloudClientError {
+            if error.errorName == .peerIdInvalid {
+                throw MultipartUploadError.peerNotFound(peerId: peerId, reason: "the server answered PEER_ID_INVALID")
+            }
+            throw Self.mapped(error, item: item)
+        }
+    }
+
+    /// Extends the lease every third of its duration while the upload runs (a long final send
+    /// acknowledges no part). Losing it is noticed by the next acknowledgement.
+    private func startLeaseRenewal(_ itemId: Int64) -> Task<Void, Never>? {
+        guard let lease = configuration.lease else { return nil }
+        let postbox = self.postbox
+        return Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(max(1000, lease.durationMs / 3)))
+                if Task.isCancelled { return }
+                _ = try? await postbox.transaction { tx in
+                    let queue = try tx.uploadQueue
+                    guard var item = try queue.get(itemId), item.leaseHolder == lease.holder, item.state == .uploading else { return }
+                    item.leaseUntil = Self.nowMs() + lease.durationMs
+                    try queue.set(item)
+                }
+            }
+        }
+    }
+
+    /// A client failure as an upload failure: permanent for requests the protocol forbids,
+    /// otherwise transient (the next attempt resumes).
+    static func mapped(_ error: CloudClientError, item: Int64) -> MultipartUploadError {
+        if error.isCloudUnavailable { return .cloudUnavailable(item: item, reason: error.description) }
+        switch error {
+        case .config, .invalidRequest:
+            return .rejected(item: item, reason: error.description)
+        case .server(let e, _, _) where e.code >= 400 && e.code < 500 && e.code != 420:
+            switch e.name {
+            case .filePartSizeInvalid, .fileIdInvalid, .badRequest, .methodInvalid: return .rejected(item: item, reason: error.description)
+            default: return .transient(item: item, reason: error.description)
+            }
+        default:
+            return .transient(item: item, reason: error.description)
+        }
+    }
+
+    /// The current time in Unix milliseconds (the queue's clock).
+    public static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+}

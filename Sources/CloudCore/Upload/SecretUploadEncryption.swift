@@ -1,0 +1,109 @@
+import CloudCrypto
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The secret-chat encryption of one queue item: AES-256 key and 32-byte IGE IV (random), the
+/// random padding bytes that fill the last block, the key fingerprint and the sizes.
+///
+/// Stored in the item's `extra` (Postbox only — never logged, never in an error) so that a
+/// resumed upload re-creates exactly the bytes it sent before: the container is a pure function
+/// of the plaintext and these values.
+struct SecretUploadKey: Sendable, Equatable {
+    static let keyField = "secret.key"
+    static let ivField = "secret.iv"
+    static let paddingField = "secret.padding"
+    static let fingerprintField = "secret.keyFingerprint"
+    static let decryptedSizeField = "secret.decryptedSize"
+    static let containerSizeField = "secret.containerSize"
+
+    var key: Data
+    var iv: Data
+    var padding: Data
+    var decryptedSize: Int64
+
+    var containerSize: Int64 { UploadPlan.secretContainerSize(plaintextSize: decryptedSize) }
+    var fingerprint: Int32 { SecretFileKey.fingerprint(key: key, iv: iv) }
+
+    /// A fresh random key, IV and padding for `plaintextSize` bytes.
+    static func random(plaintextSize: Int64) -> SecretUploadKey {
+        let k = SecretFileKey.random()
+        let pad = Int(UploadPlan.secretContainerSize(plaintextSize: plaintextSize) - plaintextSize)
+        return SecretUploadKey(key: k.key, iv: k.iv, padding: SecureRandom.bytes(pad), decryptedSize: plaintextSize)
+    }
+
+    /// Reads the stored key; nil if the item has none yet. Throws on a damaged record.
+    static func load(_ extra: [String: String], item: Int64) throws -> SecretUploadKey? {
+        guard let k = extra[keyField] else { return nil }
+        guard let key = Data(hexString: k), key.count == 32, let iv = extra[ivField].flatMap({ Data(hexString: $0) }), iv.count == 32,
+              let pad = extra[paddingField].flatMap({ Data(hexString: $0) }), pad.count < 16,
+              let size = extra[decryptedSizeField].flatMap(Int64.init), size > 0,
+              UploadPlan.secretContainerSize(plaintextSize: size) - size == Int64(pad.count) else {
+            throw MultipartUploadError.corruptItem(item: item, reason: "secret key fields are damaged")
+        }
+        return SecretUploadKey(key: key, iv: iv, padding: pad, decryptedSize: size)
+    }
+
+    /// Writes the key fields into `extra`.
+    func store(into extra: inout [String: String]) {
+        extra[Self.keyField] = key.hexString
+        extra[Self.ivField] = iv.hexString
+        extra[Self.paddingField] = padding.hexString
+        extra[Self.fingerprintField] = String(fingerprint)
+        extra[Self.decryptedSizeField] = String(decryptedSize)
+        extra[Self.containerSizeField] = String(containerSize)
+    }
+}
+
+/// Produces the AES-256-IGE container of a staged file part by part, in order (IGE chains every
+/// block to the previous one, so it cannot seek). Holds one part in memory at a time; hashes the
+/// plaintext as it goes so a change of the file during the upload is caught.
+///
+/// Confined to one task at a time (the upload's producer), hence `@unchecked Sendable`.
+final class SecretPartEncryptor: @unchecked Sendable {
+    private let fd: Int32
+    private let key: SecretUploadKey
+    private let plan: UploadPlan
+    private var iv: Data
+    private var sha = SHA256()
+    private(set) var nextPart = 0
+
+    init(fd: Int32, key: SecretUploadKey, plan: UploadPlan) {
+        self.fd = fd
+        self.key = key
+        self.plan = plan
+        self.iv = key.iv
+    }
+
+    /// The ciphertext of the next part (blocking: call it off the cooperative pool).
+    func next() throws -> (part: Int, data: Data) {
+        let part = nextPart
+        precondition(part < plan.totalParts, "no part left")
+        let offset = plan.offset(of: part)
+        let length = plan.length(of: part)
+        var data = Data(count: length)
+        let plainLength = Int(max(0, min(Int64(length), key.decryptedSize - offset)))
+        try data.withUnsafeMutableBytes { raw in
+            let got = try UploadIO.readFully(fd: fd, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<plainLength]), offset: offset)
+            guard got == plainLength else { throw POSIXFailure(EIO) }
+            sha.update(UnsafeRawBufferPointer(rebasing: raw[0..<plainLength]))
+            if plainLength < length {
+                // The last part: the stored random padding fills the final block.
+                key.padding.withUnsafeBytes { pad in
+                    raw.baseAddress!.advanced(by: plainLength).copyMemory(from: pad.baseAddress!, byteCount: length - plainLength)
+                }
+            }
+            try AESIGE.cryptInPlace(raw, key: key.key, iv: &iv, encrypt: true)
+        }
+        nextPart += 1
+        return (part, data)
+    }
+
+    /// SHA-256 (hex) of the plaintext read so far; complete once every part was produced.
+    func plaintextSHA256() -> String {
+        var copy = SHA256()
+        swap(&copy, &sha)
+        return copy.finalize().hexString
+    }
+}

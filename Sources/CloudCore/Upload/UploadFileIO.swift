@@ -1,0 +1,128 @@
+import CloudCrypto
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Blocking file work of uploads (open, stat, hash, copy, read), run on a dedicated concurrent
+/// queue so it never occupies Swift's cooperative pool.
+enum UploadIO {
+    private static let queue = DispatchQueue(label: "MultipartUpload.io", qos: .utility, attributes: .concurrent)
+
+    /// Runs `body` on the I/O queue and returns its result.
+    static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// `strerror` text of `code`.
+    static func describe(_ code: Int32) -> String { String(cString: strerror(code)) }
+
+    /// Size and modification time (ns) of an open descriptor.
+    static func stat(fd: Int32) throws -> (size: Int64, mtimeNs: Int64, isRegular: Bool) {
+        var st = Glibc.stat()
+        guard fstat(fd, &st) == 0 else { throw POSIXFailure(errno) }
+        return (Int64(st.st_size), Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+                (st.st_mode & S_IFMT) == S_IFREG)
+    }
+
+    /// SHA-256 (hex) of `length` bytes of `fd` from offset 0, read in 1 MiB blocks with `pread`.
+    static func sha256(fd: Int32, length: Int64) throws -> String {
+        var sha = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: Int64 = 0
+        while offset < length {
+            let want = Int(min(Int64(buffer.count), length - offset))
+            let n = try buffer.withUnsafeMutableBytes { raw -> Int in
+                let r = pread(fd, raw.baseAddress, want, off_t(offset))
+                if r < 0 { throw POSIXFailure(errno) }
+                sha.update(UnsafeRawBufferPointer(rebasing: raw[0..<r]))
+                return r
+            }
+            if n == 0 { break }
+            offset += Int64(n)
+        }
+        return sha.finalize().hexString
+    }
+
+    /// Reads exactly `count` bytes at `offset` into `buffer` (short only at end of file).
+    static func readFully(fd: Int32, into buffer: UnsafeMutableRawBufferPointer, offset: Int64) throws -> Int {
+        var done = 0
+        while done < buffer.count {
+            let r = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + Int64(done)))
+            if r < 0 {
+                if errno == EINTR { continue }
+                throw POSIXFailure(errno)
+            }
+            if r == 0 { break }
+            done += r
+        }
+        return done
+    }
+}
+
+/// An `errno` from a file call.
+struct POSIXFailure: Error, CustomStringConvertible {
+    let code: Int32
+    init(_ code: Int32) { self.code = code }
+    var description: String { UploadIO.describe(code) }
+}
+
+/// The staged file of a queue item, open for the length of one upload attempt.
+final class StagedFile: Sendable {
+    let fd: Int32
+    let path: String
+
+    private init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { close(fd) }
+
+    /// Opens the item's staged file and checks it against the size and fingerprint recorded at
+    /// enqueue time. A different modification time alone triggers a re-hash (a `touch` is no
+    /// change); the returned flag says whether the stored mtime should be refreshed.
+    static func open(_ item: UploadItemView) throws -> (StagedFile, refreshedMtime: Int64?) {
+        let fd = Glibc.open(item.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let e = errno
+            if e == ENOENT { throw MultipartUploadError.stagedFileMissing(item: item.id, path: item.path) }
+            throw MultipartUploadError.fileUnreadable(path: item.path, reason: UploadIO.describe(e))
+        }
+        let file = StagedFile(fd: fd, path: item.path)
+        let st: (size: Int64, mtimeNs: Int64, isRegular: Bool)
+        do { st = try UploadIO.stat(fd: fd) } catch {
+            throw MultipartUploadError.fileUnreadable(path: item.path, reason: "\(error)")
+        }
+        guard st.isRegular else { throw MultipartUploadError.fileUnreadable(path: item.path, reason: "not a regular file") }
+        guard st.size == item.size else {
+            throw MultipartUploadError.fileChanged(item: item.id, reason: "size was \(item.size) bytes at enqueue, now \(st.size)")
+        }
+        if let recorded = item.mtimeNs, recorded == st.mtimeNs { return (file, nil) }
+        let now: String
+        do { now = try UploadIO.sha256(fd: fd, length: st.size) } catch {
+            throw MultipartUploadError.fileUnreadable(path: item.path, reason: "\(error)")
+        }
+        guard now == item.sha256 else {
+            throw MultipartUploadError.fileChanged(item: item.id, reason: "content differs from enqueue (SHA-256 mismatch)")
+        }
+        return (file, st.mtimeNs)
+    }
+
+    /// True if size and mtime still match `item` (cheap check before the final send).
+    func unchanged(_ item: UploadItemView, mtimeNs: Int64?) -> Bool {
+        guard let st = try? UploadIO.stat(fd: fd) else { return false }
+        return st.size == item.size && (mtimeNs == nil || mtimeNs == st.mtimeNs)
+    }
+}
+
+/// The fields of an `UploadItem` the file checks need (a value copy, safe to send across tasks).
+struct UploadItemView: Sendable {
+    var id: Int64
+    var path: String
+    var size: Int64
+    var sha256: String
+    var mtimeNs: Int64?
+}

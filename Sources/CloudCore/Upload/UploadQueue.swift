@@ -1,0 +1,237 @@
+import CloudCrypto
+import Foundation
+import Postbox
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What to enqueue.
+public struct UploadRequest: Sendable {
+    /// The file to upload (staged into the data root at enqueue time).
+    public var path: String
+    public var peerId: Int64
+    /// Encrypt for a secret chat (AES-256-IGE, random key and IV).
+    public var secret: Bool
+    public var caption: String
+    /// The file name the message shows (default: the source's last path component).
+    public var name: String?
+    public var mimeType: String?
+    public var staging: UploadStaging
+
+    public init(path: String, peerId: Int64, secret: Bool = false, caption: String = "", name: String? = nil,
+                mimeType: String? = nil, staging: UploadStaging = .auto) {
+        self.path = path
+        self.peerId = peerId
+        self.secret = secret
+        self.caption = caption
+        self.name = name
+        self.mimeType = mimeType
+        self.staging = staging
+    }
+}
+
+/// The persistent upload queue of one account: enqueueing (validation and staging into
+/// `<account>/uploads/`), leasing items to uploaders, and settling them after an attempt.
+///
+/// Item states: `queued` (waiting, possibly until `notBefore`) → `uploading` (leased; parts
+/// being sent) → `sent` (with the message id) or `failed` (with the reason). A failed attempt
+/// that may succeed later goes back to `queued` with a backoff; nothing is ever dropped.
+public final class UploadQueue: Sendable {
+    public let postbox: Postbox
+    /// `<root>/account-<id>/uploads` (created 0700).
+    public let directory: String
+
+    public init(postbox: Postbox, directory: String) {
+        self.postbox = postbox
+        self.directory = directory
+    }
+
+    /// Validates the file and the peer, stages the file into the uploads directory (hard link or
+    /// 0600 copy), records its size and SHA-256, and adds a `queued` item with a fresh client
+    /// random id. Throws `MultipartUploadError` with a clear reason for a missing, unreadable,
+    /// empty or too large file, or a peer that is not among the synced peers (when Postbox has
+    /// synced any; otherwise the peer is checked against the server before the first part).
+    public func enqueue(_ request: UploadRequest) async throws -> UploadItem {
+        let peerProblem = try await postbox.read { tx -> String? in
+            let peers = try tx.peers
+            let count = try peers.count()
+            guard count > 0, try peers.get(PeerId(request.peerId)) == nil else { return nil }
+            return "not among the \(count) peers synced into this account's Postbox"
+        }
+        if let peerProblem { throw MultipartUploadError.peerNotFound(peerId: request.peerId, reason: peerProblem) }
+
+        let dir = directory
+        let temporary = (dir as NSString).appendingPathComponent(".staging-\(UUID().uuidString)")
+        let staged = try await UploadIO.run { () throws -> StagedCopy in
+            try Self.makeDirectory(dir)
+            return try UploadStager.stage(source: request.path, temporary: temporary, mode: request.staging, secret: request.secret)
+        }
+        let name = request.name ?? (request.path as NSString).lastPathComponent
+        do {
+            return try await postbox.transaction { tx in
+                let queue = try tx.uploadQueue
+                let id = try queue.nextItemId()
+                let final = (dir as NSString).appendingPathComponent("\(id)")
+                guard rename(temporary, final) == 0 else {
+                    throw MultipartUploadError.staging(path: request.path, reason: "cannot rename into \(dir): \(UploadIO.describe(errno))")
+                }
+                var item = UploadItem(id: id, peerId: PeerId(request.peerId), stagedPath: final, originalName: name,
+                                      size: staged.size, sha256: staged.sha256, caption: request.caption, isSecret: request.secret,
+                                      randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
+                item.extra[MultipartUpload.mtimeField] = String(staged.mtimeNs)
+                item.extra["staging"] = staged.linked ? "link" : "copy"
+                if let mime = request.mimeType { item.extra[MultipartUpload.mimeTypeField] = mime }
+                try queue.set(item)
+                return item
+            }
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// Every item, in enqueue order.
+    public func items() async throws -> [UploadItem] {
+        try await postbox.read { tx in
+            var out: [UploadItem] = []
+            try tx.uploadQueue.scan { out.append($0); return true }
+            return out
+        }
+    }
+
+    /// What `claim` found.
+    public enum Claim: Sendable {
+        /// An item now leased to the caller (its `attempts` already counts this attempt).
+        case item(UploadItem)
+        /// Nothing to do now; the earliest item waiting for its backoff is due at this Unix ms.
+        case waiting(until: Int64)
+        /// Nothing left to upload (or everything left is leased by live processes).
+        case none
+    }
+
+    /// Leases the first item that is due (state `queued` or `uploading` whose lease expired or
+    /// whose holder died), in one write transaction: `BEGIN IMMEDIATE` serialises processes, so
+    /// two uploaders never get the same item. Items in `excluding` are skipped.
+    public func claim(lease: UploadLease, excluding: Set<Int64> = [], now: Int64 = MultipartUpload.nowMs()) async throws -> Claim {
+        try await postbox.transaction { tx in
+            let queue = try tx.uploadQueue
+            var found: UploadItem?
+            var earliest: Int64?
+            try queue.scan { item in
+                guard item.state == .queued || item.state == .uploading, !excluding.contains(item.id) else { return true }
+                // Leased and the lease is live (this process's other workers included): not ours.
+                if !item.leaseHolder.isEmpty, item.leaseUntil > now, UploadLeaseHolder.isAlive(item.leaseHolder) {
+                    return true
+                }
+                if item.notBefore > now {
+                    earliest = min(earliest ?? item.notBefore, item.notBefore)
+                    return true
+                }
+                found = item
+                return false
+            }
+            guard var item = found else { return earliest.map { .waiting(until: $0) } ?? .none }
+            item.leaseHolder = lease.holder
+            item.leaseUntil = now + lease.durationMs
+            item.attempts += 1
+            item.state = .uploading
+            try queue.set(item)
+            return .item(item)
+        }
+    }
+
+    /// How an attempt ended, for `settle`.
+    public enum Outcome: Sendable {
+        /// Try again after `backoff` seconds (doubled per earlier attempt), unless the item has
+        /// used `maxAttempts`; then it fails with `reason`.
+        case retry(reason: String, backoff: Double, maxAttempts: Int)
+        /// Fail for good with `reason`.
+        case failed(reason: String)
+        /// Interrupted (cancelled, shutting down): back to `queued` at once, this attempt not counted.
+        case interrupted
+        /// The cloud is unreachable: back to `queued` after `backoff` seconds, this attempt not
+        /// counted (an outage must not use up an item's attempts).
+        case cloudUnavailable(reason: String, backoff: Double)
+    }
+
+    /// Records the end of an attempt and drops the lease — only if `lease` still holds the item.
+    /// Returns the item's new state (nil if the lease had passed to someone else).
+    @discardableResult
+    public func settle(_ itemId: Int64, lease: UploadLease, outcome: Outcome, now: Int64 = MultipartUpload.nowMs()) async throws -> UploadItem.State? {
+        try await postbox.transaction { tx in
+            let queue = try tx.uploadQueue
+            guard var item = try queue.get(itemId), item.leaseHolder == lease.holder else { return nil }
+            if item.state == .sent { return .sent }
+            item.leaseHolder = ""
+            item.leaseUntil = 0
+            switch outcome {
+            case let .retry(reason, backoff, maxAttempts):
+                item.failureReason = reason
+                if Int(item.attempts) >= maxAttempts {
+                    item.state = .failed
+                    item.failureReason = "\(reason) (gave up after \(item.attempts) attempts)"
+                } else {
+                    item.state = .queued
+                    let factor = pow(2, Double(max(0, Int(item.attempts) - 1)))
+                    item.notBefore = now + Int64(min(86_400, backoff * factor) * 1000)
+                }
+            case .failed(let reason):
+                item.state = .failed
+                item.failureReason = reason
+            case .interrupted:
+                item.state = .queued
+                item.attempts = max(0, item.attempts - 1)
+            case let .cloudUnavailable(reason, backoff):
+                item.state = .queued
+                item.failureReason = reason
+                item.attempts = max(0, item.attempts - 1)
+                item.notBefore = now + Int64(min(86_400, backoff) * 1000)
+            }
+            try queue.set(item)
+            return item.state
+        }
+    }
+
+    /// Removes the staged file of a sent item (the server has the bytes now).
+    public func removeStagedFile(of item: UploadItem) async {
+        let path = item.stagedPath
+        guard path.hasPrefix(directory + "/") else { return }
+        _ = try? await UploadIO.run { unlink(path) }
+    }
+
+    /// Removes what a crash can leave behind: staged files of items already sent (the process
+    /// died between the `sent` commit and the unlink) and `.staging-*` files older than an hour
+    /// (an enqueue that died before its commit). Returns the number of files removed.
+    @discardableResult
+    public func sweep(now: Date = Date()) async throws -> Int {
+        let sent = try await postbox.read { tx -> [String] in
+            var out: [String] = []
+            try tx.uploadQueue.scan { item in
+                if item.state == .sent { out.append(item.stagedPath) }
+                return true
+            }
+            return out
+        }
+        let dir = directory
+        return try await UploadIO.run {
+            var removed = 0
+            for path in sent where path.hasPrefix(dir + "/") && unlink(path) == 0 { removed += 1 }
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+            for name in names where name.hasPrefix(".staging-") {
+                let path = (dir as NSString).appendingPathComponent(name)
+                let modified = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? now
+                if now.timeIntervalSince(modified) > 3600, unlink(path) == 0 { removed += 1 }
+            }
+            return removed
+        }
+    }
+
+    static func makeDirectory(_ path: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw MultipartUploadError.staging(path: path, reason: "cannot create the uploads directory: \(error.localizedDescription)")
+        }
+        chmod(path, 0o700)
+    }
+}

@@ -1,0 +1,109 @@
+import CloudCrypto
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How `UploadQueue.enqueue` puts the file into the data root, so the source may vanish.
+public enum UploadStaging: String, Sendable, CaseIterable {
+    /// Hard link when the source is on the same file system and owned by this user, else copy.
+    case auto
+    /// Always a private copy (0600).
+    case copy
+    /// Always a hard link (fails across file systems). The link shares the source's inode, so
+    /// an in-place change of the source is detected as a change while queued; its permission
+    /// bits are the source's (the uploads directory is 0700, so nobody else reaches it there).
+    case link
+}
+
+/// A file staged into the uploads directory, with what was recorded about it.
+struct StagedCopy: Sendable {
+    var path: String
+    var size: Int64
+    var sha256: String
+    var mtimeNs: Int64
+    var linked: Bool
+}
+
+/// Validation and staging of a file to enqueue (blocking; run via `UploadIO`).
+enum UploadStager {
+    /// Checks `source` (exists, regular, readable, not empty, not too large) and stages it as
+    /// `temporary` (inside the uploads directory). Returns what was staged.
+    static func stage(source: String, temporary: String, mode: UploadStaging, secret: Bool) throws -> StagedCopy {
+        var st = stat()
+        guard stat(source, &st) == 0 else {
+            let e = errno
+            if e == ENOENT || e == ENOTDIR { throw MultipartUploadError.fileNotFound(path: source) }
+            throw MultipartUploadError.fileUnreadable(path: source, reason: UploadIO.describe(e))
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            throw MultipartUploadError.fileUnreadable(path: source, reason: (st.st_mode & S_IFMT) == S_IFDIR ? "it is a directory" : "not a regular file")
+        }
+        let size = Int64(st.st_size)
+        if size == 0 { throw MultipartUploadError.emptyFile(path: source) }
+        let sent = secret ? UploadPlan.secretContainerSize(plaintextSize: size) : size
+        if UploadPlan(size: sent) == nil { throw MultipartUploadError.fileTooLarge(path: source, size: size) }
+        let input = Glibc.open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw MultipartUploadError.fileUnreadable(path: source, reason: UploadIO.describe(errno)) }
+        defer { close(input) }
+        // A read probe: some files open but cannot be read (EIO, EISDIR on odd file systems).
+        var probe: UInt8 = 0
+        if pread(input, &probe, 1, 0) < 0 { throw MultipartUploadError.fileUnreadable(path: source, reason: UploadIO.describe(errno)) }
+
+        let wantLink = mode == .link || (mode == .auto && st.st_uid == geteuid())
+        if wantLink {
+            if link(source, temporary) == 0 {
+                do {
+                    let sha = try UploadIO.sha256(fd: input, length: size)
+                    let after = try UploadIO.stat(fd: input)
+                    guard after.size == size else { throw MultipartUploadError.fileChanged(item: 0, reason: "it changed while being staged") }
+                    return StagedCopy(path: temporary, size: size, sha256: sha, mtimeNs: after.mtimeNs, linked: true)
+                } catch {
+                    unlink(temporary)
+                    throw error
+                }
+            }
+            let e = errno
+            if mode == .link { throw MultipartUploadError.staging(path: source, reason: "cannot hard-link into the data root: \(UploadIO.describe(e))") }
+        }
+        return try copy(input: input, source: source, size: size, to: temporary)
+    }
+
+    /// Copies `size` bytes into a new 0600 file, hashing as it goes, and fsyncs it.
+    private static func copy(input: Int32, source: String, size: Int64, to temporary: String) throws -> StagedCopy {
+        let out = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard out >= 0 else { throw MultipartUploadError.staging(path: source, reason: "cannot create \(temporary): \(UploadIO.describe(errno))") }
+        var ok = false
+        defer {
+            close(out)
+            if !ok { unlink(temporary) }
+        }
+        var sha = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: Int64 = 0
+        while true {
+            let n = try buffer.withUnsafeMutableBytes { raw -> Int in
+                let r = try UploadIO.readFully(fd: input, into: raw, offset: offset)
+                sha.update(UnsafeRawBufferPointer(rebasing: raw[0..<r]))
+                var written = 0
+                while written < r {
+                    let w = write(out, raw.baseAddress! + written, r - written)
+                    if w < 0 {
+                        if errno == EINTR { continue }
+                        throw MultipartUploadError.staging(path: source, reason: "cannot write \(temporary): \(UploadIO.describe(errno))")
+                    }
+                    written += w
+                }
+                return r
+            }
+            offset += Int64(n)
+            if n < buffer.count { break }
+        }
+        guard offset == size else { throw MultipartUploadError.fileChanged(item: 0, reason: "\(source) changed size while being copied") }
+        guard fsync(out) == 0 else { throw MultipartUploadError.staging(path: source, reason: "fsync: \(UploadIO.describe(errno))") }
+        let st = try UploadIO.stat(fd: out)
+        ok = true
+        return StagedCopy(path: temporary, size: size, sha256: sha.finalize().hexString, mtimeNs: st.mtimeNs, linked: false)
+    }
+}
+

@@ -1,0 +1,220 @@
+import CloudCore
+import Foundation
+import Postbox
+import Synchronization
+
+extension AccountPaths {
+    /// `account-<id>/uploads/`: staged files of the upload queue (0700).
+    public var uploads: URL { directory.appendingPathComponent("uploads", isDirectory: true) }
+}
+
+/// The `upload-queue` kind: drains the account's persistent upload queue with `MultipartUpload`.
+///
+/// `concurrency` items at a time, each leased to this process (holder + expiry in the item,
+/// taken in a write transaction, so two processes never upload one item); parts paced by
+/// `requestRate` and the bytes by `bandwidthLimit`. A failed attempt goes back to the queue with
+/// a doubling backoff (`itemBackoff`) until `itemAttempts`; a permanent failure (file gone or
+/// changed, peer unknown) ends the item as failed with the reason — the rest of the queue
+/// proceeds either way. Items whose backoff ends within `retryWithin` are retried in this run.
+///
+/// The run succeeds when the queue was worked through; failed items show in the counters
+/// (`items_failed`), the summary, the details and an `upload.failed` log line. When the cloud is
+/// unreachable the run stops claiming items, leaves them queued (their attempts unspent) and
+/// exits 69.
+public struct UploadQueueJob: JobKindRunner {
+    public init() {}
+
+    /// Counters shared by the workers.
+    final class Tally: Sendable {
+        struct Values {
+            var cloudDown = false
+            var claimed = 0, sent = 0, failed = 0, retried = 0, alreadySent = 0, unavailable = 0, attempts = 0, restarts = 0
+            var partsSent = 0, partsSkipped = 0
+            var bytesSent: Int64 = 0
+            var failures: [(Int64, String)] = []
+        }
+        let state = Mutex(Values())
+        func update(_ body: (inout Values) -> Void) { state.withLock { body(&$0) } }
+        var values: Values { state.withLock { $0 } }
+        /// Takes one of `limit` item slots of this run (nil: unlimited); false when none is left.
+        func reserve(_ limit: Int?) -> Bool {
+            state.withLock {
+                if let limit, $0.claimed >= limit { return false }
+                $0.claimed += 1
+                return true
+            }
+        }
+        func unreserve() { state.withLock { $0.claimed -= 1 } }
+    }
+
+    public func run(_ context: JobContext) async throws -> JobReport {
+        let p = context.params
+        let log = context.logger
+        let account = context.account
+        let queue = UploadQueue(postbox: account.postbox, directory: account.paths.uploads.path)
+        let concurrency = Int(p.int("concurrency") ?? 2)
+        let maxItems = p.int("maxItems").map(Int.init)
+        let attempts = Int(p.int("itemAttempts") ?? 5)
+        let backoff = Double(ConfigDuration.milliseconds(p.duration("itemBackoff") ?? .seconds(30))) / 1000
+        let leaseSeconds = Double(ConfigDuration.milliseconds(p.duration("leaseDuration") ?? .seconds(300))) / 1000
+        let retryWithin = Int64(ConfigDuration.milliseconds(p.duration("retryWithin") ?? .seconds(60)))
+
+        if context.dryRun || (p.bool("dryRun") ?? false) {
+            let items = try await queue.items()
+            let waiting = items.filter { $0.state == .queued || $0.state == .uploading }
+            let bytes = waiting.reduce(Int64(0)) { $0 + $1.size }
+            return JobReport(counters: ["items_waiting": Int64(waiting.count), "bytes_waiting": bytes],
+                             summary: ["would upload \(waiting.count) items, \(ByteSize.format(bytes)) (dry run: nothing sent)"])
+        }
+
+        let client = try Self.client(account: account, params: p, concurrency: concurrency, log: log)
+        var configuration = MultipartUploadConfiguration()
+        configuration.partsInFlight = Int(p.int("partsInFlight") ?? 30)
+        configuration.smallFilePartsInFlight = min(configuration.partsInFlight, 8)
+        configuration.pacer = p.double("requestRate").map { CloudRequestPacer(rate: $0) }
+        let lease = UploadLease(holder: UploadLeaseHolder.current(tag: context.runId), duration: leaseSeconds)
+        configuration.lease = lease
+        let tally = Tally()
+        let upload = MultipartUpload(client: client, postbox: account.postbox, configuration: configuration) { event in
+            Self.observe(event, tally: tally, log: log)
+        }
+        try await Failpoints.hit("upload-queue-start")
+        let swept = try await queue.sweep()
+        if swept > 0 { log.info("upload.swept", ["files": .int(Int64(swept))]) }
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<concurrency {
+                group.addTask {
+                    while true {
+                        try Task.checkCancellation()
+                        if tally.values.cloudDown { return }
+                        guard tally.reserve(maxItems) else { return }
+                        let claim = try await queue.claim(lease: lease)
+                        if case .item = claim {} else { tally.unreserve() }
+                        switch claim {
+                        case .none:
+                            return
+                        case .waiting(let until):
+                            let wait = until - MultipartUpload.nowMs()
+                            guard wait <= retryWithin else { return }
+                            try await Task.sleep(for: .milliseconds(max(10, wait)))
+                        case .item(let item):
+                            try await Self.attempt(item, upload: upload, queue: queue, lease: lease, backoff: backoff,
+                                                   maxAttempts: attempts, tally: tally, log: log)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+
+        let v = tally.values
+        let remaining = try await queue.items().filter { $0.state == .queued || $0.state == .uploading }.count
+        let counters: [String: Int64] = [
+            "items_sent": Int64(v.sent), "items_failed": Int64(v.failed), "items_retried": Int64(v.retried),
+            "items_already_sent": Int64(v.alreadySent), "items_remaining": Int64(remaining), "item_attempts": Int64(v.attempts),
+            "bytes_sent": v.bytesSent, "parts_sent": Int64(v.partsSent), "parts_skipped_already_acked": Int64(v.partsSkipped),
+            "upload_restarts": Int64(v.restarts),
+        ]
+        var summary = ["sent \(v.sent) items (\(ByteSize.format(v.bytesSent)) in \(v.partsSent) parts, \(v.partsSkipped) parts already acknowledged), \(v.failed) failed, \(v.retried) to retry, \(remaining) still queued"]
+        for (id, reason) in v.failures.prefix(20) { summary.append("  item \(id) failed: \(reason)") }
+        log.info("upload.report", counters.mapValues { .int($0) })
+        if v.cloudDown {
+            throw JobError.cloudUnavailable("account \(account.id): the cloud is unreachable (\(v.sent) items sent before that); \(remaining) items stay queued for the next run")
+        }
+        return JobReport(counters: counters, summary: summary,
+                         details: ["failed_items": .array(v.failures.map { .object(["item": .int($0.0), "reason": .string($0.1)]) })])
+    }
+
+    /// One attempt at one leased item, settled in the queue whatever happens.
+    static func attempt(_ item: UploadItem, upload: MultipartUpload, queue: UploadQueue, lease: UploadLease, backoff: Double,
+                        maxAttempts: Int, tally: Tally, log: JobLogger) async throws {
+        tally.update { $0.attempts += 1 }
+        log.info("upload.attempt", ["item": .int(item.id), "peer": .int(item.peerId.rawValue), "bytes": .int(item.size),
+                                    "encrypted": .bool(item.isSecret), "attempt": .int(Int64(item.attempts))])
+        do {
+            let result = try await upload.upload(itemId: item.id)
+            tally.update {
+                if result.alreadySent { $0.alreadySent += 1 } else { $0.sent += 1 }
+                $0.partsSkipped += result.partsSkipped
+                $0.restarts += result.restarts
+            }
+            await queue.removeStagedFile(of: item)
+        } catch is CancellationError {
+            _ = try? await queue.settle(item.id, lease: lease, outcome: .interrupted)
+            throw CancellationError()
+        } catch let error as MultipartUploadError {
+            if case .leaseLost = error {
+                log.warning("upload.lease_lost", ["item": .int(item.id), "error": .string(error.description)])
+                return
+            }
+            if case .cloudUnavailable = error {
+                // An outage: every other item would fail the same way. Stop claiming, keep the
+                // item's attempts, come back after the backoff.
+                try await queue.settle(item.id, lease: lease, outcome: .cloudUnavailable(reason: error.description, backoff: max(backoff, 1)))
+                tally.update { $0.unavailable += 1; $0.cloudDown = true }
+                log.warning("upload.cloud_unavailable", ["item": .int(item.id), "error": .string(error.description)])
+                return
+            }
+            if error.isPermanent {
+                try await queue.settle(item.id, lease: lease, outcome: .failed(reason: error.description))
+                tally.update { $0.failed += 1; $0.failures.append((item.id, error.description)) }
+                log.error("upload.failed", ["item": .int(item.id), "error": .string(error.description)])
+                return
+            }
+            let state = try await queue.settle(item.id, lease: lease, outcome: .retry(reason: error.description, backoff: backoff, maxAttempts: maxAttempts))
+            tally.update {
+                if state == .failed { $0.failed += 1; $0.failures.append((item.id, error.description)) } else { $0.retried += 1 }
+            }
+            log.warning(state == .failed ? "upload.failed" : "upload.retry", ["item": .int(item.id), "error": .string(error.description)])
+        } catch {
+            let reason = "\(error)"
+            let state = try await queue.settle(item.id, lease: lease, outcome: .retry(reason: reason, backoff: backoff, maxAttempts: maxAttempts))
+            tally.update { if state == .failed { $0.failed += 1; $0.failures.append((item.id, reason)) } else { $0.retried += 1 } }
+            log.warning("upload.retry", ["item": .int(item.id), "error": .string(reason)])
+        }
+    }
+
+    static func observe(_ event: MultipartUploadEvent, tally: Tally, log: JobLogger) {
+        switch event {
+        case let .started(item, fileId, total, partSize, acked, committed, big, secret):
+            log.info("upload.started", ["item": .int(item), "file_id": .int(fileId), "total_parts": .int(Int64(total)),
+                                        "part_size": .int(Int64(partSize)), "already_acked": .int(Int64(acked)),
+                                        "committed_offset": .int(committed),
+                                        "big": .bool(big), "encrypted": .bool(secret)])
+        case let .partSent(_, _, bytes):
+            tally.update {
+                $0.partsSent += 1
+                $0.bytesSent += Int64(bytes)
+            }
+        case let .restarted(item, old, new, reason):
+            log.warning("upload.restarted", ["item": .int(item), "old_file_id": .int(old), "file_id": .int(new), "reason": .string(reason)])
+        case let .sent(item, messageId, parts, bytes):
+            log.info("upload.sent", ["item": .int(item), "message": .int(Int64(messageId)), "parts_sent": .int(Int64(parts)), "bytes_sent": .int(bytes)])
+        }
+    }
+
+    /// The account's client, or one with its own transport when this job needs more connections
+    /// than the shared pool (parts in flight × items) or a send bandwidth limit.
+    static func client(account: AccountContext, params p: JobParams, concurrency: Int, log: JobLogger) throws -> CloudClient {
+        let shared = try account.cloudClient()
+        let observer: CloudClientObserver = { event in log.debug("cloud.event", ["event": .string("\(event)")]) }
+        let parts = Int(p.int("partsInFlight") ?? 30) * concurrency
+        let bandwidth = p.bytes("bandwidthLimit")
+        guard bandwidth != nil || parts > 16 else { return shared.with(observer: observer) }
+        var tc = TransportConfiguration()
+        tc.connectTimeout = shared.config.connectTimeout
+        tc.requestTimeout = shared.config.requestTimeout
+        tc.idleTimeout = min(30, shared.config.requestTimeout)
+        tc.maxCollectedBodySize = max(shared.config.maxAnswerSize, 2 << 20)
+        tc.maxConnectionsPerHost = max(16, parts)
+        tc.maxTotalConnections = max(64, parts + 8)
+        tc.handlePoolSize = max(64, parts + 8)
+        tc.maxSendBytesPerSecond = bandwidth.map { Int(clamping: $0) }
+        do {
+            return try CloudClient(config: shared.config, transport: CurlTransport(configuration: tc), observer: observer)
+        } catch {
+            throw JobError.config("cannot set up the upload client of account \(account.id): \(error)")
+        }
+    }
+}

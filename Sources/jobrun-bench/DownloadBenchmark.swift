@@ -1,0 +1,395 @@
+import ArgumentParser
+import CloudCore
+import CloudCrypto
+import CloudProtocol
+import CloudServer
+import Foundation
+import MediaBox
+
+/// `jobrun-bench download`: MultipartFetch into a MediaBox against aria2c and curl, all fetching
+/// the same files from the same cloudd in one run.
+struct DownloadBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download",
+        abstract: "MultipartFetch (into MediaBox, durable completion) vs aria2c and curl --parallel from the same cloudd.")
+    @Option(help: "Small files (10–200 KB).") var smallFiles = 2000
+    @Option(help: "Large files.") var largeFiles = 10
+    @Option(help: "Size of each large file in MB (10^6 bytes).") var largeMb = 100
+    @Option(help: "Size in GiB of the single file downloaded for peak RSS (0 skips).") var rssGib = 2
+    @Option(help: "A cloudd executable to serve from (default: the one next to this binary, else in-process).") var cloudd: String?
+    @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-download"
+    @Option(help: "MultipartFetch: parts in flight over all files.") var parts = 16
+    @Option(help: "MultipartFetch: parts in flight or waiting per file (memory per file ≈ this × 1 MiB).") var partsPerFile = 4
+    @Option(help: "glibc malloc: serve allocations ≥ this many KiB with mmap, so freed part buffers leave RSS (0 = glibc default).") var mmapThresholdKib = 0
+
+    func run() throws {
+        let options = self
+        if mmapThresholdKib > 0 { setMallocMmapThreshold(bytes: mmapThresholdKib * 1024) }
+        let tuning = FetchTuning(parts: parts, partsPerFile: partsPerFile)
+        let outcome = BlockingResult()
+        Task {
+            do {
+                try await runDownloadBenchmark(smallFiles: options.smallFiles, largeFiles: options.largeFiles, largeMB: options.largeMb,
+                                               rssGiB: options.rssGib, cloudd: options.cloudd, workDir: options.workDir, tuning: tuning)
+                outcome.set(nil)
+            } catch {
+                outcome.set("\(error)")
+            }
+        }
+        if let failure = outcome.wait() { throw ValidationError("download benchmark failed: \(failure)") }
+    }
+}
+
+/// glibc `mallopt(M_MMAP_THRESHOLD, bytes)` (not exported by the Glibc module): allocations of at
+/// least `bytes` are mmapped and unmapped on free, so 1 MiB part buffers leave RSS when released.
+func setMallocMmapThreshold(bytes: Int) {
+    typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return }
+    _ = unsafeBitCast(symbol, to: Mallopt.self)(-3 /* M_MMAP_THRESHOLD */, Int32(bytes))
+}
+
+/// MultipartFetch settings under test.
+struct FetchTuning: Sendable {
+    var parts = 16
+    var partsPerFile = 4
+}
+
+/// A value handed from a task to a blocked thread.
+final class BlockingResult: @unchecked Sendable {
+    // @unchecked Sendable: guarded by the semaphore (written once before signal, read after wait).
+    private let semaphore = DispatchSemaphore(value: 0)
+    private var value: String?
+    func set(_ v: String?) { value = v; semaphore.signal() }
+    func wait() -> String? { semaphore.wait(); return value }
+}
+
+/// The server side of the benchmark: a `cloudd` child process or an in-process `CloudServer`.
+final class BenchCloud: @unchecked Sendable {
+    // @unchecked Sendable: immutable after start.
+    let dcURLs: [String]
+    private let process: Process?
+    private let server: CloudServer?
+
+    static func start(smallFiles: Int, largeFiles: Int, largeBytes: Int64, rssBytes: Int64, cloudd: String?) async throws -> BenchCloud {
+        let executable = cloudd ?? (URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("cloudd").path)
+        var big = [Int64](repeating: largeBytes, count: largeFiles)
+        if rssBytes > 0 { big.append(rssBytes) }
+        if FileManager.default.isExecutableFile(atPath: executable) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: executable)
+            var args = ["--seed", "7", "--dcs", "2", "--peers", "2", "--messages-per-peer", "2", "--cdn-fraction", "0",
+                        "--bulk-files", "\(smallFiles):10K-200K"]
+            for (size, count) in Dictionary(grouping: big, by: { $0 }).mapValues(\.count).sorted(by: { $0.key < $1.key }) {
+                args += ["--big-files", "\(count):\(size)"]
+            }
+            p.arguments = args
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            var line = Data()
+            while !line.contains(0x0a) {
+                let d = out.fileHandleForReading.availableData
+                if d.isEmpty { break }
+                line.append(d)
+            }
+            struct Ready: Decodable { struct DC: Decodable { var id: Int; var url: String }; var dcs: [DC] }
+            guard let ready = try? JSONDecoder().decode(Ready.self, from: line.prefix { $0 != 0x0a }) else {
+                p.terminate()
+                throw ValidationError("cloudd did not start: \(String(decoding: line, as: UTF8.self))")
+            }
+            print("server: cloudd child process (pid \(p.processIdentifier))")
+            return BenchCloud(dcURLs: ready.dcs.sorted { $0.id < $1.id }.map(\.url), process: p, server: nil)
+        }
+        var c = CloudServerConfig()
+        c.seed = 7
+        c.dcCount = 2
+        c.dataset.peers = 2
+        c.dataset.messagesPerPeer = 2
+        c.dataset.bulkFiles = [BulkFileSpec(count: smallFiles, minSize: 10_000, maxSize: 200_000)]
+        c.dataset.bigFiles = big
+        let server = try await CloudServer.start(c)
+        print("server: in-process CloudServer (its memory counts in this process's RSS)")
+        return BenchCloud(dcURLs: server.dcURLs.map(\.absoluteString), process: nil, server: server)
+    }
+
+    private init(dcURLs: [String], process: Process?, server: CloudServer?) {
+        self.dcURLs = dcURLs
+        self.process = process
+        self.server = server
+    }
+
+    func stop() async {
+        if let process { process.terminate(); process.waitUntilExit() }
+        if let server { await server.stop() }
+    }
+}
+
+/// Runs the whole benchmark and prints the tables.
+func runDownloadBenchmark(smallFiles: Int, largeFiles: Int, largeMB: Int, rssGiB: Int, cloudd: String?, workDir: String,
+                          tuning: FetchTuning = FetchTuning()) async throws {
+    let fm = FileManager.default
+    try? fm.removeItem(atPath: workDir)
+    try fm.createDirectory(atPath: workDir, withIntermediateDirectories: true)
+    defer { try? fm.removeItem(atPath: workDir) }
+    let largeBytes = Int64(largeMB) * 1_000_000
+    let rssBytes = Int64(rssGiB) << 30
+    let cloud = try await BenchCloud.start(smallFiles: smallFiles, largeFiles: largeFiles, largeBytes: largeBytes, rssBytes: rssBytes, cloudd: cloudd)
+    do {
+        try await benchmarkBody(cloud: cloud, smallFiles: smallFiles, largeBytes: largeBytes, rssBytes: rssBytes, workDir: workDir, tuning: tuning)
+    } catch {
+        await cloud.stop()
+        throw error
+    }
+    await cloud.stop()
+}
+
+private func benchmarkBody(cloud: BenchCloud, smallFiles: Int, largeBytes: Int64, rssBytes: Int64, workDir: String, tuning: FetchTuning) async throws {
+    let transport = try CurlTransport()
+    var datacenters: [Int: String] = [:]
+    for (i, u) in cloud.dcURLs.enumerated() { datacenters[i + 1] = u }
+    var configuration = MultipartFetchConfiguration(datacenters: datacenters)
+    configuration.maxConcurrentParts = tuning.parts
+    configuration.maxPartsPerFile = tuning.partsPerFile
+    print("MultipartFetch: \(tuning.parts) parts in flight, \(tuning.partsPerFile) per file")
+    let fetch = MultipartFetch(transport: transport, configuration: configuration)
+    let api = BenchAPI(transport: transport, base: cloud.dcURLs[0])
+
+    let docs = try await api.benchDocuments()
+    let small = docs.filter { $0.size <= 200_000 }
+    let large = docs.filter { $0.size == largeBytes }
+    let huge = docs.first { $0.size == rssBytes && rssBytes > 0 }
+    let smallBytes = small.reduce(Int64(0)) { $0 + $1.size }
+    print("set: \(small.count) small files (\(fmt(Double(smallBytes) / 1e6, 1)) MB), \(large.count) × \(largeBytes / 1_000_000) MB" + (huge != nil ? ", 1 × \(rssBytes >> 30) GiB for RSS" : ""))
+    func plainURL(_ d: Document) -> String { cloud.dcURLs[(d.dcId - 1) % cloud.dcURLs.count] + "/plain/\(d.id)" }
+    let info: @Sendable (MediaResourceId) -> MediaResourceStorageInfo = { _ in MediaResourceStorageInfo(contentType: .file) }
+
+    // 1. Peak RSS while one multi-GiB file downloads (first, so nothing earlier sets the peak).
+    var rssLine = "skipped"
+    if let huge {
+        let box = try MediaBox(basePath: workDir + "/rss-media", fetcher: fetch)
+        resetPeakRSS()
+        let before = currentRSSMiB()
+        let sampler = RSSSampler()
+        let t = try await timed {
+            _ = try await box.fetch(CloudDocumentMediaResource(document: huge, reference: .standalone), info: info(MediaResourceId("")))
+        }
+        let peak = max(peakRSSFromStatusMiB(), sampler.stop())
+        let path = box.paths(for: CloudDocumentMediaResource(document: huge, reference: .standalone).id).complete
+        let size = (try? fm(path)) ?? 0
+        rssLine = "\(fmt(Double(rssBytes) / Double(1 << 30), 0)) GiB in \(fmt(t)) s (\(fmt(Double(size) / t / 1e6, 0)) MB/s): peak RSS \(fmt(peak, 1)) MiB (RSS before \(fmt(before, 1)) MiB), target ≤ 64 MiB"
+        try? FileManager.default.removeItem(atPath: workDir + "/rss-media")
+    }
+
+    // 2. Small files.
+    var rows: [(String, Double, Double, Double)] = []   // name, seconds, files/s, MB/s
+    if !small.isEmpty {
+        let box = try MediaBox(basePath: workDir + "/small-media", fetcher: fetch)
+        let resources = small.map { CloudDocumentMediaResource(document: $0, reference: .standalone) }
+        let t = try await timed { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: 32) }
+        try verify(box: box, docs: Array(small.prefix(50)), api: api)
+        rows.append(("MultipartFetch → MediaBox (durable batches)", t, Double(small.count) / t, Double(smallBytes) / t / 1e6))
+        try? FileManager.default.removeItem(atPath: workDir + "/small-media")
+    }
+    if !small.isEmpty {
+    let smallURLs = small.map(plainURL)
+    let ariaSmall = try runPeer(workDir: workDir, name: "aria2c-small", urls: smallURLs,
+                                command: ["aria2c", "-q", "-i", "URLS", "-j", "16", "-x", "1", "--allow-overwrite=true", "-d", "OUT"])
+    rows.append(("aria2c -j 16 -x 1", ariaSmall, Double(small.count) / ariaSmall, Double(smallBytes) / ariaSmall / 1e6))
+    let curlSmall = try runPeer(workDir: workDir, name: "curl-small", urls: smallURLs, curl: true,
+                                command: ["curl", "-s", "--parallel", "--parallel-max", "16", "--output-dir", "OUT", "-K", "CFG"])
+    rows.append(("curl --parallel --parallel-max 16 (no fsync)", curlSmall, Double(small.count) / curlSmall, Double(smallBytes) / curlSmall / 1e6))
+    var table = BenchTable(title: "Small files: \(small.count) × 10–200 KB", columns: ["tool", "seconds", "files/s", "MB/s"])
+    for r in rows { table.add([r.0, fmt(r.1), fmt(r.2, 0), fmt(r.3, 1)]) }
+    table.print()
+    let productFiles = rows[0].2
+    print("ratios: product/aria2c files/s = \(fmt(productFiles / rows[1].2))× (target ≥ 1.5×, BENCHMARKS ≥ 3×); product/curl = \(fmt(productFiles / rows[2].2))× (target ≥ 0.8×)")
+    }
+
+    // 3. Large files.
+    var largeRows: [(String, Double, Double)] = []
+    let largeTotal = Double(large.reduce(Int64(0)) { $0 + $1.size })
+    if !large.isEmpty {
+        let box = try MediaBox(basePath: workDir + "/large-media", fetcher: fetch)
+        let resources = large.map { CloudDocumentMediaResource(document: $0, reference: .standalone) }
+        let t = try await timed { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: large.count) }
+        try verify(box: box, docs: [large[0]], api: api)
+        largeRows.append(("MultipartFetch → MediaBox (synced on completion)", t, largeTotal / t / 1e6))
+        try? FileManager.default.removeItem(atPath: workDir + "/large-media")
+        let box2 = try MediaBox(basePath: workDir + "/large-media2", fetcher: fetch, options: MediaBox.Options(completionSync: .none))
+        let t2 = try await timed { _ = try await fetch.fetchBatch(resources, into: box2, info: info, maxConcurrentFiles: large.count) }
+        largeRows.append(("MultipartFetch → MediaBox (no fsync, as the peers)", t2, largeTotal / t2 / 1e6))
+        try? FileManager.default.removeItem(atPath: workDir + "/large-media2")
+        let urls = large.map(plainURL)
+        let aria = try runPeer(workDir: workDir, name: "aria2c-large", urls: urls,
+                               command: ["aria2c", "-q", "-i", "URLS", "-j", "16", "-x", "8", "-s", "8", "-k", "1M", "--allow-overwrite=true", "-d", "OUT"])
+        largeRows.append(("aria2c -x 8 -s 8 -k 1M", aria, largeTotal / aria / 1e6))
+        let curl = try runPeer(workDir: workDir, name: "curl-large", urls: urls, curl: true,
+                               command: ["curl", "-s", "--output-dir", "OUT", "-K", "CFG"])
+        largeRows.append(("curl (one stream, sequential)", curl, largeTotal / curl / 1e6))
+        var lt = BenchTable(title: "Large files: \(large.count) × \(largeBytes / 1_000_000) MB", columns: ["tool", "seconds", "MB/s"])
+        for r in largeRows { lt.add([r.0, fmt(r.1), fmt(r.2, 0)]) }
+        lt.print()
+        print("ratios (fsync / no fsync): product/aria2c MB/s = \(fmt(largeRows[0].2 / largeRows[2].2))× / \(fmt(largeRows[1].2 / largeRows[2].2))× (target ≥ 1.0×); product/curl = \(fmt(largeRows[0].2 / largeRows[3].2))× / \(fmt(largeRows[1].2 / largeRows[3].2))× (target ≥ 1.0×)")
+    }
+    print("\nPeak RSS (MultipartFetch, one file): \(rssLine)")
+}
+
+/// File size helper.
+private func fm(_ path: String) throws -> Int64 {
+    (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
+}
+
+/// Writes back every dirty page (untimed), so one phase's leftovers never land in the next
+/// phase's syncs.
+private func settleDisk() { sync() }
+
+private func timed(_ body: () async throws -> Void) async rethrows -> Double {
+    settleDisk()
+    let start = DispatchTime.now().uptimeNanoseconds
+    try await body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+/// Checks stored files against the server's SHA-256.
+private func verify(box: MediaBox, docs: [Document], api: BenchAPI) throws {
+    for d in docs {
+        let id = CloudDocumentMediaResource(document: d, reference: .standalone).id
+        guard let data = box.resourceData(id), data.complete else { throw ValidationError("\(id) not complete") }
+        guard let expected = api.fileSHA(d.id), sha256File(data.path) == expected else { throw ValidationError("\(id) differs from the server's bytes") }
+    }
+}
+
+func sha256File(_ path: String) -> String {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return "" }
+    defer { close(fd) }
+    var h = SHA256()
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n <= 0 { break }
+        buffer.withUnsafeBytes { h.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+    }
+    return h.finalize().hexString
+}
+
+/// Runs a peer tool over `urls` into a fresh directory; returns seconds. `URLS`, `CFG` and `OUT`
+/// in the command are replaced by the URL list (aria2c), the curl config and the output dir.
+private func runPeer(workDir: String, name: String, urls: [String], curl: Bool = false, command: [String]) throws -> Double {
+    let out = workDir + "/" + name
+    try? FileManager.default.removeItem(atPath: out)
+    try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+    let list = workDir + "/\(name).urls"
+    let cfg = workDir + "/\(name).cfg"
+    try urls.joined(separator: "\n").appending("\n").write(toFile: list, atomically: true, encoding: .utf8)
+    try urls.map { "url = \"\($0)\"\noutput = \"\($0.split(separator: "/").last!)\"" }.joined(separator: "\n").appending("\n")
+        .write(toFile: cfg, atomically: true, encoding: .utf8)
+    let args = command.map { $0 == "URLS" ? list : $0 == "CFG" ? cfg : $0 == "OUT" ? out : $0 }
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = args
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    settleDisk()
+    let start = DispatchTime.now().uptimeNanoseconds
+    try p.run()
+    p.waitUntilExit()
+    let t = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    guard p.terminationStatus == 0 else { throw ValidationError("\(args[0]) exited with \(p.terminationStatus)") }
+    let count = (try? FileManager.default.contentsOfDirectory(atPath: out).filter { !$0.hasSuffix(".aria2") }.count) ?? 0
+    guard count == urls.count else { throw ValidationError("\(args[0]) produced \(count) of \(urls.count) files") }
+    try? FileManager.default.removeItem(atPath: out)
+    return t
+}
+
+// MARK: RSS
+
+/// Resets VmHWM to the current RSS (Linux: `5` into /proc/self/clear_refs).
+private func resetPeakRSS() {
+    if let fh = FileHandle(forWritingAtPath: "/proc/self/clear_refs") {
+        fh.write(Data("5".utf8))
+        try? fh.close()
+    }
+}
+
+private func statusMiB(_ key: String) -> Double {
+    guard let s = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in s.split(separator: "\n") where line.hasPrefix(key + ":") {
+        let kb = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map(String.init) ?? "0") ?? 0
+        return kb / 1024
+    }
+    return 0
+}
+
+private func currentRSSMiB() -> Double { statusMiB("VmRSS") }
+private func peakRSSFromStatusMiB() -> Double { statusMiB("VmHWM") }
+
+/// Samples VmRSS every 50 ms on its own thread; `stop()` returns the largest sample.
+final class RSSSampler: @unchecked Sendable {
+    // @unchecked Sendable: guarded by `lock`.
+    private let lock = NSLock()
+    private var running = true
+    private var peak = 0.0
+    private let thread: Thread
+
+    init() {
+        let box = Box()
+        thread = Thread { box.sampler?.loop() }
+        box.sampler = self
+        thread.start()
+    }
+
+    private final class Box: @unchecked Sendable { weak var sampler: RSSSampler? }
+
+    private func loop() {
+        while lock.withLock({ running }) {
+            let v = currentRSSMiB()
+            lock.withLock { peak = max(peak, v) }
+            usleep(50_000)
+        }
+    }
+
+    func stop() -> Double { lock.withLock { running = false; return peak } }
+}
+
+// MARK: API
+
+/// The few JSON calls the benchmark needs (history paging, file hashes).
+struct BenchAPI: Sendable {
+    let transport: CurlTransport
+    let base: String
+
+    func post<Req: Encodable, Res: Decodable>(_ method: CloudMethod, _ body: Req, as: Res.Type) async throws -> Res {
+        let r = try await transport.send(HTTPRequest(url: base + method.path, method: .post, headers: [HTTPHeader("Content-Type", "application/json")],
+                                                     body: .data(try JSONEncoder().encode(body))))
+        guard r.status == 200 else { throw ValidationError("\(method.rawValue) answered \(r.status)") }
+        return try JSONDecoder().decode(Res.self, from: r.body)
+    }
+
+    func benchDocuments() async throws -> [Document] {
+        let listing = try JSONDecoder().decode(DatasetListing.self, from: try await transport.get(base + "/admin/dataset").body)
+        guard let peer = listing.benchPeerId else { throw ValidationError("no bench peer in the dataset") }
+        var docs: [Document] = []
+        var offsetId: Int32 = 0
+        while true {
+            let page = try await post(.getHistory, GetHistoryRequest(peerId: peer, offsetId: offsetId), as: MessagesResponse.self).messages
+            docs += page.compactMap { $0.media.first?.document }
+            guard let last = page.last, page.count == 100 else { break }
+            offsetId = last.id
+        }
+        return docs
+    }
+
+    /// The server's SHA-256 of a file (blocking; used only outside timed sections).
+    func fileSHA(_ id: Int64) -> String? {
+        let result = BlockingResult()
+        let transport = self.transport
+        let url = base + "/admin/files/\(id)"
+        Task {
+            let r = try? await transport.get(url)
+            result.set(r.flatMap { try? JSONDecoder().decode(FileInfo.self, from: $0.body) }?.sha256)
+        }
+        return result.wait()
+    }
+}

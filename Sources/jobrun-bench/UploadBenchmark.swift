@@ -1,0 +1,301 @@
+import ArgumentParser
+import CloudCore
+import CloudCrypto
+import CloudProtocol
+import CloudServer
+import Foundation
+import Postbox
+
+/// `jobrun-bench upload`: the product's resumable queue upload (`UploadQueue` + `MultipartUpload`,
+/// durable per-part acknowledgements in Postbox, idempotent `sendMedia`) against `curl -T` to the
+/// same server's plain upload endpoint, in one run, on the same bytes.
+struct UploadBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "upload",
+        abstract: "MultipartUpload (queue, parts, Postbox acks, sendMedia) vs curl -T / curl --parallel to the same cloudd.")
+    @Option(help: "Size of the large file in MB (10^6 bytes).") var largeMb = 1000
+    @Option(help: "Small files (10–200 KB).") var smallFiles = 500
+    @Option(help: "Rounds (each runs curl and the product once; the best round of each is reported).") var rounds = 2
+    @Option(help: "Queue items uploaded at once for the small files.") var concurrency = 16
+    @Option(help: "Parts in flight for the large file (the seed's 30).") var partsInFlight = 30
+    @Option(help: "A cloudd executable (default: the one next to this binary, else in-process).") var cloudd: String?
+    @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-upload"
+
+    func run() throws {
+        let options = self
+        let outcome = BlockingResult()
+        Task {
+            do {
+                try await UploadBenchmark(options: options).run()
+                outcome.set(nil)
+            } catch {
+                outcome.set("\(error)")
+            }
+        }
+        if let failure = outcome.wait() { throw ValidationError("upload benchmark failed: \(failure)") }
+    }
+}
+
+/// The server for the upload benchmark: a `cloudd` child (its memory is not ours) or in-process.
+final class UploadBenchServer: @unchecked Sendable {
+    // @unchecked Sendable: immutable after start.
+    let dcURLs: [String]
+    let uploadDirectory: String
+    private let process: Process?
+    private let server: CloudServer?
+
+    static func start(cloudd: String?, uploadDirectory: String) async throws -> UploadBenchServer {
+        let executable = cloudd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("cloudd").path
+        if FileManager.default.isExecutableFile(atPath: executable) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: executable)
+            p.arguments = ["--seed", "7", "--dcs", "2", "--peers", "2", "--messages-per-peer", "2", "--cdn-fraction", "0",
+                           "--upload-dir", uploadDirectory]
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            var line = Data()
+            while !line.contains(0x0a) {
+                let d = out.fileHandleForReading.availableData
+                if d.isEmpty { break }
+                line.append(d)
+            }
+            struct Ready: Decodable { struct DC: Decodable { var id: Int; var url: String }; var dcs: [DC] }
+            guard let ready = try? JSONDecoder().decode(Ready.self, from: line.prefix { $0 != 0x0a }) else {
+                p.terminate()
+                throw ValidationError("cloudd did not start: \(String(decoding: line, as: UTF8.self))")
+            }
+            print("server: cloudd child process (pid \(p.processIdentifier)), uploads in \(uploadDirectory)")
+            return UploadBenchServer(dcURLs: ready.dcs.sorted { $0.id < $1.id }.map(\.url), uploadDirectory: uploadDirectory, process: p, server: nil)
+        }
+        var c = CloudServerConfig()
+        c.seed = 7
+        c.dcCount = 2
+        c.dataset.peers = 2
+        c.dataset.messagesPerPeer = 2
+        c.uploadDirectory = uploadDirectory
+        let server = try await CloudServer.start(c)
+        print("server: in-process CloudServer (its memory counts in this process's RSS)")
+        return UploadBenchServer(dcURLs: server.dcURLs.map(\.absoluteString), uploadDirectory: uploadDirectory, process: nil, server: server)
+    }
+
+    private init(dcURLs: [String], uploadDirectory: String, process: Process?, server: CloudServer?) {
+        self.dcURLs = dcURLs
+        self.uploadDirectory = uploadDirectory
+        self.process = process
+        self.server = server
+    }
+
+    func stop() async {
+        if let process { process.terminate(); process.waitUntilExit() }
+        if let server { await server.stop() }
+    }
+}
+
+/// Runs the benchmark and prints its tables.
+struct UploadBenchmark {
+    let options: UploadBench
+
+    private struct Timing {
+        var seconds: Double
+        var bytes: Int64
+        var files: Int
+        var mbps: Double { Double(bytes) / seconds / 1e6 }
+        var filesPerSecond: Double { Double(files) / seconds }
+    }
+
+    func run() async throws {
+        let fm = FileManager.default
+        let work = options.workDir
+        try? fm.removeItem(atPath: work)
+        try fm.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? fm.removeItem(atPath: work) }
+        let server = try await UploadBenchServer.start(cloudd: options.cloudd, uploadDirectory: work + "/server")
+        do {
+            try await body(server: server, work: work)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    private func body(server: UploadBenchServer, work: String) async throws {
+        let dc = server.dcURLs[0]
+        // Files: one large, many small, random bytes written in 1 MiB blocks.
+        let largeBytes = Int64(options.largeMb) * 1_000_000
+        let large = work + "/large.bin"
+        try Self.writeRandom(large, size: largeBytes)
+        let smallDir = work + "/small"
+        try FileManager.default.createDirectory(atPath: smallDir, withIntermediateDirectories: true)
+        var small: [String] = []
+        var smallBytes: Int64 = 0
+        for i in 0..<options.smallFiles {
+            let size = Int64.random(in: 10_000...200_000)
+            let path = smallDir + "/s\(i).bin"
+            try Self.writeRandom(path, size: size)
+            small.append(path)
+            smallBytes += size
+        }
+        let largeSHA = try Self.sha256(of: large)
+        print("files: 1 × \(fmt(Double(largeBytes) / 1e6, 0)) MB, \(small.count) small (\(fmt(Double(smallBytes) / 1e6, 1)) MB total); \(options.rounds) rounds, best of each")
+
+        // The product's client: one transport, enough connections for 30 parts in flight.
+        var tc = TransportConfiguration()
+        tc.maxConnectionsPerHost = max(32, options.concurrency * 2)
+        tc.maxTotalConnections = 96
+        tc.requestTimeout = 300
+        var account = CloudAccountConfig(datacenters: [1: server.dcURLs[0], 2: server.dcURLs[1]], mainDc: 1, requestTimeout: 300)
+        account.retry = CloudRetryPolicy(maxAttempts: 3, baseDelay: 0.05, maxDelay: 0.5)
+        let client = try CloudClient(config: account, transport: CurlTransport(configuration: tc))
+        let peer = try await client.getDialogs(limit: 1).dialogs[0].peer.id
+        let rssStart = peakRSSMiB()
+
+        var curlLarge: [Timing] = [], productLarge: [Timing] = [], productLargeWithEnqueue: [Timing] = [], productLargeParts: [Timing] = []
+        var curlSmall: [Timing] = [], productSmall: [Timing] = []
+        var rssAfterLarge = 0.0
+        for round in 0..<options.rounds {
+            // curl, large.
+            let name = "large-\(round)"
+            // `Expect:` off: curl would otherwise wait up to 1 s for a `100 Continue` the server never sends.
+            let ct = try measure { try Self.runCurl(["-s", "-H", "Expect:", "-o", "/dev/null", "-T", large, "\(dc)/plain/upload/\(name)"]) }
+            let plain = try JSONDecoder().decode(PlainUploadInfo.self, from: try await client.transport.get("\(dc)/admin/plain-uploads/\(name)").body)
+            guard plain.sha256 == largeSHA else { throw ValidationError("curl upload arrived with another SHA-256") }
+            try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/plain/\(name)")
+            curlLarge.append(Timing(seconds: ct, bytes: largeBytes, files: 1))
+
+            // Product, large: enqueue (hard link + SHA-256) then upload.
+            let postbox = try Postbox(directory: work + "/postbox-\(round)")
+            let queue = UploadQueue(postbox: postbox, directory: work + "/uploads-\(round)")
+            let partsDone = PhaseClock()
+            var largeConfig = MultipartUploadConfiguration()
+            largeConfig.partsInFlight = options.partsInFlight
+            largeConfig.checkPeer = false
+            let cpu0 = Self.cpuSeconds()
+            let upload = MultipartUpload(client: client, postbox: postbox, configuration: largeConfig, observer: { event in
+                if case .partSent = event { partsDone.mark() }
+            })
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            let item = try await queue.enqueue(UploadRequest(path: large, peerId: peer))
+            let t1 = DispatchTime.now().uptimeNanoseconds
+            let result = try await upload.upload(itemId: item.id)
+            let t2 = DispatchTime.now().uptimeNanoseconds
+            rssAfterLarge = max(rssAfterLarge, peakRSSMiB())
+            print("product large: enqueue \(fmt(Double(t1 - t0) / 1e9)) s, parts \(fmt(Double(partsDone.last - t1) / 1e9)) s, sendMedia (server assembly) \(fmt(Double(t2 - partsDone.last) / 1e9)) s; this process used \(fmt(Self.cpuSeconds() - cpu0)) s CPU")
+            let info = try JSONDecoder().decode(FileInfo.self, from: try await client.transport.get("\(dc)/admin/files/\(result.documentId)").body)
+            guard info.sha256 == largeSHA, info.size == largeBytes else { throw ValidationError("the product's upload arrived with another SHA-256") }
+            try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/files/\(result.documentId)")
+            productLarge.append(Timing(seconds: Double(t2 - t1) / 1e9, bytes: largeBytes, files: 1))
+            productLargeWithEnqueue.append(Timing(seconds: Double(t2 - t0) / 1e9, bytes: largeBytes, files: 1))
+            productLargeParts.append(Timing(seconds: Double(partsDone.last - t1) / 1e9, bytes: largeBytes, files: 1))
+
+            // curl --parallel, small files.
+            let config = work + "/curl-small-\(round).cfg"
+            try small.enumerated().map { "upload-file = \"\($0.element)\"\nurl = \"\(dc)/plain/upload/r\(round)-s\($0.offset)\"\noutput = \"/dev/null\"\n" }
+                .joined().write(toFile: config, atomically: true, encoding: .utf8)
+            let cs = try measure { try Self.runCurl(["-s", "--no-progress-meter", "-H", "Expect:", "--parallel", "--parallel-max", String(options.concurrency), "-K", config]) }
+            curlSmall.append(Timing(seconds: cs, bytes: smallBytes, files: small.count))
+
+            // Product, small files: enqueue all, then drain `concurrency` at a time.
+            let s0 = DispatchTime.now().uptimeNanoseconds
+            var ids: [Int64] = []
+            for path in small { ids.append(try await queue.enqueue(UploadRequest(path: path, peerId: peer)).id) }
+            let smallUpload = MultipartUpload(client: client, postbox: postbox, configuration: {
+                var c = MultipartUploadConfiguration()
+                c.checkPeer = false
+                return c
+            }())
+            let sent = try await withThrowingTaskGroup(of: Int.self) { group in
+                var next = 0, done = 0
+                for _ in 0..<min(options.concurrency, ids.count) {
+                    let id = ids[next]; next += 1
+                    group.addTask { _ = try await smallUpload.upload(itemId: id); return 1 }
+                }
+                while let n = try await group.next() {
+                    done += n
+                    if next < ids.count {
+                        let id = ids[next]; next += 1
+                        group.addTask { _ = try await smallUpload.upload(itemId: id); return 1 }
+                    }
+                }
+                return done
+            }
+            let s1 = DispatchTime.now().uptimeNanoseconds
+            guard sent == small.count else { throw ValidationError("only \(sent) small files sent") }
+            productSmall.append(Timing(seconds: Double(s1 - s0) / 1e9, bytes: smallBytes, files: small.count))
+            try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/files")
+            try? FileManager.default.createDirectory(atPath: server.uploadDirectory + "/files", withIntermediateDirectories: true)
+            try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/plain")
+            try? FileManager.default.createDirectory(atPath: server.uploadDirectory + "/plain", withIntermediateDirectories: true)
+            print("round \(round + 1): curl \(fmt(curlLarge.last!.mbps, 0)) MB/s, product \(fmt(productLarge.last!.mbps, 0)) MB/s (large); curl \(fmt(curlSmall.last!.filesPerSecond, 0)) files/s, product \(fmt(productSmall.last!.filesPerSecond, 0)) files/s (small)")
+        }
+
+        func best(_ t: [Timing]) -> Timing { t.min { $0.seconds < $1.seconds }! }
+        var table = BenchTable(title: "Upload: product vs curl, same server, same bytes", columns: ["method", "files", "MB", "seconds", "MB/s", "files/s"])
+        func add(_ label: String, _ t: Timing) {
+            table.add([label, String(t.files), fmt(Double(t.bytes) / 1e6, 1), fmt(t.seconds, 2), fmt(t.mbps, 1), fmt(t.filesPerSecond, 1)])
+        }
+        add("curl -T (plain upload), large", best(curlLarge))
+        add("product MultipartUpload, large (upload)", best(productLarge))
+        add("product, large (enqueue+SHA-256+upload)", best(productLargeWithEnqueue))
+        add("  of which: parts acknowledged (before sendMedia)", best(productLargeParts))
+        add("curl --parallel \(options.concurrency), small", best(curlSmall))
+        add("product, small (enqueue+upload, \(options.concurrency) at once)", best(productSmall))
+        table.print()
+        print("ratio large (product upload / curl): \(fmt(best(productLarge).mbps / best(curlLarge).mbps))× (target ≥ 1.0×); with enqueue: \(fmt(best(productLargeWithEnqueue).mbps / best(curlLarge).mbps))×")
+        print("ratio large, parts phase only (the server assembles and hashes the parts at sendMedia): \(fmt(best(productLargeParts).mbps / best(curlLarge).mbps))×")
+        print("ratio small files/s (product / curl): \(fmt(best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond))×")
+        print("peak RSS of this process: \(fmt(rssStart, 1)) MiB before uploading, \(fmt(rssAfterLarge, 1)) MiB after the \(fmt(Double(largeBytes) / 1e6, 0)) MB upload, \(fmt(peakRSSMiB(), 1)) MiB at the end (bounded: parts are sent from the file by region)")
+    }
+
+    /// User + system CPU seconds of this process so far.
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    static func runCurl(_ arguments: [String]) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["curl"] + arguments
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw ValidationError("curl exited \(p.terminationStatus)") }
+    }
+
+    static func writeRandom(_ path: String, size: Int64) throws {
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? h.close() }
+        // AES-CTR keystream: fast incompressible bytes without holding the file in memory.
+        let key = SecureRandom.bytes(32), iv = SecureRandom.bytes(16)
+        var offset: Int64 = 0
+        let zero = Data(count: 1 << 20)
+        while offset < size {
+            let n = Int(min(Int64(zero.count), size - offset))
+            try h.write(contentsOf: try AESCTR.crypt(zero.prefix(n), key: key, iv: iv, offset: offset))
+            offset += Int64(n)
+        }
+    }
+
+    static func sha256(of path: String) throws -> String {
+        let h = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? h.close() }
+        var sha = SHA256()
+        while let d = try h.read(upToCount: 1 << 20), !d.isEmpty { sha.update(d) }
+        return sha.finalize().hexString
+    }
+}
+
+/// The time of the last `mark()` (uptime ns), set from the upload's observer.
+final class PhaseClock: @unchecked Sendable {
+    // @unchecked Sendable: guarded by the lock.
+    private let lock = NSLock()
+    private var time: UInt64 = 0
+    func mark() { lock.lock(); time = DispatchTime.now().uptimeNanoseconds; lock.unlock() }
+    var last: UInt64 { lock.lock(); defer { lock.unlock() }; return time }
+}

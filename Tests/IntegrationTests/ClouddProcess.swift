@@ -1,0 +1,81 @@
+import CloudProtocol
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import TestSupport
+import XCTest
+
+/// The built `cloudd` executable as a child process on loopback, with its URLs (from the JSON
+/// line it prints when ready) and a few admin calls.
+final class ClouddProcess: @unchecked Sendable {
+    struct Ready: Decodable {
+        let dcs: [DcOption]
+        let cdn: DcOption
+        let admin: String
+    }
+
+    let process: ChildProcess
+    let ready: Ready
+
+    /// Starts `cloudd` with ephemeral ports and waits for its ready line.
+    init(_ arguments: [String]) throws {
+        let exe = Products.executable("cloudd")
+        guard FileManager.default.isExecutableFile(atPath: exe) else { throw XCTSkip("cloudd is not built at \(exe)") }
+        process = try ChildProcess(exe, ["--port-base", "0"] + arguments)
+        guard process.waitForOutput("\n", timeout: 60),
+              let line = process.stdout.split(separator: "\n").first else {
+            process.signal(SIGKILL)
+            process.wait()
+            throw NSError(domain: "cloudd", code: 1, userInfo: [NSLocalizedDescriptionKey: "cloudd did not start: \(process.stderr)"])
+        }
+        ready = try JSONDecoder().decode(Ready.self, from: Data(line.utf8))
+    }
+
+    /// `account-<id>/config.yaml` text for this server (fast retries for tests).
+    func accountConfig(credentialsFile: String? = nil) -> String {
+        var text = "datacenters:\n"
+        for dc in ready.dcs { text += "  \(dc.id): \(dc.url)\n" }
+        text += "cdn: \(ready.cdn.url)\nmainDc: 1\nrequestTimeout: 20s\nconnectTimeout: 2s\n"
+        if let credentialsFile { text += "credentialsFile: \(credentialsFile)\n" }
+        text += "retry:\n  maxAttempts: 3\n  baseDelay: 50ms\n  maxDelay: 200ms\n"
+        return text
+    }
+
+    func stop() {
+        process.signal(SIGTERM)
+        process.wait(timeout: 10)
+    }
+
+    // MARK: Admin
+
+    func admin<T: Decodable>(_ path: String, method: String = "GET", body: Data? = nil, as type: T.Type) throws -> T {
+        var request = URLRequest(url: URL(string: ready.admin + "/admin/" + path)!)
+        request.httpMethod = method
+        request.httpBody = body
+        if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        let box = ResultBox()
+        let semaphore = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: request) { data, _, error in
+            box.data = data
+            box.error = error
+            semaphore.signal()
+        }.resume()
+        semaphore.wait()
+        if let error = box.error { throw error }
+        return try JSONDecoder().decode(T.self, from: box.data ?? Data())
+    }
+
+    func dataset() throws -> DatasetListing { try admin("dataset", as: DatasetListing.self) }
+    func counters() throws -> CountersResponse { try admin("counters", as: CountersResponse.self) }
+    func resetCounters() throws { _ = try admin("counters/reset", method: "POST", body: Data("{}".utf8), as: OkResponse.self) }
+    func addMessages(peerId: Int64, count: Int) throws -> MessagesResponse {
+        try admin("messages/add", method: "POST", body: try JSONEncoder().encode(AddMessagesRequest(peerId: peerId, count: count, withMedia: true)),
+                  as: MessagesResponse.self)
+    }
+
+    private final class ResultBox: @unchecked Sendable {
+        var data: Data?
+        var error: Error?
+    }
+}
