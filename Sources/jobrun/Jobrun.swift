@@ -5,9 +5,9 @@ import ArgumentParser
 struct Jobrun: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "jobrun",
-        version: "0.1.0",
         abstract: "Batch sync and cache-maintenance jobs over a shared Postbox and MediaBox.",
         discussion: "Exit codes (sysexits): 0 ok, 1 job failed, 64 usage, 69 cloud unavailable, 75 temporary (lock held), 78 bad configuration.",
+        version: "0.1.0",
         subcommands: [RunCommand.self, ValidateCommand.self, ListCommand.self, StatusCommand.self, StatsCommand.self, ScheduleCommand.self, UnitsCommand.self, DemoCommand.self, EnqueueUploadCommand.self]
     )
 }
