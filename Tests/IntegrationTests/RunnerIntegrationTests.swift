@@ -53,7 +53,7 @@ final class RunnerIntegrationTests: XCTestCase {
             ("bad-cron", "name: b\nkind: time-based-cleanup\nschedule: \"61 * * * *\"\nparams: {maxSize: 1GiB}\n", "bad-cron.yaml:3:"),
             ("bad-kind", "name: c\nkind: defrag\n", "bad-kind.yaml:2:7"),
             ("missing-param", "name: d\nkind: time-based-cleanup\n", "missing-param.yaml:"),
-            ("bad-duration", "name: e\nkind: time-based-cleanup\ntimeout: 5x\nparams: {maxSize: 1GiB}\n", "bad-duration.yaml:3:10"),
+            ("bad-duration", "name: e\nkind: time-based-cleanup\ntimeout: 5x\nparams: {maxSize: 1GiB}\n", "bad-duration.yaml:3:11"),
         ]
         for (name, yaml, _) in bad { try h.writeJob(name, yaml) }
         try h.writeCleanupJob("good")
