@@ -52,3 +52,27 @@ func median(runs: Int, _ body: () throws -> Double) rethrows -> Double {
     samples.sort()
     return samples[samples.count / 2]
 }
+
+/// Starts the `cloudd` executable with `arguments`, waits for the JSON line it prints when ready
+/// and returns the process with its datacenter URLs in DC order.
+func launchCloudd(_ executable: String, _ arguments: [String]) throws -> (process: Process, dcURLs: [String]) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: executable)
+    p.arguments = arguments
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = FileHandle.nullDevice
+    try p.run()
+    var line = Data()
+    while !line.contains(0x0a) {
+        let d = out.fileHandleForReading.availableData
+        if d.isEmpty { break }
+        line.append(d)
+    }
+    struct Ready: Decodable { struct DC: Decodable { var id: Int; var url: String }; var dcs: [DC] }
+    guard let ready = try? JSONDecoder().decode(Ready.self, from: line.prefix { $0 != 0x0a }) else {
+        p.terminate()
+        throw BenchError("cloudd did not start: \(String(decoding: line, as: UTF8.self))")
+    }
+    return (p, ready.dcs.sorted { $0.id < $1.id }.map(\.url))
+}

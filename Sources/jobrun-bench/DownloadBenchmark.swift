@@ -75,31 +75,14 @@ final class BenchCloud: @unchecked Sendable {
         var big = [Int64](repeating: largeBytes, count: largeFiles)
         if rssBytes > 0 { big.append(rssBytes) }
         if FileManager.default.isExecutableFile(atPath: executable) {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: executable)
             var args = ["--seed", "7", "--dcs", "2", "--peers", "2", "--messages-per-peer", "2", "--cdn-fraction", "0",
                         "--bulk-files", "\(smallFiles):10K-200K"]
             for (size, count) in Dictionary(grouping: big, by: { $0 }).mapValues(\.count).sorted(by: { $0.key < $1.key }) {
                 args += ["--big-files", "\(count):\(size)"]
             }
-            p.arguments = args
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardError = FileHandle.nullDevice
-            try p.run()
-            var line = Data()
-            while !line.contains(0x0a) {
-                let d = out.fileHandleForReading.availableData
-                if d.isEmpty { break }
-                line.append(d)
-            }
-            struct Ready: Decodable { struct DC: Decodable { var id: Int; var url: String }; var dcs: [DC] }
-            guard let ready = try? JSONDecoder().decode(Ready.self, from: line.prefix { $0 != 0x0a }) else {
-                p.terminate()
-                throw ValidationError("cloudd did not start: \(String(decoding: line, as: UTF8.self))")
-            }
+            let (p, dcURLs) = try launchCloudd(executable, args)
             print("server: cloudd child process (pid \(p.processIdentifier))")
-            return BenchCloud(dcURLs: ready.dcs.sorted { $0.id < $1.id }.map(\.url), process: p, server: nil)
+            return BenchCloud(dcURLs: dcURLs, process: p, server: nil)
         }
         var c = CloudServerConfig()
         c.seed = 7

@@ -47,27 +47,10 @@ final class UploadBenchServer: @unchecked Sendable {
     static func start(cloudd: String?, uploadDirectory: String) async throws -> UploadBenchServer {
         let executable = cloudd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("cloudd").path
         if FileManager.default.isExecutableFile(atPath: executable) {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: executable)
-            p.arguments = ["--seed", "7", "--dcs", "2", "--peers", "2", "--messages-per-peer", "2", "--cdn-fraction", "0",
-                           "--upload-dir", uploadDirectory]
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardError = FileHandle.nullDevice
-            try p.run()
-            var line = Data()
-            while !line.contains(0x0a) {
-                let d = out.fileHandleForReading.availableData
-                if d.isEmpty { break }
-                line.append(d)
-            }
-            struct Ready: Decodable { struct DC: Decodable { var id: Int; var url: String }; var dcs: [DC] }
-            guard let ready = try? JSONDecoder().decode(Ready.self, from: line.prefix { $0 != 0x0a }) else {
-                p.terminate()
-                throw ValidationError("cloudd did not start: \(String(decoding: line, as: UTF8.self))")
-            }
+            let (p, dcURLs) = try launchCloudd(executable, ["--seed", "7", "--dcs", "2", "--peers", "2", "--messages-per-peer", "2", "--cdn-fraction", "0",
+                                                            "--upload-dir", uploadDirectory])
             print("server: cloudd child process (pid \(p.processIdentifier)), uploads in \(uploadDirectory)")
-            return UploadBenchServer(dcURLs: ready.dcs.sorted { $0.id < $1.id }.map(\.url), uploadDirectory: uploadDirectory, process: p, server: nil)
+            return UploadBenchServer(dcURLs: dcURLs, uploadDirectory: uploadDirectory, process: p, server: nil)
         }
         var c = CloudServerConfig()
         c.seed = 7

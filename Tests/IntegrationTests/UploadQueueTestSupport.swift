@@ -7,29 +7,21 @@ import Postbox
 import TestSupport
 import XCTest
 
-/// A real `cloudd` child process for the upload integration tests, with blocking JSON helpers
-/// for its API and admin endpoints.
+/// A real `cloudd` child process (started by `ClouddProcess`) for the upload integration tests,
+/// with blocking JSON helpers for its upload and admin endpoints.
 final class UploadCloudd: @unchecked Sendable {
-    let process: ChildProcess
+    let cloud: ClouddProcess
     let dcs: [String]
     let uploadDirectory: String
+    var process: ChildProcess { cloud.process }
 
     init(uploadDirectory: String) throws {
         self.uploadDirectory = uploadDirectory
-        process = try ChildProcess(Products.executable("cloudd"),
-                                   ["--seed", "3", "--dcs", "2", "--port-base", "0", "--cdn-fraction", "0", "--upload-dir", uploadDirectory])
-        guard process.waitForOutput("\"dcs\"", timeout: 60) else {
-            throw NSError(domain: "cloudd", code: 1, userInfo: [NSLocalizedDescriptionKey: "cloudd did not start: \(process.stderr)"])
-        }
-        struct Ready: Decodable { struct DC: Decodable { var id: Int; var url: String }; var dcs: [DC] }
-        let line = process.stdout.split(separator: "\n").first.map(String.init) ?? ""
-        dcs = try JSONDecoder().decode(Ready.self, from: Data(line.utf8)).dcs.sorted { $0.id < $1.id }.map(\.url)
+        cloud = try ClouddProcess(["--seed", "3", "--dcs", "2", "--cdn-fraction", "0", "--upload-dir", uploadDirectory])
+        dcs = cloud.ready.dcs.sorted { $0.id < $1.id }.map(\.url)
     }
 
-    func stop() {
-        process.signal(SIGTERM)
-        process.wait(timeout: 20)
-    }
+    func stop() { cloud.stop() }
 
     /// The account `config.yaml` pointing at this server.
     var accountConfig: String {
