@@ -94,6 +94,12 @@ final class FileBytes: Sendable {
         return h
     }
 
+    /// Records the served-bytes SHA-256 of a file whose hash is already known (an upload hashed
+    /// as its parts arrived), so `sha256(_:)` does not read it again.
+    func knownSHA256(fileId: Int64, served: String) {
+        fileHashes.withLock { $0[fileId] = (served, nil) }
+    }
+
     /// Lowercase hex SHA-256 of the served bytes, and of the plaintext for secret files.
     func sha256(_ file: ServerFile) throws -> (served: String, plain: String?) {
         if let h = fileHashes.withLock({ $0[file.id] }) { return h }

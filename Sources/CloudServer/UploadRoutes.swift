@@ -24,7 +24,7 @@ extension ServerCore {
         let tmp = dir.appendingPathComponent("\(part).tmp-\(UUID().uuidString)")
         let written: Int64
         do {
-            written = try await BodyFile.write(request.body, to: tmp, maxBytes: Int64(UploadPartRules.maxPartSize)).size
+            written = try await BodyFile.write(request.body, to: tmp, maxBytes: Int64(UploadPartRules.maxPartSize), hash: false).size
         } catch let e as CloudError {
             try? FileManager.default.removeItem(at: tmp)
             throw e
@@ -88,26 +88,25 @@ extension ServerCore {
         let total = Int64(sizes.reduce(0, +))
         if !f.big, UploadPartRules.isBigFile(size: total) { throw CloudError(.filePartsInvalid, message: "files over 10 MiB need saveBigFilePart") }
 
-        // Assemble on disk, hashing as we go.
+        // The parts were hashed and assembled as they arrived: wait only for those not done yet
+        // (arrived out of order or re-sent). MD5 only if asked for (read from the parts).
+        guard let hasher = uploads.hasher(f.id), let shaHex = await hasher.digest(parts: f.parts) else {
+            throw CloudError(.filePartMissing(0))
+        }
+        if let want = f.sha256, want.lowercased() != shaHex { throw CloudError(.checksumInvalid) }
+        if let want = f.md5 {
+            let got = try await PartFiles.md5(directory: uploads.partsDirectory(f.id).path, parts: f.parts, maxPartSize: UploadPartRules.maxPartSize)
+            guard want.lowercased() == got else { throw CloudError(.checksumInvalid) }
+        }
+
+        // No copy at send time: the assembled file is renamed into place.
         let newId = dataset.withLock { ds -> Int64 in ds.nextFileId += 1; return ds.nextFileId }
         let dest = uploads.directory.appendingPathComponent("files/\(newId)")
-        _ = FileManager.default.createFile(atPath: dest.path, contents: nil)
-        guard let out = FileHandle(forWritingAtPath: dest.path) else { throw CloudError(.internalError) }
-        var sha = SHA256()
-        var md5 = MD5Stream()
-        do {
-            defer { try? out.close() }
-            for p in 0..<f.parts {
-                let data = try Data(contentsOf: uploads.partURL(f.id, p))
-                sha.update(data)
-                md5.update(data)
-                try out.write(contentsOf: data)
-            }
+        var st = stat()
+        guard stat(hasher.assembledPath, &st) == 0, Int64(st.st_size) == total, rename(hasher.assembledPath, dest.path) == 0 else {
+            throw CloudError(.internalError, message: "cannot store the file")
         }
-        let shaHex = sha.finalize().hexString
-        let md5Hex = md5.finalize().hexString
-        if let want = f.sha256, want.lowercased() != shaHex { try? FileManager.default.removeItem(at: dest); throw CloudError(.checksumInvalid) }
-        if let want = f.md5, want.lowercased() != md5Hex { try? FileManager.default.removeItem(at: dest); throw CloudError(.checksumInvalid) }
+        bytes.knownSHA256(fileId: newId, served: shaHex)
 
         let msg: Message? = dataset.withLock { ds in
             let mid = ds.nextMessageId[body.peerId, default: 1]
@@ -120,7 +119,7 @@ extension ServerCore {
             return ds.appendMessage(peerId: body.peerId, date: Int64(Date().timeIntervalSince1970), text: body.caption ?? "",
                                     media: [MessageMedia(document: doc)], randomId: body.randomId)
         }
-        guard let m = msg else { throw CloudError(.peerIdInvalid) }
+        guard let m = msg else { try? FileManager.default.removeItem(at: dest); throw CloudError(.peerIdInvalid) }
         uploads.consumed(f.id)
         return m
     }
@@ -131,18 +130,19 @@ extension ServerCore {
         }
         let dest = uploads.directory.appendingPathComponent("plain/\(name)")
         let tmp = uploads.directory.appendingPathComponent("plain/.\(name).tmp-\(UUID().uuidString)")
-        let r = try await BodyFile.write(request.body, to: tmp, maxBytes: Int64.max)
+        let r = try await BodyFile.write(request.body, to: tmp, maxBytes: Int64.max, hash: true)
         try? FileManager.default.removeItem(at: dest)
         try FileManager.default.moveItem(at: tmp, to: dest)
-        let info = PlainUploadInfo(name: name, size: r.size, sha256: r.sha256)
+        let info = PlainUploadInfo(name: name, size: r.size, sha256: r.sha256 ?? "")
         uploads.recordPlain(info)
         return HTTPSupport.json(info, status: .created)
     }
 }
 
-/// Streams a request body into a file, hashing it, with a size cap.
+/// Streams a request body into a file, with a size cap, hashing it if asked (plain uploads
+/// answer the hash; upload parts are hashed in file order by `UploadHasher` instead).
 enum BodyFile {
-    static func write(_ body: RequestBody, to url: URL, maxBytes: Int64) async throws -> (size: Int64, sha256: String) {
+    static func write(_ body: RequestBody, to url: URL, maxBytes: Int64, hash: Bool) async throws -> (size: Int64, sha256: String?) {
         _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         guard let fh = FileHandle(forWritingAtPath: url.path) else { throw CloudError(.internalError, message: "cannot create file") }
         defer { try? fh.close() }
@@ -152,10 +152,10 @@ enum BodyFile {
             size += Int64(buffer.readableBytes)
             if size > maxBytes { throw CloudError(.filePartSizeInvalid, message: "part larger than \(maxBytes) bytes") }
             try buffer.withUnsafeReadableBytes { raw in
-                sha.update(raw)
+                if hash { sha.update(raw) }
                 try fh.write(contentsOf: Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!), count: raw.count, deallocator: .none))
             }
         }
-        return (size, sha.finalize().hexString)
+        return (size, hash ? sha.finalize().hexString : nil)
     }
 }

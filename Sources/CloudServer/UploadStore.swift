@@ -2,9 +2,11 @@ import CloudCrypto
 import CloudProtocol
 import Foundation
 
-/// Uploaded parts on disk (`<dir>/parts/<fileId>/<part>`), assembled files
-/// (`<dir>/files/<id>`), plain uploads (`<dir>/plain/<name>`), per-part receipt counts and the
-/// random-id → message map that makes `sendMedia` idempotent. Nothing big is held in memory.
+/// Uploaded parts on disk (`<dir>/parts/<fileId>/<part>`), sent files (`<dir>/files/<id>/`:
+/// the parts directory moved there by `sendMedia`, no second copy), plain uploads
+/// (`<dir>/plain/<name>`), per-part receipt counts, each upload's running SHA-256
+/// (`UploadHasher`) and the random-id → message map that makes `sendMedia` idempotent.
+/// Nothing big is held in memory.
 final class UploadStore: Sendable {
     struct Entry: Sendable {
         var partSizes: [Int: Int] = [:]
@@ -19,6 +21,8 @@ final class UploadStore: Sendable {
         var sent: [Int64: (peerId: Int64, messageId: Int32)] = [:]
         var sending: Set<Int64> = []
         var plain: [String: PlainUploadInfo] = [:]
+        var hashers: [Int64: UploadHasher] = [:]
+        var nextGeneration = 0
     }
 
     let directory: URL
@@ -47,8 +51,15 @@ final class UploadStore: Sendable {
             e.receipts[part, default: 0] += 1
             e.forgotten = false
             s.entries[fileId] = e
+            s.nextGeneration += 1
+            let hasher = s.hashers[fileId] ?? UploadHasher(directory: partsDirectory(fileId).path)
+            s.hashers[fileId] = hasher
+            hasher.stored(part: part, generation: s.nextGeneration)
         }
     }
+
+    /// The running SHA-256 of an upload with stored parts.
+    func hasher(_ fileId: Int64) -> UploadHasher? { state.withLock { $0.hashers[fileId] } }
 
     func entry(_ fileId: Int64) -> Entry? { state.withLock { $0.entries[fileId] } }
 
@@ -66,13 +77,18 @@ final class UploadStore: Sendable {
             e.partSizes = [:]
             e.forgotten = true
             s.entries[fileId] = e
+            s.hashers.removeValue(forKey: fileId)?.cancel()
         }
         try? FileManager.default.removeItem(at: partsDirectory(fileId))
     }
 
-    /// Parts consumed by a sent message: removed from disk, receipts kept.
+    /// Parts consumed by a sent message (their directory already moved to `files/`, or
+    /// removed here), receipts kept.
     func consumed(_ fileId: Int64) {
-        state.withLock { $0.entries[fileId]?.partSizes = [:] }
+        state.withLock { s in
+            s.entries[fileId]?.partSizes = [:]
+            s.hashers.removeValue(forKey: fileId)?.cancel()
+        }
         try? FileManager.default.removeItem(at: partsDirectory(fileId))
     }
 

@@ -1,0 +1,213 @@
+import CloudCrypto
+import CloudProtocol
+import Foundation
+
+/// The running SHA-256 and assembly of one upload, so `sendMedia` need not read or copy the
+/// whole file: the contiguous prefix of stored parts is hashed and appended to
+/// `<parts dir>/assembled` as it grows (parts arriving in order right after they are stored; a
+/// part that arrived early once the gap before it is filled), each part read back once (page
+/// cache) on a dispatch queue, never on the cooperative pool or an event loop. The assembled
+/// file always holds exactly the hashed parts; `sendMedia` renames it into place. Re-sending a
+/// part that was already hashed restarts from part 0 (rare: a retry whose answer was lost).
+final class UploadHasher: @unchecked Sendable {
+    // @unchecked Sendable: the fields below are guarded by `lock`, except `sha` and
+    // `assembledBytes`, only touched by whoever set `busy` (one worker at a time;
+    // the lock hand-off orders the accesses).
+    private static let queue = DispatchQueue(label: "cloudd.upload-hash", attributes: .concurrent)
+
+    private typealias Waiter = (parts: Int, continuation: CheckedContinuation<String?, Never>)
+
+    private let directory: String
+    private let lock = NSLock()
+    /// Generation of each stored part (a new one every time the part is stored).
+    private var stored: [Int: Int] = [:]
+    /// Generations of the parts `0..<hashed.count` fed into `sha`.
+    private var hashed: [Int] = []
+    /// A hashed part changed (or a read failed mid-part): `sha` must restart.
+    private var stale = false
+    /// A part file could not be read; no hashing until a part is stored again.
+    private var blocked = false
+    private var busy = false
+    private var cancelled = false
+    /// The last finalized digest and the part generations it covers.
+    private var result: (generations: [Int], hex: String)?
+    private var waiters: [Waiter] = []
+    private var sha = SHA256()
+    /// Bytes of the hashed parts written to `assembledPath` (part 0 truncates it).
+    private var assembledBytes = 0
+
+    init(directory: String) { self.directory = directory }
+
+    /// The file holding parts `0..<n` once `digest(parts: n)` answered.
+    var assembledPath: String { directory + "/assembled" }
+
+    /// A part was stored (renamed into place) with `generation`.
+    func stored(part: Int, generation: Int) {
+        lock.lock()
+        stored[part] = generation
+        if part < hashed.count { stale = true }
+        if let r = result, part < r.generations.count { result = nil }
+        blocked = false
+        let start = claimWorker()
+        lock.unlock()
+        if start { Self.queue.async { self.run() } }
+    }
+
+    /// The parts are gone (forgotten or consumed): stop, answer waiters `nil`.
+    func cancel() {
+        lock.lock()
+        cancelled = true
+        let ws = waiters
+        waiters = []
+        lock.unlock()
+        for w in ws { w.continuation.resume(returning: nil) }
+    }
+
+    /// Lowercase hex SHA-256 of parts `0..<parts` as stored now, waiting for the hashing to
+    /// catch up; `nil` if a part is missing or the upload was cancelled.
+    func digest(parts: Int) async -> String? {
+        await withCheckedContinuation { (c: CheckedContinuation<String?, Never>) in
+            lock.lock()
+            if cancelled {
+                lock.unlock()
+                c.resume(returning: nil)
+                return
+            }
+            waiters.append((parts, c))
+            let start = claimWorker()
+            lock.unlock()
+            if start { Self.queue.async { self.run() } }
+        }
+    }
+
+    // MARK: Worker
+
+    private enum Action {
+        case stop
+        case reset
+        case finalize(generations: [Int])
+        case hash(part: Int, generation: Int)
+    }
+
+    /// Sets `busy` if no worker runs (lock held); the caller then starts `run()`.
+    private func claimWorker() -> Bool {
+        guard !busy, !cancelled else { return false }
+        busy = true
+        return true
+    }
+
+    /// Generations of parts `0..<n`, `nil` if one is missing (lock held).
+    private func prefix(_ n: Int) -> [Int]? {
+        var g: [Int] = []
+        g.reserveCapacity(n)
+        for p in 0..<n {
+            guard let x = stored[p] else { return nil }
+            g.append(x)
+        }
+        return g
+    }
+
+    private func run() {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: UploadPartRules.maxPartSize, alignment: 16)
+        var out: Int32 = -1
+        defer {
+            buffer.deallocate()
+            if out >= 0 { close(out) }
+        }
+        while true {
+            var answers: [(CheckedContinuation<String?, Never>, String?)] = []
+            lock.lock()
+            let action = nextAction(&answers)
+            lock.unlock()
+            for (c, v) in answers { c.resume(returning: v) }
+            switch action {
+            case .stop:
+                return
+            case .reset:
+                sha = SHA256()
+            case .finalize(let generations):
+                let hex = finalizeSHA()
+                lock.lock()
+                result = (generations, hex)
+                hashed = []
+                lock.unlock()
+            case .hash(let part, let generation):
+                var ok = true
+                do {
+                    if out < 0 {
+                        out = open(assembledPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+                        guard out >= 0 else { throw CocoaError(.fileWriteUnknown) }
+                    }
+                    if part == 0 {
+                        guard ftruncate(out, 0) == 0 else { throw CocoaError(.fileWriteUnknown) }
+                        assembledBytes = 0
+                    }
+                    let n = try PartFiles.readWhole(PartFiles.path(directory, part), into: buffer)
+                    sha.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                    try PartFiles.writeAll(out, UnsafeRawBufferPointer(rebasing: buffer[0..<n]), at: assembledBytes)
+                    assembledBytes += n
+                } catch {
+                    ok = false
+                }
+                lock.lock()
+                if ok, !stale, stored[part] == generation, hashed.count == part {
+                    hashed.append(generation)
+                } else {
+                    stale = true
+                    if !ok, stored[part] == generation { blocked = true }
+                }
+                lock.unlock()
+            }
+        }
+    }
+
+    /// What the worker does next (lock held); waiters to answer go to `answers`. Clears `busy`
+    /// when it answers `.stop`.
+    private func nextAction(_ answers: inout [(CheckedContinuation<String?, Never>, String?)]) -> Action {
+        if cancelled {
+            for w in waiters { answers.append((w.continuation, nil)) }
+            waiters = []
+            busy = false
+            return .stop
+        }
+        if stale {
+            stale = false
+            hashed = []
+            return .reset
+        }
+        // Answer what the cached digest or a missing part settles.
+        waiters.removeAll { w in
+            guard let want = prefix(w.parts) else {
+                answers.append((w.continuation, nil))
+                return true
+            }
+            if let r = result, r.generations == want {
+                answers.append((w.continuation, r.hex))
+                return true
+            }
+            if blocked {
+                answers.append((w.continuation, nil))
+                return true
+            }
+            return false
+        }
+        if waiters.contains(where: { $0.parts < hashed.count }) {
+            // Hashed past what a waiter needs: start over (it stops at the waiter's count).
+            hashed = []
+            return .reset
+        }
+        if waiters.contains(where: { $0.parts == hashed.count }) { return .finalize(generations: hashed) }
+        if !blocked, let generation = stored[hashed.count], result == nil || !waiters.isEmpty {
+            return .hash(part: hashed.count, generation: generation)
+        }
+        busy = false
+        return .stop
+    }
+
+    /// Finalizes `sha` and starts a new one (caller holds `busy`).
+    private func finalizeSHA() -> String {
+        var done = SHA256()
+        swap(&done, &sha)
+        return done.finalize().hexString
+    }
+}
