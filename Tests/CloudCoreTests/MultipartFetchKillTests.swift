@@ -16,9 +16,7 @@ final class MultipartFetchKillTests: XCTestCase {
         }
         let probe = try ChildProcess(testkit, [])
         probe.wait(timeout: 10)
-        guard probe.stderr.contains("fetch-cloud-document") else {
-            throw XCTSkip("jobrun-testkit has no fetch-cloud-document command yet (needs CloudCore in its dependencies)")
-        }
+        XCTAssertTrue(probe.stderr.contains("fetch-cloud-document"), "jobrun-testkit must offer fetch-cloud-document: \(probe.stderr)")
         let fx = try await FetchFixture.start { $0.dataset.bigFiles = [16 << 20 + 4097] }
         do {
             let doc = try unwrap(try await fx.benchDocuments().first)
