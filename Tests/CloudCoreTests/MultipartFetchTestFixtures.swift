@@ -43,8 +43,8 @@ final class FetchFixture: @unchecked Sendable {
 
     func configuration(_ tweak: (inout MultipartFetchConfiguration) -> Void = { _ in }) -> MultipartFetchConfiguration {
         var c = MultipartFetchConfiguration(datacenters: datacenters)
-        c.baseDelay = 0.01
-        c.maxDelay = 0.2
+        c.retry.baseDelay = 0.01
+        c.retry.maxDelay = 0.2
         tweak(&c)
         return c
     }

@@ -139,7 +139,7 @@ final class MultipartFetchTests: XCTestCase {
         }
         do {
             let client = try CloudClient(config: CloudAccountConfig(datacenters: fx.datacenters), transport: fx.transport)
-            let fetch = MultipartFetch(client: client) { $0.baseDelay = 0.01 }
+            let fetch = MultipartFetch(client: client) { $0.retry.baseDelay = 0.01 }
             let doc = try unwrap(try await fx.allMessages().compactMap { $0.media.first?.document }.max { $0.size < $1.size })
             let box = try fx.mediaBox(fetcher: fetch)
             try await fx.fetchAndCheck(box, CloudDocumentMediaResource(document: doc, reference: .standalone), fileId: doc.id)
@@ -213,7 +213,7 @@ final class MultipartFetchTests: XCTestCase {
         do {
             let doc = try unwrap(try await fx.benchDocuments().first)
             fx.server.updateFaults(FaultConfig(corruptRate: 0.5))
-            let box = try fx.mediaBox(fetcher: fx.fetcher { $0.maxAttempts = 30 })
+            let box = try fx.mediaBox(fetcher: fx.fetcher { $0.retry.maxAttempts = 30 })
             try await fx.fetchAndCheck(box, CloudDocumentMediaResource(document: doc, reference: .standalone), fileId: doc.id)
             let parts = fx.server.partCounters(fileId: doc.id)
             XCTAssertGreaterThan(parts.parts, 24, "corrupt 128 KiB parts were fetched again")
@@ -228,7 +228,7 @@ final class MultipartFetchTests: XCTestCase {
             let resource = CloudDocumentMediaResource(document: doc, reference: .standalone)
             for kind in [MalformedAnswer.shortPart, .oversizePart] {
                 fx.server.updateFaults(FaultConfig(malformed: kind, malformedRate: 1))
-                let box = try fx.mediaBox("bad-\(kind.rawValue)", fetcher: fx.fetcher { $0.maxAttempts = 3 })
+                let box = try fx.mediaBox("bad-\(kind.rawValue)", fetcher: fx.fetcher { $0.retry.maxAttempts = 3 })
                 do {
                     _ = try await box.fetch(resource, info: MediaResourceStorageInfo())
                     XCTFail("\(kind) must not be accepted")

@@ -379,20 +379,20 @@ actor FileDownload {
                 return d
             case let .retry(reason, bad):
                 failures += 1
-                if failures >= configuration.maxAttempts {
+                if failures >= configuration.retry.maxAttempts {
                     if bad { throw MultipartFetchError.badAnswer(resourceId: resourceId, offset: part.offset, reason: reason) }
                     throw MultipartFetchError.unavailable(resourceId: resourceId, offset: part.offset, attempts: failures, reason: reason)
                 }
-                try await Task.sleep(for: .seconds(configuration.backoff(retry: failures)))
+                try await Task.sleep(for: .seconds(configuration.retry.delay(beforeRetry: failures)))
             case .floodWait(let seconds):
                 floods += 1
-                guard Double(seconds) <= configuration.maxFloodWait, floods <= configuration.maxFloodWaits else {
+                guard Double(seconds) <= configuration.retry.maxFloodWait, floods <= configuration.retry.maxFloodWaits else {
                     throw MultipartFetchError.server(resourceId: resourceId, name: .floodWait(seconds), status: 420)
                 }
                 try await Task.sleep(for: .seconds(max(0, seconds)))
             case .migrate(let newDc):
                 migrations += 1
-                guard migrations <= configuration.maxMigrations else { throw MultipartFetchError.tooManyMigrations(resourceId: resourceId) }
+                guard migrations <= configuration.retry.maxMigrations else { throw MultipartFetchError.tooManyMigrations(resourceId: resourceId) }
                 try await migrate(to: newDc)
             case .redirect(let redirect):
                 redirects += 1

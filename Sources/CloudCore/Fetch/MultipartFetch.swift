@@ -46,7 +46,7 @@ public final class MultipartFetch: MediaResourceFetcher {
                 tune: (inout MultipartFetchConfiguration) -> Void = { _ in }) {
         var configuration = MultipartFetchConfiguration(datacenters: client.config.datacenters, authToken: client.config.authToken)
         configuration.requestTimeout = client.config.requestTimeout
-        configuration.maxFloodWait = client.config.retry.maxFloodWait
+        configuration.retry.maxFloodWait = client.config.retry.maxFloodWait
         tune(&configuration)
         self.configuration = configuration
         self.context = FetchContext(transport: client.transport, configuration: configuration,

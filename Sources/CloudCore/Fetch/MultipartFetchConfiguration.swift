@@ -13,17 +13,11 @@ public struct MultipartFetchConfiguration: Sendable {
     public var maxPartsPerFile: Int = 4
     /// Part size for plain URLs (any multiple of 4 KiB dividing 1 MiB).
     public var plainPartSize: Int64 = 1 << 20
-    /// Attempts per part for retryable failures (transport errors, 5xx, corrupt or malformed parts).
-    public var maxAttempts: Int = 8
-    /// First backoff in seconds; doubles per retry up to `maxDelay`, with full jitter.
-    public var baseDelay: Double = 0.05
-    public var maxDelay: Double = 2
-    /// Longest `FLOOD_WAIT` slept through (seconds); longer ones fail the download.
-    public var maxFloodWait: Double = 30
-    /// `FLOOD_WAIT`s honoured per part before failing.
-    public var maxFloodWaits: Int = 10
-    /// `FILE_MIGRATE` answers followed per part.
-    public var maxMigrations: Int = 3
+    /// Retries per *part* (transport errors, 5xx, corrupt or malformed parts), FLOOD_WAIT and
+    /// FILE_MIGRATE bounds, and the backoff between attempts — the client's policy type, with
+    /// shorter waits and more attempts, since a part is cheap to repeat.
+    public var retry = CloudRetryPolicy(maxAttempts: 8, baseDelay: 0.05, maxDelay: 2, jitter: 0.5,
+                                        maxFloodWait: 30, maxFloodWaits: 10, maxMigrations: 3)
     /// Revalidations per download before `fileReferenceExpired` is thrown anyway.
     public var maxRevalidations: Int = 2
     /// Total time for one part request, in seconds.
@@ -39,11 +33,5 @@ public struct MultipartFetchConfiguration: Sendable {
         guard var s = datacenters[id] else { return nil }
         while s.hasSuffix("/") { s.removeLast() }
         return s
-    }
-
-    /// The wait before retry number `retry` (1-based): exponential, full jitter.
-    func backoff(retry: Int) -> Double {
-        let plain = min(maxDelay, baseDelay * pow(2, Double(min(max(0, retry - 1), 30))))
-        return Double.random(in: (plain / 2)...max(plain / 2, plain))
     }
 }

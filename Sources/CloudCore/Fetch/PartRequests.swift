@@ -135,14 +135,14 @@ struct PartRequests: Sendable {
             case .data: return hashes
             case .retry(let reason, let bad):
                 failures += 1
-                if failures >= configuration.maxAttempts {
+                if failures >= configuration.retry.maxAttempts {
                     if bad { throw MultipartFetchError.badAnswer(resourceId: resourceId, offset: 0, reason: "\(method.rawValue): \(reason)") }
                     throw MultipartFetchError.unavailable(resourceId: resourceId, offset: 0, attempts: failures, reason: "\(method.rawValue): \(reason)")
                 }
-                try await Task.sleep(for: .seconds(configuration.backoff(retry: failures)))
+                try await Task.sleep(for: .seconds(configuration.retry.delay(beforeRetry: failures)))
             case .floodWait(let s):
                 floods += 1
-                guard Double(s) <= configuration.maxFloodWait, floods <= configuration.maxFloodWaits else {
+                guard Double(s) <= configuration.retry.maxFloodWait, floods <= configuration.retry.maxFloodWaits else {
                     throw MultipartFetchError.server(resourceId: resourceId, name: .floodWait(s), status: 420)
                 }
                 try await Task.sleep(for: .seconds(s))
