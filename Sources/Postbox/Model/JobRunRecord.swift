@@ -47,9 +47,7 @@ public struct JobRunRecord: PostboxCoding, Sendable, Equatable {
         attempt = d.decodeInt32(forKey: "a") ?? 1
         pid = d.decodeInt32(forKey: "p") ?? 0
         message = d.decodeString(forKey: "m")
-        let keys = d.decodeStringArray(forKey: "ck") ?? []
-        let values = d.decodeInt64Array(forKey: "cv") ?? []
-        counters = Dictionary(zip(keys, values), uniquingKeysWith: { _, b in b })
+        counters = d.decodeInt64Dictionary(keysKey: "ck", valuesKey: "cv")
     }
 
     public func encode(_ e: PostboxEncoder) {
@@ -63,8 +61,6 @@ public struct JobRunRecord: PostboxCoding, Sendable, Equatable {
         e.encode(attempt, forKey: "a")
         e.encode(pid, forKey: "p")
         e.encodeIfPresent(message, forKey: "m")
-        let keys = counters.keys.sorted()
-        e.encode(keys, forKey: "ck")
-        e.encode(keys.map { counters[$0]! }, forKey: "cv")
+        e.encode(counters, keysKey: "ck", valuesKey: "cv")
     }
 }

@@ -86,9 +86,7 @@ public struct UploadItem: PostboxCoding, Sendable, Equatable {
         leaseHolder = d.decodeString(forKey: "lh") ?? ""
         leaseUntil = d.decodeInt64(forKey: "lu") ?? 0
         enqueuedAt = d.decodeInt64(forKey: "at") ?? 0
-        let keys = d.decodeStringArray(forKey: "xk") ?? []
-        let values = d.decodeStringArray(forKey: "xv") ?? []
-        extra = Dictionary(zip(keys, values), uniquingKeysWith: { _, b in b })
+        extra = d.decodeStringDictionary(keysKey: "xk", valuesKey: "xv")
     }
 
     public func encode(_ e: PostboxEncoder) {
@@ -112,8 +110,6 @@ public struct UploadItem: PostboxCoding, Sendable, Equatable {
         e.encode(leaseHolder, forKey: "lh")
         e.encode(leaseUntil, forKey: "lu")
         e.encode(enqueuedAt, forKey: "at")
-        let keys = extra.keys.sorted()
-        e.encode(keys, forKey: "xk")
-        e.encode(keys.map { extra[$0]! }, forKey: "xv")
+        e.encode(extra, keysKey: "xk", valuesKey: "xv")
     }
 }
