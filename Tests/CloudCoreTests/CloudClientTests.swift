@@ -54,7 +54,7 @@ final class ClientFixture: @unchecked Sendable {
                   let info = try server.fileInfo(id: file.id) else { continue }
             return (document, info, peer)
         }
-        throw XCTSkip("no message document of \(minSize)…\(maxSize) bytes in the dataset")
+        throw FixtureMissing("no message document of \(minSize)…\(maxSize) bytes in the seeded dataset")
     }
 
     func methodCount(_ m: CloudMethod) -> Int { server.counters().methods[m.rawValue] ?? 0 }

@@ -2,6 +2,7 @@ import CloudCrypto
 import CloudProtocol
 import CloudServer
 import Foundation
+import TestSupport
 import XCTest
 
 /// getFile against a real in-process server: every resource type byte-equal to the server's
@@ -222,12 +223,12 @@ final class FileServingTests: XCTestCase {
                 }
             }
         }
-        throw XCTSkip("no document")
+        throw FixtureMissing("no non-CDN document in the seeded dataset")
     }
 
     func messageOf(_ server: CloudServer, fileId: Int64) async throws -> (Int64, Int32) {
         let info = try await TestCloud.fileInfo(server, fileId)
-        guard case .message(let p, let m) = ParentEntity(key: info.parents[0])! else { throw XCTSkip("not a message file") }
+        guard case .message(let p, let m) = ParentEntity(key: info.parents[0])! else { throw FixtureMissing("file \(fileId) is not held by a message") }
         return (p, m)
     }
 }

@@ -8,8 +8,9 @@ import XCTest
 /// built `jobrun`, a data root on disk. Checks the Postbox, the exit codes, the log and the
 /// metrics file, then that an unreachable cloud is exit 69 with a clear message.
 final class SyncHistoryIntegrationTests: XCTestCase {
-    func testSyncHistoryJobEndToEnd() throws {
-        let cloud = try ClouddProcess(["--seed", "5", "--dcs", "2", "--peers", "5", "--messages-per-peer", "12", "--cdn-fraction", "0"])
+    /// A cloudd child (5 peers × 12 messages) and a root with a `sync` job paging 4 at a time.
+    func startSync(seed: Int, concurrency: Int) throws -> (ClouddProcess, JobrunHarness) {
+        let cloud = try ClouddProcess(["--seed", "\(seed)", "--dcs", "2", "--peers", "5", "--messages-per-peer", "12", "--cdn-fraction", "0"])
         addTeardownBlock { cloud.stop() }
         let h = JobrunHarness()
         try h.writeJob("sync", """
@@ -22,9 +23,14 @@ final class SyncHistoryIntegrationTests: XCTestCase {
         params:
           initialMessages: 10
           pageSize: 4
-          concurrency: 2
+          concurrency: \(concurrency)
           requestRate: 200
         """)
+        return (cloud, h)
+    }
+
+    func testSyncHistoryJobEndToEnd() throws {
+        let (cloud, h) = try startSync(seed: 5, concurrency: 2)
 
         // No config.yaml yet: exit 78 naming the file.
         let missing = try h.run(["run", "sync"])
@@ -98,22 +104,7 @@ extension SyncHistoryIntegrationTests {
     /// A sync killed (SIGKILL) right after its first committed page resumes on the next run and
     /// fetches only the pages it had not committed.
     func testKilledSyncResumesWhereItStopped() throws {
-        let cloud = try ClouddProcess(["--seed", "6", "--dcs", "2", "--peers", "5", "--messages-per-peer", "12", "--cdn-fraction", "0"])
-        addTeardownBlock { cloud.stop() }
-        let h = JobrunHarness()
-        try h.writeJob("sync", """
-        name: sync
-        kind: sync-history
-        schedule: "@hourly"
-        timeout: 2m
-        retry:
-          backoffLimit: 0
-        params:
-          initialMessages: 10
-          pageSize: 4
-          concurrency: 1
-          requestRate: 200
-        """)
+        let (cloud, h) = try startSync(seed: 6, concurrency: 1)
         let account = h.root + "/account-0"
         try FileManager.default.createDirectory(atPath: account, withIntermediateDirectories: true)
         try cloud.accountConfig().write(toFile: account + "/config.yaml", atomically: true, encoding: .utf8)
