@@ -59,6 +59,13 @@ final class CurlEasyHandle: @unchecked Sendable {
         _ = jr_easy_getinfo_off(raw, info, &v)
         return Int64(v)
     }
+    /// The connection was established (TCP, plus the TLS handshake when there was one).
+    var connectionCompleted: Bool {
+        guard infoOffset(CURLINFO_CONNECT_TIME_T) > 0 else { return false }
+        let tls = infoString(CURLINFO_SCHEME).lowercased() == "https"
+        return !tls || infoOffset(CURLINFO_APPCONNECT_TIME_T) > 0
+    }
+
     func infoString(_ info: CURLINFO) -> String {
         var p: UnsafeMutablePointer<CChar>? = nil
         _ = jr_easy_getinfo_string(raw, info, &p)

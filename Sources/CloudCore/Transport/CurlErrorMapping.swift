@@ -2,7 +2,10 @@ import CCurl
 
 /// Maps a failed libcurl transfer to a ``TransportError``.
 enum CurlErrorMapping {
-    static func error(for code: CURLcode, message: String, url: String, received: Int64,
+    /// `connected`: the TCP connection (and TLS handshake, for https) completed before the
+    /// failure — what tells a connect timeout from a total one, since libcurl reports both as
+    /// CURLE_OPERATION_TIMEDOUT and words the message differently from version to version.
+    static func error(for code: CURLcode, message: String, url: String, connected: Bool, received: Int64,
                       bodyLimit: Int64?, declaredLength: Int64) -> TransportError {
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT:
@@ -11,10 +14,7 @@ enum CurlErrorMapping {
             let kind: TransportError.TimeoutKind
             if message.contains("too slow") {
                 kind = .idle
-            } else if message.hasPrefix("Failed to connect") || message.hasPrefix("Connection timed out")
-                        || message.hasPrefix("Resolving timed out") || message.contains("SSL connection timeout") {
-                // (libcurl 7.88 words a connect timeout "Failed to connect to H port P after N ms:
-                // Timeout was reached"; older versions "Connection timed out after …".)
+            } else if !connected {
                 kind = .connect
             } else {
                 kind = .total

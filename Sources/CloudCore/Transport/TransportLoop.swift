@@ -179,7 +179,7 @@ final class TransportLoop: @unchecked Sendable {
         guard code == CURLE_OK else {
             let error = CurlErrorMapping.error(
                 for: code, message: easy.message(for: code), url: transfer.request.url,
-                received: transfer.received, bodyLimit: transfer.bodyLimit,
+                connected: easy.connectionCompleted, received: transfer.received, bodyLimit: transfer.bodyLimit,
                 declaredLength: transfer.declaredContentLength ?? easy.infoOffset(CURLINFO_CONTENT_LENGTH_DOWNLOAD_T))
             finish(transfer, with: .failure(error))
             return
