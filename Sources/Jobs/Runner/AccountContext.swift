@@ -2,7 +2,6 @@ import CloudCore
 import Foundation
 import MediaBox
 import Postbox
-import Synchronization
 
 /// One account's shared stores: every job of a process that works on account N uses the same
 /// `Postbox` (one serialized writer) and the same media directory, as the seeds' extensions
@@ -12,29 +11,24 @@ public final class AccountContext: Sendable {
     public let paths: AccountPaths
     public let postbox: Postbox
     public let mediaBox: MediaBox
-    private let cloud = Mutex<CloudClient?>(nil)
+    private let cloud: AccountCloud
 
     /// The account's cloud client (one transport, one connection pool for every job of the
     /// process), created on first use from `config.yaml`; a missing or invalid file is a
     /// `JobError.config` naming it. Wrap it with `CloudClient.with(observer:)` to log a job's retries.
-    public func cloudClient() throws -> CloudClient {
-        try cloud.withLock { (client: inout CloudClient?) throws -> CloudClient in
-            if let client { return client }
-            let config = try AccountCloudConfig.load(paths)
-            let created: CloudClient
-            do { created = try CloudClient(config: config) } catch {
-                throw JobError.config("cannot set up the cloud client of account \(id): \(error)")
-            }
-            client = created
-            return created
-        }
-    }
+    public func cloudClient() throws -> CloudClient { try cloud.cloudClient() }
 
-    init(id: Int64, paths: AccountPaths, postbox: Postbox, mediaBox: MediaBox) {
+    /// The account's downloader, the fetcher behind `mediaBox`: one `MultipartFetch` on the shared
+    /// client, so every job's downloads share one parts-in-flight limit.
+    public func fetcher() throws -> MultipartFetch { try cloud.fetcher() }
+
+    /// Opens the account's stores; its MediaBox downloads through `fetcher()`.
+    init(id: Int64, paths: AccountPaths) throws {
         self.id = id
         self.paths = paths
-        self.postbox = postbox
-        self.mediaBox = mediaBox
+        self.cloud = AccountCloud(accountId: id, paths: paths)
+        self.postbox = try Postbox(directory: paths.postboxDatabase.path)
+        self.mediaBox = try MediaBox(basePath: paths.media.path, fetcher: AccountFetcher(cloud: cloud))
     }
 }
 
@@ -51,9 +45,7 @@ public actor AccountContextPool {
         CloudCoreTypes.registerAll() // so every job decodes the cloud media stored in messages and peers
         let paths = root.account(id)
         try paths.createDirectories()
-        let postbox = try Postbox(directory: paths.postboxDatabase.path)
-        let mediaBox = try MediaBox(basePath: paths.media.path)
-        let context = AccountContext(id: id, paths: paths, postbox: postbox, mediaBox: mediaBox)
+        let context = try AccountContext(id: id, paths: paths)
         contexts[id] = context
         return context
     }

@@ -1,0 +1,58 @@
+import CloudCore
+import Foundation
+import MediaBox
+import Synchronization
+
+/// An account's connection to the cloud, shared by every job of the process: one `CloudClient`
+/// (one transport, one connection pool) and one `MultipartFetch` on it (one parts-in-flight
+/// limit). Both are made on first use from `config.yaml`, so jobs that never touch the network
+/// (cleanup, stats) need no config; a missing or invalid file is a `JobError.config` naming it.
+final class AccountCloud: Sendable {
+    private let accountId: Int64
+    private let paths: AccountPaths
+    private let client = Mutex<CloudClient?>(nil)
+    private let fetch = Mutex<MultipartFetch?>(nil)
+
+    init(accountId: Int64, paths: AccountPaths) {
+        self.accountId = accountId
+        self.paths = paths
+    }
+
+    func cloudClient() throws -> CloudClient {
+        try client.withLock { (client: inout CloudClient?) throws -> CloudClient in
+            if let client { return client }
+            let config = try AccountCloudConfig.load(paths)
+            let created: CloudClient
+            do { created = try CloudClient(config: config) } catch {
+                throw JobError.config("cannot set up the cloud client of account \(accountId): \(error)")
+            }
+            client = created
+            return created
+        }
+    }
+
+    func fetcher() throws -> MultipartFetch {
+        // Client first, outside this lock: the two locks are never held together.
+        let client = try cloudClient()
+        return fetch.withLock { (fetch: inout MultipartFetch?) -> MultipartFetch in
+            if let fetch { return fetch }
+            let created = MultipartFetch(client: client, revalidator: nil)
+            fetch = created
+            return created
+        }
+    }
+}
+
+/// The account MediaBox's fetcher: forwards every request to the account's shared
+/// `MultipartFetch`, or fails it with the config error when there is none.
+struct AccountFetcher: MediaResourceFetcher {
+    let cloud: AccountCloud
+
+    func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error> {
+        do {
+            return try cloud.fetcher().fetch(request)
+        } catch {
+            return AsyncThrowingStream { $0.finish(throwing: error) }
+        }
+    }
+}
