@@ -119,6 +119,10 @@ func runCleanupBenchmark(files: Int, folders: Int, evictFraction: Double, workDi
     table.add(["peak RSS, selection (MiB)", fmt(ourSelectRSS, 1), fmt(peerSelectRSS, 1) + " (find, sort)", ""])
     table.add(["peak RSS, cleanup (MiB)", fmt(ourCleanupRSS, 1), fmt(peerCleanupRSS, 1) + " (find)", ""])
     table.print()
+    BenchRatios.record("cleanup", "LRU victim selection, \(files) files", product: fmt(ourSelect, 3) + " s", peer: fmt(peerSelect, 3) + " s find|sort",
+                       ratio: peerSelect / max(ourSelect, 1e-9), target: 7)
+    BenchRatios.record("cleanup", "whole cleanup, \(files) files", product: fmt(ourCleanup, 2) + " s", peer: fmt(peerCleanup, 2) + " s find -delete",
+                       ratio: peerCleanup / max(ourCleanup, 1e-9), target: 2)
     print("index after cleanup: \(try box.stats().total.count) files; removal threads: \(CleanupOptions().removalThreads)")
     fflush(nil)
 }

@@ -160,6 +160,8 @@ private func benchmarkBody(cloud: BenchCloud, smallFiles: Int, largeBytes: Int64
         let peak = max(peakRSSFromStatusMiB(), sampler.stop())
         let path = box.paths(for: CloudDocumentMediaResource(document: huge, reference: .standalone).id).complete
         let size = (try? fm(path)) ?? 0
+        BenchRatios.record("download", "peak RSS, \(rssBytes >> 30) GiB file", product: fmt(peak, 1) + " MiB", peer: "64 MiB budget",
+                           ratio: 64 / peak, target: 1)
         rssLine = "\(fmt(Double(rssBytes) / Double(1 << 30), 0)) GiB in \(fmt(t)) s (\(fmt(Double(size) / t / 1e6, 0)) MB/s): peak RSS \(fmt(peak, 1)) MiB (RSS before \(fmt(before, 1)) MiB), target ≤ 64 MiB"
         try? FileManager.default.removeItem(atPath: workDir + "/rss-media")
     }
@@ -186,6 +188,10 @@ private func benchmarkBody(cloud: BenchCloud, smallFiles: Int, largeBytes: Int64
     for r in rows { table.add([r.0, fmt(r.1), fmt(r.2, 0), fmt(r.3, 1)]) }
     table.print()
     let productFiles = rows[0].2
+    BenchRatios.record("download", "\(small.count) small files, durable", product: fmt(productFiles, 0) + " files/s",
+                       peer: fmt(rows[1].2, 0) + " files/s aria2c", ratio: productFiles / rows[1].2, target: 3)
+    BenchRatios.record("download", "\(small.count) small files, durable", product: fmt(productFiles, 0) + " files/s",
+                       peer: fmt(rows[2].2, 0) + " files/s curl --parallel", ratio: productFiles / rows[2].2, target: 0.8)
     print("ratios: product/aria2c files/s = \(fmt(productFiles / rows[1].2))× (target ≥ 1.5×, BENCHMARKS ≥ 3×); product/curl = \(fmt(productFiles / rows[2].2))× (target ≥ 0.8×)")
     }
 
@@ -213,6 +219,8 @@ private func benchmarkBody(cloud: BenchCloud, smallFiles: Int, largeBytes: Int64
         var lt = BenchTable(title: "Large files: \(large.count) × \(largeBytes / 1_000_000) MB", columns: ["tool", "seconds", "MB/s"])
         for r in largeRows { lt.add([r.0, fmt(r.1), fmt(r.2, 0)]) }
         lt.print()
+        BenchRatios.record("download", "\(large.count) × \(largeBytes / 1_000_000) MB, synced", product: fmt(largeRows[0].2, 0) + " MB/s",
+                           peer: fmt(largeRows[3].2, 0) + " MB/s curl", ratio: largeRows[0].2 / largeRows[3].2, target: 1)
         print("ratios (fsync / no fsync): product/aria2c MB/s = \(fmt(largeRows[0].2 / largeRows[2].2))× / \(fmt(largeRows[1].2 / largeRows[2].2))× (target ≥ 1.0×); product/curl = \(fmt(largeRows[0].2 / largeRows[3].2))× / \(fmt(largeRows[1].2 / largeRows[3].2))× (target ≥ 1.0×)")
     }
     print("\nPeak RSS (MultipartFetch, one file): \(rssLine)")

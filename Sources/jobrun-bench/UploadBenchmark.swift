@@ -226,6 +226,8 @@ struct UploadBenchmark {
         add("curl --parallel \(options.concurrency), small", best(curlSmall))
         add("product, small (enqueue+upload, \(options.concurrency) at once)", best(productSmall))
         table.print()
+        BenchRatios.record("upload", "\(fmt(Double(largeBytes) / 1e6, 0)) MB file", product: fmt(best(productLarge).mbps, 0) + " MB/s",
+                           peer: fmt(best(curlLarge).mbps, 0) + " MB/s curl -T", ratio: best(productLarge).mbps / best(curlLarge).mbps, target: 1)
         print("ratio large (product upload / curl): \(fmt(best(productLarge).mbps / best(curlLarge).mbps))× (target ≥ 1.0×); with enqueue: \(fmt(best(productLargeWithEnqueue).mbps / best(curlLarge).mbps))×")
         print("ratio large, parts phase only (the server assembles and hashes the parts at sendMedia): \(fmt(best(productLargeParts).mbps / best(curlLarge).mbps))×")
         print("ratio small files/s (product / curl): \(fmt(best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond))×")

@@ -1,0 +1,74 @@
+import ArgumentParser
+import Foundation
+
+/// `jobrun-bench all`: every benchmark, each in its own process (so one's memory and page cache
+/// state do not count against the next), then one table of the ratios against the peers.
+struct AllBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "all",
+        abstract: "Run every benchmark and print one table of ratios against the peers.")
+
+    @Flag(help: "Small sizes (a smoke run in a few minutes; the figures are noisier).") var quick = false
+    @Flag(help: "The full sizes of BENCHMARKS.md (1,000,000-file cleanup, 1 GB upload; takes much longer).") var full = false
+    @Option(help: "Only these benchmarks (comma-separated names).") var only: String?
+
+    func run() throws {
+        let ratiosFile = NSTemporaryDirectory() + "jobrun-bench-ratios-\(getpid()).jsonl"
+        guard FileManager.default.createFile(atPath: ratiosFile, contents: nil) else { throw BenchError("cannot create \(ratiosFile)") }
+        defer { try? FileManager.default.removeItem(atPath: ratiosFile) }
+        let selected = only.map { Set($0.split(separator: ",").map(String.init)) }
+        var failed: [String] = []
+        for (name, arguments) in plan() where selected?.contains(name) ?? true {
+            print("\n════ jobrun-bench \(([name] + arguments).joined(separator: " "))")
+            fflush(nil) // before the child writes to the same output
+            let status = try spawnInheriting(Self.executable, [name] + arguments, environment: [BenchRatios.environmentKey: ratiosFile])
+            if status != 0 { failed.append(name) }
+        }
+        let ratios = BenchRatios.read(ratiosFile)
+        var table = BenchTable(title: "Ratios against peers (higher is better; measured in this invocation)",
+                               columns: ["benchmark: measure", "product", "peer", "ratio", "target", ""])
+        for r in ratios {
+            table.add(["\(r.benchmark): \(r.measure)", r.product, r.peer, fmt(r.ratio) + "×", "≥ " + fmt(r.target) + "×", r.met ? "met" : "MISSED"])
+        }
+        table.print()
+        print("\n\(ratios.filter(\.met).count) of \(ratios.count) targets met")
+        if !failed.isEmpty { throw BenchError("benchmarks that failed: \(failed.joined(separator: ", "))") }
+    }
+
+    /// Each benchmark with the sizes of this run.
+    private func plan() -> [(String, [String])] {
+        if quick {
+            return [
+                ("postbox", ["--messages", "100000", "--transactions", "10000", "--reads", "20000"]),
+                ("noop-run", ["--runs", "10"]),
+                ("cleanup", ["--files", "20000"]),
+                ("download", ["--small-files", "300", "--large-files", "2", "--large-mb", "50", "--rss-gib", "1"]),
+                ("upload", ["--large-mb", "100", "--small-files", "100", "--rounds", "1"]),
+                ("revalidate", ["--parents", "100", "--per-parent", "100"]),
+            ]
+        }
+        return [
+            ("postbox", []),
+            ("noop-run", []),
+            ("cleanup", ["--files", full ? "1000000" : "200000"]),
+            ("download", []),
+            ("upload", full ? [] : ["--large-mb", "500"]),
+            ("revalidate", []),
+        ]
+    }
+
+    private static var executable: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+    }
+}
+
+/// Runs a process with this process's stdout and stderr; returns its exit status.
+func spawnInheriting(_ path: String, _ arguments: [String], environment: [String: String]) throws -> Int32 {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: path)
+    p.arguments = arguments
+    p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    try p.run()
+    p.waitUntilExit()
+    return p.terminationStatus
+}

@@ -1,0 +1,39 @@
+import Foundation
+
+/// One line of the summary `jobrun-bench all` prints: a product figure next to its peer's from
+/// the same run, their ratio oriented so that higher is better, and the target it is held to.
+struct BenchRatio: Codable {
+    var benchmark: String
+    var measure: String
+    var product: String
+    var peer: String
+    /// Higher is better (peer time ÷ product time, or product rate ÷ peer rate).
+    var ratio: Double
+    /// The minimum ratio the target asks for.
+    var target: Double
+
+    var met: Bool { ratio >= target }
+}
+
+/// Where each benchmark leaves its ratios: appended as JSON lines to the file named by
+/// `JOBRUN_BENCH_RATIOS` (set by `jobrun-bench all` for the benchmark processes it starts);
+/// a benchmark run on its own just prints its tables.
+enum BenchRatios {
+    static let environmentKey = "JOBRUN_BENCH_RATIOS"
+
+    static func record(_ benchmark: String, _ measure: String, product: String, peer: String, ratio: Double, target: Double) {
+        guard let path = ProcessInfo.processInfo.environment[environmentKey],
+              var line = try? JSONEncoder().encode(BenchRatio(benchmark: benchmark, measure: measure, product: product, peer: peer,
+                                                              ratio: ratio, target: target)),
+              let handle = FileHandle(forWritingAtPath: path) else { return }
+        line.append(0x0a)
+        handle.seekToEndOfFile()
+        handle.write(line)
+        handle.closeFile()
+    }
+
+    static func read(_ path: String) -> [BenchRatio] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        return data.split(separator: 0x0a).compactMap { try? JSONDecoder().decode(BenchRatio.self, from: Data($0)) }
+    }
+}
