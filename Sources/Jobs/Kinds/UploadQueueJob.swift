@@ -64,7 +64,7 @@ public struct UploadQueueJob: JobKindRunner {
             let waiting = items.filter { $0.state == .queued || $0.state == .uploading }
             let bytes = waiting.reduce(Int64(0)) { $0 + $1.size }
             return JobReport(counters: ["items_waiting": Int64(waiting.count), "bytes_waiting": bytes],
-                             summary: ["would upload \(waiting.count) items, \(ByteSize.format(bytes)) (dry run: nothing sent)"])
+                             summary: ["would upload \(waiting.count) items, \(ByteSize.human(bytes)) (dry run: nothing sent)"])
         }
 
         let client = try Self.client(account: account, params: p, concurrency: concurrency, log: log)
@@ -116,14 +116,16 @@ public struct UploadQueueJob: JobKindRunner {
             "bytes_sent": v.bytesSent, "parts_sent": Int64(v.partsSent), "parts_skipped_already_acked": Int64(v.partsSkipped),
             "upload_restarts": Int64(v.restarts),
         ]
-        var summary = ["sent \(v.sent) items (\(ByteSize.format(v.bytesSent)) in \(v.partsSent) parts, \(v.partsSkipped) parts already acknowledged), \(v.failed) failed, \(v.retried) to retry, \(remaining) still queued"]
+        var summary = ["sent \(v.sent) items (\(ByteSize.human(v.bytesSent)) in \(v.partsSent) parts, \(v.partsSkipped) parts already acknowledged), \(v.failed) failed, \(v.retried) to retry, \(remaining) still queued"]
         for (id, reason) in v.failures.prefix(20) { summary.append("  item \(id) failed: \(reason)") }
         log.info("upload.report", counters.mapValues { .int($0) })
+        let report = JobReport(counters: counters, summary: summary,
+                               details: ["failed_items": .array(v.failures.map { .object(["item": .int($0.0), "reason": .string($0.1)]) })])
         if v.cloudDown {
-            throw JobError.cloudUnavailable("account \(account.id): the cloud is unreachable (\(v.sent) items sent before that); \(remaining) items stay queued for the next run")
+            throw JobError.cloudUnavailable("account \(account.id): the cloud is unreachable (\(v.sent) items sent before that); \(remaining) items stay queued for the next run",
+                                            report: report)
         }
-        return JobReport(counters: counters, summary: summary,
-                         details: ["failed_items": .array(v.failures.map { .object(["item": .int($0.0), "reason": .string($0.1)]) })])
+        return report
     }
 
     /// One attempt at one leased item, settled in the queue whatever happens.

@@ -82,8 +82,8 @@ public struct JobRunner: Sendable {
         while true {
             attempt += 1
             result.attempts = attempt
+            var report = JobReport() // of this attempt: accounts done, plus a failure's partial report
             do {
-                var report = JobReport()
                 for context in contexts {
                     let jobContext = JobContext(job: job, runId: runId, attempt: attempt, account: context,
                                                 logger: log.with(["account": .int(context.id)]), tempDirectory: tempDirectory, dryRun: dryRun)
@@ -105,11 +105,14 @@ public struct JobRunner: Sendable {
                 result.message = "cancelled (stopped by a signal or replaced); work done so far is kept"
                 break
             } catch let error as JobError {
+                if let partial = error.report { report.merge(partial) }
+                result.report = report
                 result.outcome = .failed
                 result.exitCode = error.exitCode
                 result.message = error.message
                 if !error.retryable { break }
             } catch {
+                result.report = report
                 result.outcome = .failed
                 result.exitCode = .jobFailed
                 result.message = "\(error)"
