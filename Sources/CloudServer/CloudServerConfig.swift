@@ -47,6 +47,10 @@ public struct DatasetConfig: Sendable {
     public var bigFiles: [Int64] = []
     /// When > 0, one message (in the first group) carries this many document media items.
     public var bundleSize: Int = 0
+    /// How many such bundle messages (consecutive, in the same peer; the listing names the
+    /// first): e.g. 1,000 × 100 documents = 100,000 references over 1,000 parents for the
+    /// revalidation benchmark.
+    public var bundleCount: Int = 1
     /// Unix seconds of "now" for message dates; `nil` = current time rounded down to the day.
     public var baseDate: Int64?
 

@@ -61,14 +61,16 @@ enum DatasetBuilder {
 
         // The bundle: one message with many resources (revalidation dedup tests).
         if config.bundleSize > 0, let group = ds.peers.first(where: { $0.kind == .group }) ?? ds.peers.first {
-            let mid = ds.nextMessageId[group.id, default: 1]
-            let parent = ParentEntity.message(peerId: group.id, messageId: mid)
-            var media: [MessageMedia] = []
-            for _ in 0..<config.bundleSize {
-                media.append(MessageMedia(document: ds.makeDocument(kind: .file, size: ds.rng.logUniform(4_000, 40_000), parent: parent, date: base)))
+            for b in 0..<max(1, config.bundleCount) {
+                let mid = ds.nextMessageId[group.id, default: 1]
+                let parent = ParentEntity.message(peerId: group.id, messageId: mid)
+                var media: [MessageMedia] = []
+                for _ in 0..<config.bundleSize {
+                    media.append(MessageMedia(document: ds.makeDocument(kind: .file, size: ds.rng.logUniform(4_000, 40_000), parent: parent, date: base)))
+                }
+                ds.appendMessage(peerId: group.id, date: base, text: "bundle of \(config.bundleSize)", media: media)
+                if b == 0 { ds.bundleMessage = parent.key }
             }
-            ds.appendMessage(peerId: group.id, date: base, text: "bundle of \(config.bundleSize)", media: media)
-            ds.bundleMessage = parent.key
         }
 
         // Benchmark files: one document per message in a dedicated channel, never via CDN.

@@ -36,6 +36,7 @@ struct Cloudd: AsyncParsableCommand {
     @Option(help: "Benchmark files COUNT:MIN-MAX, e.g. 2000:10K-200K (repeatable).") var bulkFiles: [String] = []
     @Option(help: "Benchmark files COUNT:SIZE, e.g. 10:100M or 1:2GiB (repeatable).") var bigFiles: [String] = []
     @Option(help: "Resources in one bundle message (0 = none).") var bundle: Int = 0
+    @Option(help: "Number of bundle messages (each with --bundle documents).") var bundles: Int = 1
     @Option(help: "Directory for uploaded parts/files (default: a temp dir removed on exit).") var uploadDir: String?
 
     func run() async throws {
@@ -60,6 +61,7 @@ struct Cloudd: AsyncParsableCommand {
         config.dataset.messagesPerPeer = messagesPerPeer
         config.dataset.maxMediaSize = maxMedia
         config.dataset.bundleSize = bundle
+        config.dataset.bundleCount = bundles
         for s in bulkFiles {
             guard let spec = BulkFileSpec(parsing: s) else { throw ValidationError("bad --bulk-files \(s)") }
             config.dataset.bulkFiles.append(spec)

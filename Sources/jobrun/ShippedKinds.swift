@@ -6,5 +6,6 @@ enum ShippedKinds {
         .timeBasedCleanup: TimeBasedCleanupJob(),
         .syncHistory: SyncHistoryJob(),
         .uploadQueue: UploadQueueJob(),
+        .revalidateReferences: RevalidateReferencesJob(),
     ])
 }

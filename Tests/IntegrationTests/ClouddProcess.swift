@@ -74,6 +74,19 @@ final class ClouddProcess: @unchecked Sendable {
                   as: MessagesResponse.self)
     }
 
+    /// Expires every reference issued so far (`POST /admin/references/expire`).
+    func expireReferences() throws {
+        _ = try admin("references/expire", method: "POST", body: try JSONEncoder().encode(ExpireReferencesRequest()), as: OkResponse.self)
+    }
+
+    /// Applies the fields present in `faults` (`POST /admin/faults`).
+    func setFaults(_ faults: FaultConfig) throws {
+        _ = try admin("faults", method: "POST", body: try JSONEncoder().encode(faults), as: FaultConfig.self)
+    }
+
+    /// One file's admin description, with its SHA-256 (`GET /admin/files/<id>`).
+    func fileInfo(_ id: Int64) throws -> FileInfo { try admin("files/\(id)", as: FileInfo.self) }
+
     private final class ResultBox: @unchecked Sendable {
         var data: Data?
         var error: Error?

@@ -21,6 +21,9 @@ public struct CloudAccountConfig: Sendable, Equatable, CustomStringConvertible, 
     /// Largest JSON answer accepted, in bytes (a larger one is a bad answer).
     public var maxAnswerSize: Int
     public var retry: CloudRetryPolicy
+    /// How long a file reference stays valid after it was obtained, in seconds (cloudd's
+    /// `--reference-ttl`, default 3600): what "expires within" means for revalidation.
+    public var referenceTTL: Double = 3600
 
     public init(datacenters: [Int: String], cdnURL: String? = nil, mainDc: Int? = nil, authToken: String? = nil,
                 requestTimeout: Double = 30, connectTimeout: Double = 10, maxAnswerSize: Int = 16 << 20,
@@ -50,6 +53,7 @@ public struct CloudAccountConfig: Sendable, Equatable, CustomStringConvertible, 
         }
         if !(requestTimeout > 0 && requestTimeout <= 3600) { out.append("requestTimeout must be more than 0 and at most 3600 seconds") }
         if !(connectTimeout > 0 && connectTimeout <= 600) { out.append("connectTimeout must be more than 0 and at most 600 seconds") }
+        if !(referenceTTL >= 1 && referenceTTL <= 30 * 86_400) { out.append("referenceTTL must be 1 second…30 days") }
         if maxAnswerSize < 1024 || maxAnswerSize > 1 << 30 { out.append("maxAnswerSize must be 1 KiB…1 GiB") }
         return out + retry.problems
     }

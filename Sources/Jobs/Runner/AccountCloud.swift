@@ -1,21 +1,26 @@
 import CloudCore
 import Foundation
 import MediaBox
+import Postbox
 import Synchronization
 
 /// An account's connection to the cloud, shared by every job of the process: one `CloudClient`
 /// (one transport, one connection pool) and one `MultipartFetch` on it (one parts-in-flight
 /// limit). Both are made on first use from `config.yaml`, so jobs that never touch the network
 /// (cleanup, stats) need no config; a missing or invalid file is a `JobError.config` naming it.
+/// The fetcher's revalidator is the account's one `RevalidationContext` (made with the client).
 final class AccountCloud: Sendable {
     private let accountId: Int64
     private let paths: AccountPaths
+    private let postbox: Postbox
     private let client = Mutex<CloudClient?>(nil)
     private let fetch = Mutex<MultipartFetch?>(nil)
+    private let revalidationContext = Mutex<RevalidationContext?>(nil)
 
-    init(accountId: Int64, paths: AccountPaths) {
+    init(accountId: Int64, paths: AccountPaths, postbox: Postbox) {
         self.accountId = accountId
         self.paths = paths
+        self.postbox = postbox
     }
 
     func cloudClient() throws -> CloudClient {
@@ -31,12 +36,28 @@ final class AccountCloud: Sendable {
         }
     }
 
-    func fetcher() throws -> MultipartFetch {
-        // Client first, outside this lock: the two locks are never held together.
+    /// The account's revalidation context: one per process, shared by every job and download.
+    func revalidation() throws -> RevalidationContext {
+        // Client first, outside this lock: the locks are never held together.
         let client = try cloudClient()
+        let postbox = self.postbox
+        return revalidationContext.withLock { (context: inout RevalidationContext?) -> RevalidationContext in
+            if let context { return context }
+            var options = RevalidationOptions()
+            options.requestTimeout = client.config.requestTimeout
+            let created = RevalidationContext(client: client, postbox: postbox, options: options)
+            context = created
+            return created
+        }
+    }
+
+    func fetcher() throws -> MultipartFetch {
+        // Client and revalidation context first, outside this lock.
+        let client = try cloudClient()
+        let revalidator = try revalidation()
         return fetch.withLock { (fetch: inout MultipartFetch?) -> MultipartFetch in
             if let fetch { return fetch }
-            let created = MultipartFetch(client: client, revalidator: nil)
+            let created = MultipartFetch(client: client, revalidator: revalidator)
             fetch = created
             return created
         }

@@ -10,7 +10,7 @@ import Foundation
 public enum AccountCloudConfig {
     /// Keys the file may have.
     static let knownKeys: Set<String> = ["datacenters", "cdn", "mainDc", "authToken", "credentialsFile",
-                                         "requestTimeout", "connectTimeout", "maxAnswerSize", "retry"]
+                                         "requestTimeout", "connectTimeout", "maxAnswerSize", "retry", "referenceTTL"]
     static let retryKeys: Set<String> = ["maxAttempts", "baseDelay", "maxDelay", "jitter", "maxFloodWait", "maxFloodWaits", "maxMigrations"]
 
     /// Loads `paths.config`.
@@ -80,6 +80,8 @@ public enum AccountCloudConfig {
                 credentialsFile = (s, v)
             case "requestTimeout":
                 if let d = seconds(v, &problems) { config.requestTimeout = d }
+            case "referenceTTL":
+                if let d = seconds(v, &problems) { config.referenceTTL = d }
             case "connectTimeout":
                 if let d = seconds(v, &problems) { config.connectTimeout = d }
             case "maxAnswerSize":

@@ -22,12 +22,17 @@ public final class AccountContext: Sendable {
     /// client, so every job's downloads share one parts-in-flight limit.
     public func fetcher() throws -> MultipartFetch { try cloud.fetcher() }
 
+    /// The account's revalidation context (one per process, created with the client): refreshes
+    /// expired file references, one request per parent entity, coordinated with other processes
+    /// through Postbox leases. `fetcher()` uses it as its revalidator.
+    public func revalidation() throws -> RevalidationContext { try cloud.revalidation() }
+
     /// Opens the account's stores; its MediaBox downloads through `fetcher()`.
     init(id: Int64, paths: AccountPaths) throws {
         self.id = id
         self.paths = paths
-        self.cloud = AccountCloud(accountId: id, paths: paths)
         self.postbox = try Postbox(directory: paths.postboxDatabase.path)
+        self.cloud = AccountCloud(accountId: id, paths: paths, postbox: postbox)
         self.mediaBox = try MediaBox(basePath: paths.media.path, fetcher: AccountFetcher(cloud: cloud))
     }
 }

@@ -1,0 +1,186 @@
+import CloudProtocol
+import Foundation
+import Postbox
+
+/// One pass of the `revalidate-references` job: finds references that expired or expire within
+/// a window, groups them by parent, and refreshes them through the account's
+/// `RevalidationContext` (messages of one peer in batches), counting outcomes per parent kind.
+public struct ReferenceRevalidationPass: Sendable {
+    /// What to refresh and how fast.
+    public struct Options: Sendable {
+        /// Refresh references that expire within this many seconds (or already have).
+        public var window: Double = 3600
+        /// How long a reference lives after it was obtained, in seconds.
+        public var referenceTTL: Double = 3600
+        public var parentKinds: Set<MediaParent.Kind> = Set(MediaParent.Kind.allCases)
+        /// Messages of one peer per call (≤ 100).
+        public var batchSize = 100
+        /// Calls per second, at most; nil = unlimited.
+        public var requestRate: Double? = 10
+        /// Calls in flight.
+        public var concurrency = 4
+        /// Parents refreshed per pass, at most.
+        public var maxParents = 10_000
+        /// A batch's waiters get an error after this many seconds.
+        public var requestTimeout: Double = 30
+        /// Only count what would be refreshed.
+        public var dryRun = false
+
+        public init() {}
+    }
+
+    /// Outcomes of one parent kind.
+    public struct KindCounts: Sendable, Equatable {
+        public var parents = 0
+        public var refreshed = 0
+        public var gone = 0
+        public var failed = 0
+        /// References whose parent was refreshed (they now hold a fresh reference).
+        public var referencesRefreshed = 0
+
+        public init() {}
+    }
+
+    /// What a pass did.
+    public struct Report: Sendable {
+        public var referencesScanned = 0
+        public var referencesSelected = 0
+        public var parentsSelected = 0
+        public var byKind: [MediaParent.Kind: KindCounts] = [:]
+        /// Revalidation calls this process sent during the pass.
+        public var calls = 0
+        /// Parents answered from another process's outcome.
+        public var reusedFromOtherProcess = 0
+        /// Failures (parent description, reason), at most 20.
+        public var failures: [(parent: String, reason: String)] = []
+        /// The first failure meaning the cloud is unreachable or failing (the pass stopped there).
+        public var cloudFailure: RevalidationError?
+        public var seconds: Double = 0
+
+        public var refreshed: Int { byKind.values.reduce(0) { $0 + $1.refreshed } }
+        public var gone: Int { byKind.values.reduce(0) { $0 + $1.gone } }
+        public var failed: Int { byKind.values.reduce(0) { $0 + $1.failed } }
+        public var referencesRefreshed: Int { byKind.values.reduce(0) { $0 + $1.referencesRefreshed } }
+    }
+
+    public let context: RevalidationContext
+    public let postbox: Postbox
+    public let options: Options
+
+    public init(context: RevalidationContext, postbox: Postbox, options: Options) {
+        self.context = context
+        self.postbox = postbox
+        self.options = options
+    }
+
+    /// The parents to refresh (oldest reference first) with their resource ids.
+    public func select(now: Date = Date()) async throws -> (parents: [(MediaParent, [String])], scanned: Int) {
+        let cutoff = Int64(now.timeIntervalSince1970 + options.window - options.referenceTTL)
+        let kinds = options.parentKinds
+        let maxParents = max(1, options.maxParents)
+        return try await postbox.read { tx in
+            var order: [MediaParent] = []
+            var resources: [MediaParent: [String]] = [:]
+            var scanned = 0
+            try tx.mediaReferences.obtained(before: cutoff) { record in
+                scanned += 1
+                guard record.status != .gone, kinds.contains(record.parent.kind) else { return true }
+                if resources[record.parent] == nil {
+                    guard order.count < maxParents else { return true }
+                    order.append(record.parent)
+                }
+                resources[record.parent, default: []].append(record.resourceId)
+                return true
+            }
+            return (order.map { ($0, resources[$0] ?? []) }, scanned)
+        }
+    }
+
+    /// Runs the pass. Never throws for a cloud failure: it stops sending and reports it in
+    /// `cloudFailure` (the job maps it to exit 69).
+    public func run(now: Date = Date()) async throws -> Report {
+        let started = ContinuousClock.now
+        let startMs = Int64(now.timeIntervalSince1970 * 1000)
+        var report = Report()
+        let (selected, scanned) = try await select(now: now)
+        report.referencesScanned = scanned
+        report.parentsSelected = selected.count
+        report.referencesSelected = selected.reduce(0) { $0 + $1.1.count }
+        var resources: [MediaParent: [String]] = [:]
+        for (p, ids) in selected {
+            resources[p] = ids
+            report.byKind[p.kind, default: KindCounts()].parents += 1
+        }
+        if options.dryRun { return report }
+
+        // Units of work: messages of one peer in batches, every other parent alone.
+        var units: [[MediaParent]] = []
+        var byPeer: [PeerId: [MediaParent]] = [:]
+        var peerOrder: [PeerId] = []
+        for (p, _) in selected {
+            if case .message(let id) = p {
+                if byPeer[id.peerId] == nil { peerOrder.append(id.peerId) }
+                byPeer[id.peerId, default: []].append(p)
+            } else {
+                units.append([p])
+            }
+        }
+        let size = max(1, min(options.batchSize, GetMessagesRequest.maxIds))
+        var messageUnits: [[MediaParent]] = []
+        for peer in peerOrder {
+            let list = byPeer[peer] ?? []
+            for start in stride(from: 0, to: list.count, by: size) { messageUnits.append(Array(list[start..<min(start + size, list.count)])) }
+        }
+        units = messageUnits + units
+
+        let before = await context.stats
+        let pacer = CloudRequestPacer(rate: options.requestRate)
+        let context = self.context
+        let timeout = options.requestTimeout
+        let batchSize = size
+        var next = 0
+        var stop = false
+        await withTaskGroup(of: [MediaParent: Result<ParentReferences, RevalidationError>].self) { group in
+            func launch() {
+                let unit = units[next]
+                next += 1
+                group.addTask {
+                    do { try await pacer.wait() } catch { return [:] }
+                    return await context.refresh(unit, timeout: timeout, reuseSinceMs: startMs, batchSize: batchSize)
+                }
+            }
+            while next < units.count, next < max(1, options.concurrency) { launch() }
+            while let results = await group.next() {
+                for (p, result) in results {
+                    switch result {
+                    case .success(let s):
+                        if s.gone {
+                            report.byKind[p.kind, default: KindCounts()].gone += 1
+                        } else {
+                            report.byKind[p.kind, default: KindCounts()].refreshed += 1
+                            let held = s.resourceIds
+                            report.byKind[p.kind, default: KindCounts()].referencesRefreshed += (resources[p] ?? []).filter(held.contains).count
+                        }
+                    case .failure(let e):
+                        if e.isGone {
+                            report.byKind[p.kind, default: KindCounts()].gone += 1
+                        } else {
+                            report.byKind[p.kind, default: KindCounts()].failed += 1
+                            if report.failures.count < 20 { report.failures.append((p.description, e.description)) }
+                            if e.isCloudUnavailable, report.cloudFailure == nil {
+                                report.cloudFailure = e
+                                stop = true
+                            }
+                        }
+                    }
+                }
+                if !stop, !Task.isCancelled, next < units.count { launch() }
+            }
+        }
+        let after = await context.stats
+        report.calls = after.totalCalls - before.totalCalls
+        report.reusedFromOtherProcess = after.reusedFromOtherProcess - before.reusedFromOtherProcess
+        report.seconds = RevalidationContext.seconds(ContinuousClock.now - started)
+        return report
+    }
+}

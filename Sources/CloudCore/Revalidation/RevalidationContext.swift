@@ -1,0 +1,310 @@
+import CloudProtocol
+import Foundation
+import MediaBox
+import Postbox
+
+/// Counts of what a `RevalidationContext` did since it was created.
+public struct RevalidationStats: Sendable, Equatable {
+    /// Revalidation calls sent, per cloud method wire name.
+    public var calls: [String: Int] = [:]
+    /// Parents refreshed by this process's calls / found gone / failed.
+    public var refreshed = 0
+    public var gone = 0
+    public var failed = 0
+    /// Parents answered from another process's outcome in Postbox.
+    public var reusedFromOtherProcess = 0
+    /// Requests answered from the short-lived in-process cache.
+    public var cacheHits = 0
+
+    public var totalCalls: Int { calls.values.reduce(0, +) }
+}
+
+/// One account's file-reference revalidation, shared by every job of the process (the
+/// `ReferenceRevalidator` behind `MultipartFetch`, and the `revalidate-references` job).
+///
+/// - One request per parent entity at a time: every resource of a parent waits on the same
+///   flight; message parents of one peer asked within `coalesceWindow` go out as one
+///   `getMessages` of ≤ 100 ids.
+/// - Results are reused for `cacheTTL`; failures are remembered with exponential backoff, so a
+///   storm of waiters never hammers a failing cloud.
+/// - Every wait is bounded by `requestTimeout` (the call itself may continue for later waiters).
+/// - Across processes: a Postbox lease per parent; a process that finds another's lease waits for
+///   its outcome (or the lease's expiry) and reuses the references it stored.
+/// - A parent that no longer holds the file marks the resource gone in Postbox
+///   (`RevalidationError.gone`, never retried).
+public actor RevalidationContext: ReferenceRevalidator {
+    public nonisolated let options: RevalidationOptions
+    nonisolated let refetch: ParentRefetch
+    nonisolated let leases: RevalidationLeases
+    private nonisolated let limiter: PartLimiter
+    private nonisolated let pacer: CloudRequestPacer
+
+    private struct Cached { var snapshot: ParentReferences; var until: ContinuousClock.Instant }
+    private struct Failure { var error: RevalidationError; var retryAt: ContinuousClock.Instant; var failures: Int32 }
+    private enum BatchKey: Hashable { case peer(PeerId), single(MediaParent) }
+
+    private var flights: [MediaParent: RevalidationPromise<ParentReferences>] = [:]
+    private var reuseSince: [MediaParent: Int64] = [:]
+    private var pending: [BatchKey: [MediaParent]] = [:]
+    private var cache: [MediaParent: Cached] = [:]
+    private var failures: [MediaParent: Failure] = [:]
+    private var counts = RevalidationStats()
+
+    /// - Parameters:
+    ///   - client: the account's client (the re-fetch calls).
+    ///   - postbox: the account's Postbox (leases and fresh references).
+    public init(client: CloudClient, postbox: Postbox, options: RevalidationOptions = RevalidationOptions()) {
+        self.options = options
+        self.refetch = ParentRefetch(client: client)
+        self.leases = RevalidationLeases(postbox: postbox, options: options)
+        self.limiter = PartLimiter(limit: max(1, options.maxConcurrentCalls))
+        self.pacer = CloudRequestPacer(rate: options.requestRate)
+    }
+
+    /// What this context did so far.
+    public var stats: RevalidationStats { counts }
+
+    // MARK: ReferenceRevalidator
+
+    public func revalidate(resourceId: MediaResourceId, location: FileLocation, parent: MediaResourceReference) async throws -> FileReference {
+        let id = resourceId.stringRepresentation
+        guard let mediaParent = parent.mediaParent else { throw RevalidationError.noParent(resourceId: id) }
+        if (try? await leases.status(id)) == .gone { throw RevalidationError.gone(resourceId: id, parent: parent) }
+        let snapshot = try await references(of: mediaParent, timeout: options.requestTimeout)
+        if let fresh = snapshot.reference(resourceId: id, locationId: location.id) { return fresh }
+        try? await leases.markGone(resourceId: id, parent: mediaParent)
+        throw RevalidationError.gone(resourceId: id, parent: parent)
+    }
+
+    // MARK: Public API
+
+    /// The fresh references of `parent`: from the cache, a flight in progress, another process's
+    /// outcome, or one call. Throws `RevalidationError` (timed out after `timeout`, failed,
+    /// backing off).
+    public func references(of parent: MediaParent, timeout: Double? = nil, reuseSinceMs: Int64? = nil) async throws -> ParentReferences {
+        let bound = timeout ?? options.requestTimeout
+        if let promise = join(parent, reuseSinceMs: reuseSinceMs) {
+            return try await promise.wait(timeout: bound, timeoutError: RevalidationError.timedOut(parent: MediaResourceReference(parent), seconds: bound))
+        }
+        return try answered(parent, reuseSinceMs: reuseSinceMs)
+    }
+
+    /// Refreshes many parents at once (the job's path): message parents of one peer go out in
+    /// calls of at most `batchSize` ids right away. Each result is the parent's references or
+    /// its `RevalidationError`; the whole wait is bounded by `timeout`.
+    public func refresh(_ parents: [MediaParent], timeout: Double? = nil, reuseSinceMs: Int64? = nil,
+                        batchSize: Int? = nil) async -> [MediaParent: Result<ParentReferences, RevalidationError>] {
+        let bound = timeout ?? options.requestTimeout
+        var out: [MediaParent: Result<ParentReferences, RevalidationError>] = [:]
+        var waiting: [(MediaParent, RevalidationPromise<ParentReferences>)] = []
+        var keys = Set<BatchKey>()
+        for p in Set(parents) {
+            if let promise = join(p, reuseSinceMs: reuseSinceMs) {
+                waiting.append((p, promise))
+                keys.insert(key(p))
+            } else {
+                do { out[p] = .success(try answered(p, reuseSinceMs: reuseSinceMs)) } catch {
+                    out[p] = .failure(Self.revalidationError(error, parent: p))
+                }
+            }
+        }
+        for k in keys { flush(k, batchSize: batchSize) }
+        let deadline = ContinuousClock.now.advanced(by: .seconds(bound))
+        for (p, promise) in waiting {
+            let left = max(0, Self.seconds(deadline - ContinuousClock.now))
+            do {
+                out[p] = .success(try await promise.wait(timeout: left, timeoutError: RevalidationError.timedOut(parent: MediaResourceReference(p), seconds: bound)))
+            } catch {
+                out[p] = .failure(Self.revalidationError(error, parent: p))
+            }
+        }
+        return out
+    }
+
+    // MARK: Flights
+
+    /// The flight to wait on, or nil when the answer is already known (cache, backoff).
+    private func join(_ p: MediaParent, reuseSinceMs: Int64?) -> RevalidationPromise<ParentReferences>? {
+        let now = ContinuousClock.now
+        if let c = cache[p], c.until > now, reuseSinceMs.map({ c.snapshot.obtainedAtMs >= $0 }) ?? true { return nil }
+        if let f = failures[p], f.retryAt > now { return nil }
+        if let existing = flights[p] { return existing }
+        let promise = RevalidationPromise<ParentReferences>()
+        flights[p] = promise
+        if let since = reuseSinceMs { reuseSince[p] = since }
+        let k = key(p)
+        pending[k, default: []].append(p)
+        let count = pending[k]?.count ?? 0
+        if count >= max(1, options.maxBatch) {
+            flush(k, batchSize: nil)
+        } else if count == 1 {
+            flushSoon(k)
+        }
+        return promise
+    }
+
+    /// The known answer for `p` when `join` returned nil.
+    private func answered(_ p: MediaParent, reuseSinceMs: Int64?) throws -> ParentReferences {
+        let now = ContinuousClock.now
+        if let c = cache[p], c.until > now {
+            counts.cacheHits += 1
+            var s = c.snapshot
+            s.source = .cache
+            return s
+        }
+        if let f = failures[p], f.retryAt > now {
+            let left = Self.seconds(f.retryAt - now)
+            switch f.error {
+            case let .failed(parent, reason, unavailable), let .backingOff(parent, reason, _, unavailable):
+                throw RevalidationError.backingOff(parent: parent, reason: reason, retryIn: left, cloudUnavailable: unavailable)
+            default: throw f.error
+            }
+        }
+        throw RevalidationError.storage(parent: MediaResourceReference(p), reason: "no answer")
+    }
+
+    private func key(_ p: MediaParent) -> BatchKey {
+        if case .message(let id) = p { return .peer(id.peerId) }
+        return .single(p)
+    }
+
+    private func flushSoon(_ k: BatchKey) {
+        guard case .peer = k else { return flush(k, batchSize: nil) }
+        let window = options.coalesceWindow
+        Task {
+            try? await Task.sleep(for: .seconds(window))
+            self.flush(k, batchSize: nil)
+        }
+    }
+
+    /// Sends what is pending under `k` in calls of at most `batchSize` (≤ `maxBatch`) parents.
+    private func flush(_ k: BatchKey, batchSize: Int?) {
+        guard let parents = pending.removeValue(forKey: k), !parents.isEmpty else { return }
+        let size = max(1, min(batchSize ?? options.maxBatch, options.maxBatch, GetMessagesRequest.maxIds))
+        for start in stride(from: 0, to: parents.count, by: size) {
+            let batch = Array(parents[start..<min(start + size, parents.count)])
+            var thresholds: [MediaParent: Int64] = [:]
+            for p in batch { if let s = reuseSince.removeValue(forKey: p) { thresholds[p] = s } }
+            let since = thresholds
+            Task {
+                let results = await self.resolve(batch, reuseSinceMs: since)
+                self.finish(results)
+            }
+        }
+    }
+
+    /// Hands each parent's result to its waiters and remembers it (cache or backoff).
+    private func finish(_ results: [MediaParent: Result<ParentReferences, RevalidationError>]) {
+        let now = ContinuousClock.now
+        for (p, result) in results {
+            switch result {
+            case .success(let s):
+                cache[p] = Cached(snapshot: s, until: now.advanced(by: .seconds(options.cacheTTL)))
+                failures[p] = nil
+                switch s.source {
+                case .cloud: if s.gone { counts.gone += 1 } else { counts.refreshed += 1 }
+                case .otherProcess: counts.reusedFromOtherProcess += 1
+                case .cache: counts.cacheHits += 1
+                }
+            case .failure(let e):
+                let n = (failures[p]?.failures ?? 0) + 1
+                if case .failed = e { counts.failed += 1 }
+                let wait: Double
+                switch e {
+                case .failed, .backingOff: wait = options.backoff(failures: n)
+                default: wait = 0
+                }
+                if wait > 0 { failures[p] = Failure(error: e, retryAt: now.advanced(by: .seconds(wait)), failures: n) }
+            }
+            flights.removeValue(forKey: p)?.fulfill(result.mapError { $0 })
+        }
+        // Trim expired cache entries now and then.
+        if cache.count > 50_000 { cache = cache.filter { $0.value.until > now } }
+        if failures.count > 50_000 { failures = failures.filter { $0.value.retryAt > now } }
+    }
+
+    private func countCall(_ method: CloudMethod) { counts.calls[method.rawValue, default: 0] += 1 }
+
+    // MARK: One batch (off the actor)
+
+    /// Resolves one batch through the Postbox leases: reuse another process's outcome, wait for
+    /// a lease held elsewhere, or call the cloud for the parents whose lease we took.
+    private nonisolated func resolve(_ batch: [MediaParent], reuseSinceMs: [MediaParent: Int64]) async -> [MediaParent: Result<ParentReferences, RevalidationError>] {
+        var results: [MediaParent: Result<ParentReferences, RevalidationError>] = [:]
+        var remaining = batch
+        var since = reuseSinceMs
+        let waitStart = RevalidationLeases.nowMs()
+        let deadline = ContinuousClock.now.advanced(by: .seconds(options.leaseDuration + options.requestTimeout))
+        while !remaining.isEmpty {
+            let claims: [MediaParent: RevalidationLeases.Claim]
+            do { claims = try await leases.claim(remaining, reuseSinceMs: since) } catch {
+                for p in remaining { results[p] = .failure(.storage(parent: MediaResourceReference(p), reason: "\(error)")) }
+                break
+            }
+            var mine: [MediaParent] = [], reuse: [MediaParent] = [], held: [MediaParent] = []
+            for p in remaining {
+                switch claims[p] {
+                case .mine?: mine.append(p)
+                case .reuse?: reuse.append(p)
+                case .held?: held.append(p)
+                case let .backoff(lease, retryIn)?:
+                    results[p] = .failure(.backingOff(parent: MediaResourceReference(p), reason: lease.lastError ?? "failed",
+                                                      retryIn: Double(retryIn) / 1000, cloudUnavailable: true))
+                case nil: held.append(p)
+                }
+            }
+            if !reuse.isEmpty {
+                do {
+                    for (p, s) in try await leases.stored(reuse) { results[p] = .success(s) }
+                } catch {
+                    for p in reuse { results[p] = .failure(.storage(parent: MediaResourceReference(p), reason: "\(error)")) }
+                }
+            }
+            if !mine.isEmpty {
+                for (p, r) in await call(mine) { results[p] = r }
+            }
+            remaining = held
+            guard !remaining.isEmpty else { break }
+            // Another process is on it: its outcome counts once it is newer than our wait.
+            for p in remaining { since[p] = min(since[p] ?? waitStart, waitStart) }
+            if ContinuousClock.now >= deadline {
+                for p in remaining { results[p] = .failure(.timedOut(parent: MediaResourceReference(p), seconds: options.leaseDuration + options.requestTimeout)) }
+                break
+            }
+            try? await Task.sleep(for: .seconds(options.pollInterval))
+        }
+        return results
+    }
+
+    /// One cloud call for parents whose lease this process holds; stores the outcome.
+    private nonisolated func call(_ parents: [MediaParent]) async -> [MediaParent: Result<ParentReferences, RevalidationError>] {
+        guard let kind = parents.first?.kind else { return [:] }
+        var out: [MediaParent: Result<ParentReferences, RevalidationError>] = [:]
+        do {
+            let fetched = try await limiter.withSlot {
+                try await pacer.wait()
+                await self.countCall(ParentRefetch.method(kind))
+                return try await refetch.fetch(parents, obtainedAt: Int64(Date().timeIntervalSince1970))
+            }
+            let stored = try await leases.commit(fetched, atMs: RevalidationLeases.nowMs())
+            for p in parents {
+                if let s = stored[p] { out[p] = .success(s) } else { out[p] = .failure(.storage(parent: MediaResourceReference(p), reason: "no answer stored")) }
+            }
+        } catch {
+            let unavailable = (error as? CloudClientError)?.isCloudUnavailable ?? false
+            let reason = (error as? CloudClientError)?.description ?? "\(error)"
+            _ = try? await leases.commitFailure(parents, reason: reason, atMs: RevalidationLeases.nowMs())
+            for p in parents { out[p] = .failure(.failed(parent: MediaResourceReference(p), reason: reason, cloudUnavailable: unavailable)) }
+        }
+        return out
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    static func revalidationError(_ error: any Error, parent: MediaParent) -> RevalidationError {
+        if let e = error as? RevalidationError { return e }
+        return .failed(parent: MediaResourceReference(parent), reason: "\(error)", cloudUnavailable: false)
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import Postbox
+
+/// The fresh references of one parent, as the context hands them to waiters: resource id →
+/// reference and file (location) id → reference, or `gone`.
+public struct ParentReferences: Sendable {
+    /// Where the answer came from.
+    public enum Source: Sendable { case cloud, otherProcess, cache }
+
+    public var parent: MediaParent
+    public var gone: Bool
+    var references: [String: FileReference]
+    var byLocation: [Int64: FileReference]
+    public var source: Source
+    /// Unix milliseconds the answer was obtained.
+    public var obtainedAtMs: Int64
+
+    /// Resource ids the parent holds now.
+    public var resourceIds: Set<String> { Set(references.keys) }
+
+    /// The fresh reference of `resourceId` (or of the file `locationId`), nil if not held.
+    public func reference(resourceId: String, locationId: Int64? = nil) -> FileReference? {
+        references[resourceId] ?? locationId.flatMap { byLocation[$0] }
+    }
+}
+
+/// Cross-process coordination in Postbox: one lease per parent (`tx.revalidationLeases`), the
+/// outcome other processes reuse, and the fresh references in `tx.mediaReferences`.
+struct RevalidationLeases: Sendable {
+    let postbox: Postbox
+    let options: RevalidationOptions
+
+    /// How a parent stands for this process.
+    enum Claim: Sendable {
+        /// We hold the lease: call the cloud.
+        case mine
+        /// Someone (maybe another process) produced a usable outcome: read it from Postbox.
+        case reuse(RevalidationLease)
+        /// A recent failure whose backoff has not elapsed.
+        case backoff(RevalidationLease, retryInMs: Int64)
+        /// Another live process holds the lease: wait and look again.
+        case held(RevalidationLease)
+    }
+
+    static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Classifies `parents` and takes the lease of those nobody is working on, in one write
+    /// transaction. `reuseSinceMs[p]`: an outcome at or after it is reused.
+    func claim(_ parents: [MediaParent], reuseSinceMs: [MediaParent: Int64]) async throws -> [MediaParent: Claim] {
+        let holder = options.holder
+        let durationMs = Int64(options.leaseDuration * 1000)
+        let options = self.options
+        return try await postbox.transaction { tx in
+            let table = try tx.revalidationLeases
+            let now = Self.nowMs()
+            var out: [MediaParent: Claim] = [:]
+            for p in parents {
+                let lease = try table.get(p) ?? RevalidationLease()
+                let since = reuseSinceMs[p] ?? (now - Int64(options.cacheTTL * 1000))
+                if lease.lastOutcome == .gone || (lease.lastOutcome == .refreshed && lease.lastOutcomeAt >= since) {
+                    out[p] = .reuse(lease)
+                } else if !lease.holder.isEmpty, lease.holder != holder, lease.leaseUntil > now {
+                    out[p] = .held(lease)
+                } else if lease.lastOutcome == .failed,
+                          case let retryAt = lease.lastOutcomeAt + Int64(options.backoff(failures: lease.failures) * 1000), retryAt > now {
+                    out[p] = .backoff(lease, retryInMs: retryAt - now)
+                } else {
+                    let taken = try table.acquire(p, holder: holder, nowMs: now, durationMs: durationMs)
+                    out[p] = taken.holder == holder ? .mine : .held(taken)
+                }
+            }
+            return out
+        }
+    }
+
+    /// The outcome stored for `parents` (after `claim` said reuse), from the reference table.
+    func stored(_ parents: [MediaParent]) async throws -> [MediaParent: ParentReferences] {
+        try await postbox.read { tx in
+            var out: [MediaParent: ParentReferences] = [:]
+            let leases = try tx.revalidationLeases
+            let refs = try tx.mediaReferences
+            for p in parents {
+                let lease = try leases.get(p) ?? RevalidationLease()
+                var snapshot = ParentReferences(parent: p, gone: lease.lastOutcome == .gone, references: [:], byLocation: [:],
+                                                source: .otherProcess, obtainedAtMs: lease.lastOutcomeAt)
+                if !snapshot.gone {
+                    for id in try refs.resources(of: p) {
+                        if let r = try refs.get(id), r.status == .valid, !r.fileReference.isEmpty {
+                            snapshot.references[id] = FileReference(r.fileReference)
+                        }
+                    }
+                }
+                out[p] = snapshot
+            }
+            return out
+        }
+    }
+
+    /// Stores what the cloud answered: fresh records (resources the parent no longer holds
+    /// become gone), stored messages and peers replaced, leases released with the outcome.
+    func commit(_ results: [RefetchedParent], atMs now: Int64) async throws -> [MediaParent: ParentReferences] {
+        try await postbox.transaction { tx in
+            let refs = try tx.mediaReferences
+            let leases = try tx.revalidationLeases
+            var out: [MediaParent: ParentReferences] = [:]
+            for r in results {
+                let fresh = Set(r.records.map(\.resourceId))
+                for id in try refs.resources(of: r.parent) where !fresh.contains(id) {
+                    if var old = try refs.get(id), old.status != .gone {
+                        old.status = .gone
+                        try refs.set(old)
+                    }
+                }
+                for record in r.records { try refs.set(record) }
+                if let m = r.message, try tx.messages.get(m.id) != nil { try tx.messages.add([m]) }
+                if let p = r.peer, try tx.peers.get(p.id) != nil { try tx.peers.set(p) }
+                var lease = try leases.get(r.parent) ?? RevalidationLease()
+                lease.holder = ""
+                lease.leaseUntil = 0
+                lease.lastOutcome = r.gone ? .gone : .refreshed
+                lease.lastOutcomeAt = now
+                lease.failures = 0
+                lease.lastError = nil
+                try leases.set(r.parent, lease)
+                var snapshot = ParentReferences(parent: r.parent, gone: r.gone, references: [:], byLocation: [:], source: .cloud, obtainedAtMs: now)
+                for record in r.records { snapshot.references[record.resourceId] = FileReference(record.fileReference) }
+                for (location, id) in r.locations { snapshot.byLocation[location] = snapshot.references[id] }
+                out[r.parent] = snapshot
+            }
+            return out
+        }
+    }
+
+    /// Records a failed call: lease released with the failure count (the backoff), the
+    /// parent's records marked failed. Returns the failures in a row per parent.
+    func commitFailure(_ parents: [MediaParent], reason: String, atMs now: Int64) async throws -> [MediaParent: Int32] {
+        try await postbox.transaction { tx in
+            let refs = try tx.mediaReferences
+            let leases = try tx.revalidationLeases
+            var out: [MediaParent: Int32] = [:]
+            for p in parents {
+                var lease = try leases.get(p) ?? RevalidationLease()
+                lease.holder = ""
+                lease.leaseUntil = 0
+                lease.lastOutcome = .failed
+                lease.lastOutcomeAt = now
+                lease.failures += 1
+                lease.lastError = reason
+                try leases.set(p, lease)
+                out[p] = lease.failures
+                for id in try refs.resources(of: p) {
+                    if var r = try refs.get(id), r.status != .gone {
+                        r.status = .failed
+                        r.failures += 1
+                        try refs.set(r)
+                    }
+                }
+            }
+            return out
+        }
+    }
+
+    /// Marks one resource gone (its parent no longer holds it), creating the record if needed.
+    func markGone(resourceId: String, parent: MediaParent) async throws {
+        try await postbox.transaction { tx in
+            let refs = try tx.mediaReferences
+            var record = try refs.get(resourceId)
+                ?? MediaReferenceRecord(resourceId: resourceId, parent: parent, fileReference: Data(), obtainedAt: Int64(Date().timeIntervalSince1970))
+            guard record.status != .gone else { return }
+            record.status = .gone
+            try refs.set(record)
+        }
+    }
+
+    /// The stored status of a resource's reference, if any.
+    func status(_ resourceId: String) async throws -> MediaReferenceRecord.Status? {
+        try await postbox.read { try $0.mediaReferences.get(resourceId)?.status }
+    }
+}
