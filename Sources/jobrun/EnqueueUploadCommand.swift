@@ -61,7 +61,7 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
                                "sha256": .string(item.sha256), "secret": .bool(secret), "staged": .string(item.stagedPath),
                                "staging": .string(item.extra["staging"] ?? ""), "random_id": .int(item.randomId)]))
         } else {
-            print("queued item \(item.id): \(item.originalName) (\(ByteSize.format(item.size))) for peer \(peer)\(secret ? ", secret" : "") — staged as \(item.extra["staging"] ?? "copy") at \(item.stagedPath)")
+            print("queued item \(item.id): \(item.originalName) (\(ByteSize.human(item.size))) for peer \(peer)\(secret ? ", secret" : "") — staged as \(item.extra["staging"] ?? "copy") at \(item.stagedPath)")
         }
     }
 }

@@ -34,7 +34,7 @@ struct StatsCommand: ParsableCommand {
                 ]))
                 continue
             }
-            print("account \(id): \(ByteSize.format(stats.total.bytes)) in \(stats.total.count) files (\(media))")
+            print("account \(id): \(ByteSize.human(stats.total.bytes)) in \(stats.total.count) files (\(media))")
             print("  by tier:")
             for (tier, u) in stats.byLocation.sorted(by: { $0.key.rawValue < $1.key.rawValue }) { print("    \(tier.description.padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))") }
             print("  by content type:")
@@ -42,7 +42,7 @@ struct StatsCommand: ParsableCommand {
             print("  by peer (top \(top)):")
             for (peer, u) in stats.byPeer.sorted(by: { $0.value.bytes > $1.value.bytes }).prefix(top) {
                 let types = stats.byPeerAndContentType.filter { $0.key.peerId == peer }.sorted { $0.value.bytes > $1.value.bytes }
-                    .map { "\($0.key.contentType.description) \(ByteSize.format($0.value.bytes))" }.joined(separator: ", ")
+                    .map { "\($0.key.contentType.description) \(ByteSize.human($0.value.bytes))" }.joined(separator: ", ")
                 print("    \(String(peer.rawValue).padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))  [\(types)]")
             }
         }
@@ -50,5 +50,5 @@ struct StatsCommand: ParsableCommand {
     }
 
     private func usage(_ u: StorageUsage) -> LogValue { .object(["bytes": .int(u.bytes), "files": .int(u.count)]) }
-    private func line(_ u: StorageUsage) -> String { "\(ByteSize.format(u.bytes).padding(toLength: 10, withPad: " ", startingAt: 0)) \(u.count) files" }
+    private func line(_ u: StorageUsage) -> String { "\(ByteSize.human(u.bytes).padding(toLength: 10, withPad: " ", startingAt: 0)) \(u.count) files" }
 }

@@ -36,6 +36,17 @@ public enum ByteSize {
     }
 
     /// Formats bytes with an IEC suffix when exact (`10MiB`), else in bytes.
+    /// Bytes for people, rounded (`27.4 MiB`), for summaries and progress lines; `format` is the
+    /// exact form for config files.
+    public static func human(_ bytes: Int64) -> String {
+        var value = Double(bytes)
+        for unit in ["B", "KiB", "MiB", "GiB"] {
+            if value < 1024 { return unit == "B" ? "\(bytes) B" : "\(String(format: "%.1f", value)) \(unit)" }
+            value /= 1024
+        }
+        return "\(String(format: "%.1f", value)) TiB"
+    }
+
     public static func format(_ bytes: Int64) -> String {
         for (suffix, size) in [("TiB", Int64(1) << 40), ("GiB", Int64(1) << 30), ("MiB", Int64(1) << 20), ("KiB", Int64(1) << 10)]
         where bytes >= size && bytes % size == 0 {

@@ -64,9 +64,9 @@ public struct TimeBasedCleanupJob: JobKindRunner {
             samples.append(MetricSample("cleanup_freed_bytes_by_type", labels: ["content_type": row.contentType ?? "other"], value: Double(row.bytes), help: "bytes freed by the last cleanup, per content type"))
         }
         let verb = options.dryRun ? "would free" : "freed"
-        var summary = ["\(verb) \(ByteSize.format(report.removed.bytes)) in \(report.removed.count) files (expired \(report.expired.count), evicted \(report.evicted.count)); cache now \(ByteSize.format(report.after.bytes)) in \(report.after.count) files\(report.withinLimits ? "" : " — still over its limits (locked or immune resources)")"]
+        var summary = ["\(verb) \(ByteSize.human(report.removed.bytes)) in \(report.removed.count) files (expired \(report.expired.count), evicted \(report.evicted.count)); cache now \(ByteSize.human(report.after.bytes)) in \(report.after.count) files\(report.withinLimits ? "" : " — still over its limits (locked or immune resources)")"]
         for row in report.byPeerAndContentType.sorted(by: { $0.bytes > $1.bytes }).prefix(10) {
-            summary.append("  peer \(row.peerId ?? 0) \(row.contentType ?? "?"): \(row.count) files, \(ByteSize.format(row.bytes))")
+            summary.append("  peer \(row.peerId ?? 0) \(row.contentType ?? "?"): \(row.count) files, \(ByteSize.human(row.bytes))")
         }
         context.logger.info("cleanup.report", [
             "dry_run": .bool(options.dryRun), "bytes_freed": .int(report.removed.bytes), "files_removed": .int(report.removed.count),
