@@ -7,5 +7,6 @@ enum ShippedKinds {
         .syncHistory: SyncHistoryJob(),
         .uploadQueue: UploadQueueJob(),
         .revalidateReferences: RevalidateReferencesJob(),
+        .prefetchChatMedia: PrefetchChatMediaJob(),
     ])
 }

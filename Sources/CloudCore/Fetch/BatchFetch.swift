@@ -111,3 +111,13 @@ actor BatchStore {
         return task
     }
 }
+
+extension MultipartFetch {
+    /// A fetcher with this one's part settings and reference revalidation, on another client —
+    /// for a job that needs its own transport (a receive bandwidth cap) but must keep the
+    /// account's shared revalidation (one revalidation per parent entity).
+    public func reusingRevalidation(on client: CloudClient) -> MultipartFetch {
+        let configuration = self.configuration
+        return MultipartFetch(client: client, revalidator: context.revalidator) { $0 = configuration }
+    }
+}
