@@ -1,0 +1,32 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// The README's first command: `jobrun demo` runs every kind against its embedded cloud and
+/// says what each did.
+final class DemoIntegrationTests: XCTestCase {
+    func testDemoRunsEveryKindAndSummarizes() throws {
+        let dir = TemporaryDirectory(prefix: "jobrun-demo")
+        let p = try ChildProcess(Products.executable("jobrun"), ["demo", "--json", "--root", dir.file("root")])
+        let status = p.wait(timeout: 300)
+        XCTAssertEqual(status, 0, p.stderr)
+        let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(p.stdout.utf8)) as? [String: Any], p.stdout)
+        let runs = try XCTUnwrap(summary["runs"] as? [[String: Any]])
+        XCTAssertEqual(runs.map { $0["job"] as? String },
+                       ["sync-history", "prefetch-chat-media", "revalidate-references", "upload-queue", "time-based-cleanup"])
+        XCTAssertTrue(runs.allSatisfy { $0["outcome"] as? String == "succeeded" }, "\(runs)")
+        func counter(_ job: String, _ name: String) -> Int? {
+            ((runs.first { $0["job"] as? String == job }?["counters"] as? [String: Any])?[name] as? NSNumber)?.intValue
+        }
+        XCTAssertGreaterThan(counter("sync-history", "messages_stored") ?? 0, 0)
+        XCTAssertGreaterThan(counter("prefetch-chat-media", "downloaded") ?? 0, 0)
+        XCTAssertEqual(counter("prefetch-chat-media", "failed"), 0)
+        XCTAssertGreaterThan(counter("revalidate-references", "parents_refreshed") ?? 0, 0)
+        XCTAssertEqual(counter("upload-queue", "items_sent"), 3)
+        XCTAssertGreaterThan(counter("time-based-cleanup", "files_evicted") ?? 0, 0)
+        XCTAssertLessThanOrEqual(counter("time-based-cleanup", "cache_bytes") ?? .max, 8 << 20, "cleanup brought the cache under its 8 MiB limit")
+        // Every expired reference came back with one call per parent entity.
+        XCTAssertEqual((summary["max_revalidation_calls_per_parent"] as? NSNumber)?.intValue, 1)
+        XCTAssertEqual((summary["revalidated_parents"] as? NSNumber)?.intValue, counter("revalidate-references", "parents_refreshed"))
+    }
+}
