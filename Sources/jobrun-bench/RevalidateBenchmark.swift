@@ -99,6 +99,13 @@ func runRevalidateBenchmark(parents: Int, perParent: Int, concurrency: Int, clou
     table.add(["calls ÷ naive (1 per resource)", fmt(Double(calls) / Double(max(written, 1)), 5)])
     table.add(["parent revalidations ÷ naive", fmt(Double(perParentCalls.reduce(0, +)) / Double(max(written, 1)), 5)])
     table.print()
+    // No outside peer revalidates references; the peer is the naive client (one call per resource).
+    let maxPerParent = perParentCalls.max() ?? 0
+    BenchRatios.record("revalidate", "revalidations per parent (max)", product: "\(maxPerParent)", peer: "1 (target)",
+                       ratio: maxPerParent > 0 ? 1 / Double(maxPerParent) : 0, target: 1)
+    BenchRatios.record("revalidate", "calls for \(written) references", product: "\(calls) calls, \(fmt(Double(report.referencesRefreshed) / max(report.seconds, 1e-9), 0)) refs/s",
+                       peer: "\(written) naive calls", ratio: Double(written) / Double(max(calls, 1)),
+                       target: Double(written) / Double(max(report.parentsSelected, 1)))
     if let failure = report.cloudFailure { throw BenchError("cloud failure: \(failure)") }
 }
 
