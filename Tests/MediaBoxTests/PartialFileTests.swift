@@ -145,6 +145,55 @@ final class PartialFileTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "u", count: 7000))
     }
 
+    func testCancellingTheOnlyCallerStopsTheFetchAndKeepsThePartial() async throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-cancel")
+        let resource = SimpleMediaResource("slow", size: 102_400)
+        let box = try MediaBox(basePath: tmp.path + "/media", fetcher: PatternFetcher(chunk: 1024, delay: .milliseconds(20)))
+        let task = Task { try await box.fetch(resource, info: MediaResourceStorageInfo()) }
+        let deadline = Date().addingTimeInterval(5)
+        while (box.resourceData(resource.id)?.size ?? 0) < 4096, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let cancelled = Date()
+        task.cancel()
+        do {
+            _ = try await task.value
+            XCTFail("the fetch was cancelled")
+        } catch is CancellationError {}
+        XCTAssertLessThan(Date().timeIntervalSince(cancelled), 0.5, "the caller stops waiting at once")
+
+        // The flight itself stopped: the file does not complete behind the caller's back, and a
+        // new fetch (another MediaBox, as the next run would open) resumes from the partial file.
+        try await Task.sleep(for: .milliseconds(300))
+        let kept = try XCTUnwrap(box.resourceData(resource.id))
+        XCTAssertFalse(kept.complete)
+        XCTAssertGreaterThan(kept.size, 0)
+        let second = PatternFetcher(chunk: 4096)
+        let box2 = try MediaBox(basePath: tmp.path + "/media", fetcher: second)
+        let data = try await box2.fetch(resource, info: MediaResourceStorageInfo())
+        XCTAssertEqual(second.calls, 1)
+        let missing = try XCTUnwrap(second.requests.first?.missingRanges)
+        XCTAssertLessThan(missing.reduce(0) { $0 + $1.count }, 102_400, "resumed, not refetched: \(missing)")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "slow", count: 102_400))
+    }
+
+    func testACancelledCallerLeavesTheOthersFetching() async throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-cancel-one")
+        let fetcher = PatternFetcher(chunk: 1024, delay: .milliseconds(5))
+        let box = try MediaBox(basePath: tmp.path + "/media", fetcher: fetcher)
+        let resource = SimpleMediaResource("shared-cancel", size: 32_768)
+        let leaving = Task { try await box.fetch(resource, info: MediaResourceStorageInfo()) }
+        let staying = Task { try await box.fetch(resource, info: MediaResourceStorageInfo()) }
+        try await Task.sleep(for: .milliseconds(30))
+        leaving.cancel()
+        do {
+            _ = try await leaving.value
+            XCTFail("the first caller was cancelled")
+        } catch is CancellationError {}
+        let data = try await staying.value
+        XCTAssertTrue(data.complete)
+        XCTAssertEqual(fetcher.calls, 1, "the other caller's fetch went on, not restarted")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "shared-cancel", count: 32_768))
+    }
+
     func testConcurrentRequestsShareOneFetch() async throws {
         let tmp = TemporaryDirectory(prefix: "mediabox-shared")
         let fetcher = PatternFetcher(chunk: 1024, delay: .milliseconds(5))
