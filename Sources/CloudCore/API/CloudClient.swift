@@ -28,16 +28,18 @@ public final class CloudClient: Sendable {
     /// `CurlTransport` with the configuration's timeouts.
     public convenience init(config: CloudAccountConfig, transport: (any Transport)? = nil, observer: CloudClientObserver? = nil) throws {
         try config.validate()
-        if let transport {
-            self.init(validated: config, transport: transport, observer: observer)
-        } else {
-            var tc = TransportConfiguration()
-            tc.connectTimeout = config.connectTimeout
-            tc.requestTimeout = config.requestTimeout
-            tc.idleTimeout = min(30, config.requestTimeout)
-            tc.maxCollectedBodySize = max(config.maxAnswerSize, 2 << 20)
-            self.init(validated: config, transport: try CurlTransport(configuration: tc), observer: observer)
-        }
+        let transport = try transport ?? CurlTransport(configuration: Self.transportConfiguration(for: config))
+        self.init(validated: config, transport: transport, observer: observer)
+    }
+
+    /// Transport settings for an account: its timeouts and answer size limit.
+    public static func transportConfiguration(for config: CloudAccountConfig) -> TransportConfiguration {
+        var tc = TransportConfiguration()
+        tc.connectTimeout = config.connectTimeout
+        tc.requestTimeout = config.requestTimeout
+        tc.idleTimeout = min(30, config.requestTimeout)
+        tc.maxCollectedBodySize = max(config.maxAnswerSize, 2 << 20)
+        return tc
     }
 
     private init(validated config: CloudAccountConfig, transport: any Transport, observer: CloudClientObserver?) {
@@ -51,6 +53,23 @@ public final class CloudClient: Sendable {
     /// reports its events to `observer`: one per job, for the job's log.
     public func with(observer: @escaping CloudClientObserver) -> CloudClient {
         let derived = CloudClient(validated: config, transport: transport, observer: observer)
+        if let cdn = cdnBase.withLock({ $0 }) { derived.noteCdnURL(cdn) }
+        return derived
+    }
+
+    /// A client with this one's configuration on a transport of its own, sized for `connections`
+    /// requests in flight and, when given, capped at `receiveLimit` / `sendLimit` bytes per second
+    /// over all its transfers: for a job that needs more connections than the shared pool, or a
+    /// bandwidth cap that must not slow the other jobs.
+    public func withOwnTransport(connections: Int, receiveLimit: Int? = nil, sendLimit: Int? = nil,
+                                 observer: CloudClientObserver? = nil) throws -> CloudClient {
+        var tc = Self.transportConfiguration(for: config)
+        tc.maxConnectionsPerHost = max(16, connections)
+        tc.maxTotalConnections = max(64, connections + 8)
+        tc.handlePoolSize = max(64, connections + 8)
+        tc.maxReceiveBytesPerSecond = receiveLimit
+        tc.maxSendBytesPerSecond = sendLimit
+        let derived = CloudClient(validated: config, transport: try CurlTransport(configuration: tc), observer: observer ?? self.observer)
         if let cdn = cdnBase.withLock({ $0 }) { derived.noteCdnURL(cdn) }
         return derived
     }

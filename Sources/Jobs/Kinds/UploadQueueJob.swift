@@ -204,17 +204,8 @@ public struct UploadQueueJob: JobKindRunner {
         let parts = Int(p.int("partsInFlight") ?? 30) * concurrency
         let bandwidth = p.bytes("bandwidthLimit")
         guard bandwidth != nil || parts > 16 else { return shared.with(observer: observer) }
-        var tc = TransportConfiguration()
-        tc.connectTimeout = shared.config.connectTimeout
-        tc.requestTimeout = shared.config.requestTimeout
-        tc.idleTimeout = min(30, shared.config.requestTimeout)
-        tc.maxCollectedBodySize = max(shared.config.maxAnswerSize, 2 << 20)
-        tc.maxConnectionsPerHost = max(16, parts)
-        tc.maxTotalConnections = max(64, parts + 8)
-        tc.handlePoolSize = max(64, parts + 8)
-        tc.maxSendBytesPerSecond = bandwidth.map { Int(clamping: $0) }
         do {
-            return try CloudClient(config: shared.config, transport: CurlTransport(configuration: tc), observer: observer)
+            return try shared.withOwnTransport(connections: parts, sendLimit: bandwidth.map { Int(clamping: $0) }, observer: observer)
         } catch {
             throw JobError.config("cannot set up the upload client of account \(account.id): \(error)")
         }
