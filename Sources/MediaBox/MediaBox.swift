@@ -111,14 +111,17 @@ public final class MediaBox: Sendable {
     /// Returns the complete resource, fetching what is missing with the injected fetcher
     /// (resuming an existing partial file). Concurrent calls for one resource, in this process
     /// or another, result in one fetch. Records the resource in StorageBox (or its access).
-    public func fetch(_ resource: any MediaResource, info: MediaResourceStorageInfo) async throws -> MediaResourceData {
+    /// `fetcher` replaces the injected one for this call (e.g. a job's bandwidth-capped one);
+    /// callers joining a fetch in progress share whichever fetcher started it.
+    public func fetch(_ resource: any MediaResource, info: MediaResourceStorageInfo,
+                      fetcher override: (any MediaResourceFetcher)? = nil) async throws -> MediaResourceData {
         let key = MediaStorageKey(location: info.location, id: resource.id)
         let paths = self.paths(for: key)
         if let d = completeData(paths) {
             try storageBox.touch([key], at: Self.now())
             return d
         }
-        guard let fetcher else { throw MediaBoxError.noFetcher }
+        guard let fetcher = override ?? fetcher else { throw MediaBoxError.noFetcher }
         return try await coordinator.run(key) { [self] in
             try await self.performFetch(resource, info: info, key: key, paths: paths, fetcher: fetcher)
         }

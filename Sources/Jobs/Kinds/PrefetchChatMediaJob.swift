@@ -65,14 +65,14 @@ public struct PrefetchChatMediaJob: JobKindRunner {
         tally.skips = selection.skips
         tally.gone = selection.gone
         if !selection.candidates.isEmpty {
-            let box = try PrefetchDownloads.mediaBox(account: account, policy: policy)
-            tally = try await Self.download(selection.candidates, into: box, policy: policy, tally: tally, log: log)
+            let fetcher = try PrefetchDownloads.fetcher(account: account, policy: policy)
+            tally = try await Self.download(selection.candidates, into: account.mediaBox, fetcher: fetcher, policy: policy, tally: tally, log: log)
         }
         return try Self.report(selection, tally: tally, policy: policy, account: account.id, log: log)
     }
 
     /// Runs the downloads, `policy.concurrency` at a time, newest first.
-    static func download(_ candidates: [PrefetchCandidate], into box: MediaBox, policy: PrefetchPolicy,
+    static func download(_ candidates: [PrefetchCandidate], into box: MediaBox, fetcher: MultipartFetch, policy: PrefetchPolicy,
                          tally initial: Tally, log: JobLogger) async throws -> Tally {
         let shared = Shared(initial, PrefetchBudget(policy: policy))
         let progress = PrefetchProgress(totalFiles: candidates.count, totalBytes: candidates.reduce(0) { $0 + $1.size }, log: log)
@@ -97,7 +97,7 @@ public struct PrefetchChatMediaJob: JobKindRunner {
                             return $0.next - 1
                         }
                         guard let index else { return }
-                        try await fetchOne(candidates[index], box: box, shared: shared, progress: progress, log: log)
+                        try await fetchOne(candidates[index], box: box, fetcher: fetcher, shared: shared, progress: progress, log: log)
                     }
                 }
             }
@@ -107,7 +107,8 @@ public struct PrefetchChatMediaJob: JobKindRunner {
     }
 
     /// Admits and downloads one file, settling the counters whatever happens.
-    static func fetchOne(_ c: PrefetchCandidate, box: MediaBox, shared: Shared, progress: PrefetchProgress, log: JobLogger) async throws {
+    static func fetchOne(_ c: PrefetchCandidate, box: MediaBox, fetcher: MultipartFetch, shared: Shared, progress: PrefetchProgress,
+                         log: JobLogger) async throws {
         let id = c.resource.id
         let existing = box.resourceData(id)
         if existing?.complete == true { // completed by another run since the selection
@@ -133,7 +134,7 @@ public struct PrefetchChatMediaJob: JobKindRunner {
         }
         do {
             try await Failpoints.hit("prefetch-before-file")
-            _ = try await box.fetch(c.resource, info: c.info)
+            _ = try await box.fetch(c.resource, info: c.info, fetcher: fetcher)
             shared.budget.withLock { $0.finish(size: c.size, needed: needed, completed: true) }
             shared.tally.withLock {
                 $0.downloaded += 1
