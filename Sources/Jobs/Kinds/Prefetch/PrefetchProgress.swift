@@ -5,7 +5,9 @@ import Synchronization
 /// TTY) one line rewritten in place — files, bytes, rate, ETA —; otherwise a `prefetch.progress`
 /// JSON log event at a slower interval, so cron and systemd logs get a heartbeat, not a flood.
 ///
-/// Bytes advance as files complete (a file's parts are not reported one by one).
+/// Bytes advance as files complete (a file's parts are not reported one by one). In log mode
+/// `finish()` logs the final state once more (when it changed since the last event), so the last
+/// `prefetch.progress` event matches the run's counters; after `finish()` nothing renders.
 public final class PrefetchProgress: Sendable {
     public enum Mode: Sendable, Equatable {
         /// A line on stderr, rewritten with `\r`.
@@ -21,6 +23,10 @@ public final class PrefetchProgress: Sendable {
         var bytes: Int64 = 0
         var lastRender: ContinuousClock.Instant?
         var rendered = false
+        /// Files and bytes of the last render (so `finish` logs a final event only if it differs).
+        var renderedFiles = 0
+        var renderedBytes: Int64 = 0
+        var finished = false
     }
 
     public let mode: Mode
@@ -34,13 +40,14 @@ public final class PrefetchProgress: Sendable {
     /// - Parameters:
     ///   - totalFiles, totalBytes: what the run intends to download (the candidates).
     ///   - mode: by default `.terminal` when stderr is a TTY, else `.log`.
-    public init(totalFiles: Int, totalBytes: Int64, log: JobLogger, mode: Mode? = nil) {
+    ///   - interval: least time between renders; by default 0.5 s on a terminal, 10 s in the log.
+    public init(totalFiles: Int, totalBytes: Int64, log: JobLogger, mode: Mode? = nil, interval: Duration? = nil) {
         let resolved = mode ?? (isatty(STDERR_FILENO) == 1 ? .terminal : .log)
         self.mode = resolved
         self.totalFiles = totalFiles
         self.totalBytes = totalBytes
         self.log = log
-        self.interval = resolved == .terminal ? .milliseconds(500) : .seconds(10)
+        self.interval = interval ?? (resolved == .terminal ? .milliseconds(500) : .seconds(10))
     }
 
     /// A file finished (downloaded, failed or skipped: each counts toward `totalFiles`).
@@ -56,26 +63,49 @@ public final class PrefetchProgress: Sendable {
     public func tick() {
         let now = ContinuousClock.now
         let snapshot: State? = state.withLock {
+            if $0.finished { return nil } // a late tick (the ticker's last wake-up) must not redraw
             if let last = $0.lastRender, now - last < interval { return nil }
             $0.lastRender = now
             $0.rendered = true
+            $0.renderedFiles = $0.files
+            $0.renderedBytes = $0.bytes
             return $0
         }
         if let snapshot { render(snapshot, now: now) }
     }
 
-    /// Ends the display: clears the terminal line (the summary follows).
+    /// Ends the display: clears the terminal line (the summary follows); in log mode logs the
+    /// final state if it changed since the last event. Later ticks render nothing.
     public func finish() {
-        guard mode == .terminal, state.withLock({ $0.rendered }) else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        let now = ContinuousClock.now
+        let (snapshot, wasRendered): (State?, Bool) = state.withLock {
+            guard !$0.finished else { return (nil, false) }
+            $0.finished = true
+            let changed = $0.files != $0.renderedFiles || $0.bytes != $0.renderedBytes
+            return (changed ? $0 : nil, $0.rendered)
+        }
+        switch mode {
+        case .terminal:
+            if wasRendered { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        case .log:
+            if let snapshot { render(snapshot, now: now) }
+        case .off:
+            break
+        }
     }
 
     /// The text of the terminal line (and the fields of the log event) for a state.
     func line(files: Int, bytes: Int64, elapsed: Double) -> (text: String, rate: Double, eta: Double?) {
+        Self.line(files: files, totalFiles: totalFiles, bytes: bytes, totalBytes: totalBytes, elapsed: elapsed)
+    }
+
+    /// The terminal line, the rate (bytes/s over `elapsed` seconds) and the ETA (seconds; nil
+    /// before any byte arrived): `prefetch: 12/40 files, 3.1 MiB/12.0 MiB, 1.2 MiB/s, ETA 8s`.
+    static func line(files: Int, totalFiles: Int, bytes: Int64, totalBytes: Int64, elapsed: Double) -> (text: String, rate: Double, eta: Double?) {
         let rate = elapsed > 0 ? Double(bytes) / elapsed : 0
         let left = max(0, totalBytes - bytes)
         let eta: Double? = rate > 0 ? Double(left) / rate : nil
-        let etaText = eta.map { Self.formatSeconds($0) } ?? "?"
+        let etaText = eta.map { formatSeconds($0) } ?? "?"
         let text = "prefetch: \(files)/\(totalFiles) files, \(ByteSize.human(bytes))/\(ByteSize.human(totalBytes)), "
             + "\(ByteSize.human(Int64(rate)))/s, ETA \(etaText)"
         return (text, rate, eta)
