@@ -78,3 +78,40 @@ final class JobrunHarness: @unchecked Sendable {
         return text
     }
 }
+
+extension JobrunHarness {
+    /// Account 0's directory.
+    var account: String { root + "/account-0" }
+
+    /// Writes account 0's `config.yaml` for `cloud`, plus `extra` lines.
+    func configureAccount(for cloud: ClouddProcess, extra: String = "") throws {
+        try FileManager.default.createDirectory(atPath: account, withIntermediateDirectories: true)
+        try (cloud.accountConfig() + extra).write(toFile: account + "/config.yaml", atomically: true, encoding: .utf8)
+    }
+
+    /// Writes a `sync` job (every peer's `initialMessages` newest messages) and runs it once;
+    /// the test fails unless it exits 0.
+    func syncOnce(initialMessages: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+        try writeJob("sync", """
+        name: sync
+        kind: sync-history
+        timeout: 2m
+        retry:
+          backoffLimit: 0
+        params:
+          initialMessages: \(initialMessages)
+          requestRate: 500
+        """)
+        let sync = try run(["run", "sync"])
+        XCTAssertEqual(sync.status, 0, sync.stderr, file: file, line: line)
+    }
+}
+
+extension XCTestCase {
+    /// A `cloudd` child process with `arguments`, stopped when the test ends.
+    func startCloudd(_ arguments: [String]) throws -> ClouddProcess {
+        let cloud = try ClouddProcess(arguments)
+        addTeardownBlock { cloud.stop() }
+        return cloud
+    }
+}

@@ -13,26 +13,11 @@ import XCTest
 final class PrefetchChatMediaIntegrationTests: XCTestCase {
     /// A cloudd child, a root configured for it, a synced Postbox, and a `prefetch` job.
     func start(_ arguments: [String], prefetchParams: String) throws -> (ClouddProcess, JobrunHarness) {
-        let cloud = try ClouddProcess(["--dcs", "2", "--peers", "5", "--messages-per-peer", "12"] + arguments)
-        addTeardownBlock { cloud.stop() }
+        let cloud = try startCloudd(["--dcs", "2", "--peers", "5", "--messages-per-peer", "12"] + arguments)
         let h = JobrunHarness()
-        let account = h.root + "/account-0"
-        try FileManager.default.createDirectory(atPath: account, withIntermediateDirectories: true)
-        try cloud.accountConfig().write(toFile: account + "/config.yaml", atomically: true, encoding: .utf8)
-        try h.writeJob("sync", """
-        name: sync
-        kind: sync-history
-        schedule: "@hourly"
-        timeout: 2m
-        retry:
-          backoffLimit: 0
-        params:
-          initialMessages: 12
-          requestRate: 500
-        """)
+        try h.configureAccount(for: cloud)
         try h.writePrefetchJob(prefetchParams)
-        let sync = try h.run(["run", "sync"])
-        XCTAssertEqual(sync.status, 0, sync.stderr)
+        try h.syncOnce(initialMessages: 12)
         return (cloud, h)
     }
 

@@ -13,23 +13,12 @@ final class PrefetchCleanupScheduleTests: XCTestCase {
 
     func testPrefetchAndCleanupShareOneMediaBoxUnderTheScheduler() throws {
         // Parts are served at 96 KB/s each, so filling 8 MiB takes prefetch about 20 s.
-        let cloud = try ClouddProcess(["--seed", "41", "--dcs", "2", "--peers", "5", "--messages-per-peer", "16",
-                                       "--max-media-size", "3MiB", "--cdn-fraction", "0", "--bandwidth", "96K"])
-        addTeardownBlock { cloud.stop() }
+        let cloud = try startCloudd(["--seed", "41", "--dcs", "2", "--peers", "5", "--messages-per-peer", "16",
+                                     "--max-media-size", "3MiB", "--cdn-fraction", "0", "--bandwidth", "96K"])
         let h = JobrunHarness()
-        let account = h.root + "/account-0"
-        try FileManager.default.createDirectory(atPath: account, withIntermediateDirectories: true)
-        try cloud.accountConfig().write(toFile: account + "/config.yaml", atomically: true, encoding: .utf8)
-        try h.writeJob("sync", """
-        name: sync
-        kind: sync-history
-        timeout: 2m
-        params:
-          initialMessages: 16
-          requestRate: 500
-        """)
-        let sync = try h.run(["run", "sync"])
-        XCTAssertEqual(sync.status, 0, sync.stderr)
+        let account = h.account
+        try h.configureAccount(for: cloud)
+        try h.syncOnce(initialMessages: 16)
         try FileManager.default.removeItem(atPath: h.jobsDir + "/sync.yaml") // the scheduler runs only the two below
 
         // Every minute both: prefetch fills up to its cache limit; cleanup (with a lower limit,

@@ -22,27 +22,12 @@ final class PrefetchCrashIntegrationTests: XCTestCase {
     /// A cloudd child, a root configured for it, a synced Postbox, and a `prefetch` job with
     /// `timeout`; the bandwidth cap (bytes/s per part answer) is set after the sync.
     func start(seed: Int, bandwidth: Int64, params: String = params, timeout: String = "5m") throws -> (ClouddProcess, JobrunHarness) {
-        let cloud = try ClouddProcess(["--dcs", "2", "--peers", "5", "--messages-per-peer", "12", "--seed", "\(seed)",
-                                       "--cdn-fraction", "0", "--max-media-size", "3MiB"])
-        addTeardownBlock { cloud.stop() }
+        let cloud = try startCloudd(["--dcs", "2", "--peers", "5", "--messages-per-peer", "12", "--seed", "\(seed)",
+                                     "--cdn-fraction", "0", "--max-media-size", "3MiB"])
         let h = JobrunHarness()
-        let account = h.root + "/account-0"
-        try FileManager.default.createDirectory(atPath: account, withIntermediateDirectories: true)
-        try cloud.accountConfig().write(toFile: account + "/config.yaml", atomically: true, encoding: .utf8)
-        try h.writeJob("sync", """
-        name: sync
-        kind: sync-history
-        schedule: "@hourly"
-        timeout: 2m
-        retry:
-          backoffLimit: 0
-        params:
-          initialMessages: 12
-          requestRate: 500
-        """)
+        try h.configureAccount(for: cloud)
         try h.writePrefetchJob(params, timeout: timeout)
-        let sync = try h.run(["run", "sync"])
-        XCTAssertEqual(sync.status, 0, sync.stderr)
+        try h.syncOnce(initialMessages: 12)
         try cloud.setFaults(FaultConfig(bandwidthBytesPerSecond: bandwidth))
         return (cloud, h)
     }

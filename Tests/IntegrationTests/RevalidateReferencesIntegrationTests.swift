@@ -11,20 +11,8 @@ import XCTest
 final class RevalidateReferencesIntegrationTests: XCTestCase {
     /// A cloudd child, a root with a `sync` job and `reval-a` / `reval-b` revalidation jobs, synced.
     func startSynced(seed: Int, window: String = "2h", config extra: String = "") throws -> (ClouddProcess, JobrunHarness, String) {
-        let cloud = try ClouddProcess(["--seed", "\(seed)", "--dcs", "2", "--peers", "5", "--messages-per-peer", "12", "--cdn-fraction", "0"])
-        addTeardownBlock { cloud.stop() }
+        let cloud = try startCloudd(["--seed", "\(seed)", "--dcs", "2", "--peers", "5", "--messages-per-peer", "12", "--cdn-fraction", "0"])
         let h = JobrunHarness()
-        try h.writeJob("sync", """
-        name: sync
-        kind: sync-history
-        schedule: "@hourly"
-        timeout: 2m
-        retry:
-          backoffLimit: 0
-        params:
-          initialMessages: 12
-          requestRate: 200
-        """)
         for name in ["reval-a", "reval-b"] {
             try h.writeJob(name, """
             name: \(name)
@@ -42,12 +30,9 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
               requestTimeout: 10s
             """)
         }
-        let account = h.root + "/account-0"
-        try FileManager.default.createDirectory(atPath: account, withIntermediateDirectories: true)
-        try (cloud.accountConfig() + extra).write(toFile: account + "/config.yaml", atomically: true, encoding: .utf8)
-        let sync = try h.run(["run", "sync"])
-        XCTAssertEqual(sync.status, 0, sync.stderr)
-        return (cloud, h, account + "/postbox/db/db.sqlite")
+        try h.configureAccount(for: cloud, extra: extra)
+        try h.syncOnce(initialMessages: 12)
+        return (cloud, h, h.account + "/postbox/db/db.sqlite")
     }
 
     /// resource id → obtainedAt of every stored reference.
