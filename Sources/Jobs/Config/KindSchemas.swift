@@ -71,7 +71,7 @@ extension JobParamsSchema {
 
     /// `revalidate-references` (issue 6): refresh references expired or expiring soon, per parent.
     public static let revalidateReferences = JobParamsSchema(kind: JobKind.revalidateReferences.rawValue, params: [
-        ParamSpec("window", .duration, default: seconds(3600), range: 0...(30 * 86_400),
+        ParamSpec("window", .duration, default: seconds(2400), range: 0...(30 * 86_400),
                   doc: "refresh references that expire within this window (or already have)"),
         ParamSpec("parentKinds", .list(.oneOf(ParamWords.parentKinds)), default: list(ParamWords.parentKinds),
                   doc: "parent entities refreshed"),

@@ -24,6 +24,10 @@ public struct RevalidateReferencesJob: JobKindRunner {
         let log = context.logger
         let client = try context.account.cloudClient()
         let options = Self.options(context.params, referenceTTL: client.config.referenceTTL, dryRun: context.dryRun)
+        if options.window >= options.referenceTTL {
+            log.warning("revalidate.window_covers_lifetime", ["window_s": .double(options.window), "reference_ttl_s": .double(options.referenceTTL),
+                                                              "hint": .string("every reference is due on every run; make window shorter than referenceTTL")])
+        }
         let revalidation = try context.account.revalidation()
         let pass = ReferenceRevalidationPass(context: revalidation, postbox: context.account.postbox, options: options)
         let report = try await pass.run()
@@ -78,7 +82,7 @@ public struct RevalidateReferencesJob: JobKindRunner {
     /// The job's `params` as pass options.
     static func options(_ p: JobParams, referenceTTL: Double, dryRun: Bool) -> ReferenceRevalidationPass.Options {
         var o = ReferenceRevalidationPass.Options()
-        o.window = p.duration("window").map(Self.seconds) ?? 3600
+        o.window = p.duration("window").map(Self.seconds) ?? 2400
         o.referenceTTL = referenceTTL
         o.parentKinds = Set((p.strings("parentKinds") ?? ParamWords.parentKinds).compactMap { kinds[$0] })
         o.batchSize = Int(p.int("batchSize") ?? 100)
