@@ -16,12 +16,30 @@ public final class PostboxDecoder {
         deinit { pointer.deallocate() }
     }
 
+    // Mutable only so that one decoder can be pointed at row after row (`PostboxRowDecoder`);
+    // a decoder is used from one thread at a time, so the per-access exclusivity checks
+    // (a third of the decode time) are switched off for its fields.
+
     /// nil when the decoder borrows a buffer it does not own (`decode(_:borrowing:)`).
-    private let storage: Storage?
-    private let bytes: UnsafeRawPointer
-    private let start: Int
-    private let end: Int
-    private var cursor: Int
+    @exclusivity(unchecked) private var storage: Storage?
+    @exclusivity(unchecked) private var bytes: UnsafeRawPointer
+    @exclusivity(unchecked) private var start: Int
+    @exclusivity(unchecked) private var end: Int
+
+    // The field index, built by `validate()` in the same pass that checks the structure: per
+    // field one packed word (type, name length, first six name bytes; see `pack`) and the offset
+    // of its payload. A lookup compares words — no re-walking of the record, no payload sizes,
+    // no dictionary — and a missing field costs one pass over the words. Up to
+    // `inlineFields` entries live inside the decoder object (no allocation); more spill over.
+    @inline(__always) private static var inlineFields: Int { 16 }
+    @exclusivity(unchecked) private var fieldCount = 0
+    @exclusivity(unchecked) private var fieldKeys = InlineArray<16, UInt64>(repeating: 0)
+    @exclusivity(unchecked) private var fieldOffsets = InlineArray<16, Int>(repeating: 0)
+    @exclusivity(unchecked) private var moreKeys: [UInt64] = []
+    @exclusivity(unchecked) private var moreOffsets: [Int] = []
+    /// The field after the last one found: lookups start there, since fields are usually read
+    /// in the order they were written, and wrap around once.
+    @exclusivity(unchecked) private var nextField = 0
 
     /// A decoder over the fields in `storage[start..<end]` (validated).
     init(storage: Storage?, bytes: UnsafeRawPointer, start: Int, end: Int) throws {
@@ -29,7 +47,23 @@ public final class PostboxDecoder {
         self.bytes = bytes
         self.start = start
         self.end = end
-        self.cursor = start
+        try validate()
+    }
+
+    /// An empty decoder, to be pointed at rows with `reset(borrowing:start:end:)`.
+    init() {
+        storage = nil
+        bytes = UnsafeRawPointer(bitPattern: 8)!
+        start = 0
+        end = 0
+    }
+
+    /// Points this decoder at the fields in `bytes[start..<end]` (a lent buffer) and validates them.
+    func reset(borrowing bytes: UnsafeRawPointer, start: Int, end: Int) throws {
+        self.storage = nil
+        self.bytes = bytes
+        self.start = start
+        self.end = end
         try validate()
     }
 
@@ -60,13 +94,21 @@ public final class PostboxDecoder {
 
     /// Decodes a root record of type `T` from a buffer lent for the duration of the call (a
     /// range scan's row), without copying it. `T.init(decoder:)` must not keep the decoder.
+    /// To decode many rows of one type, `PostboxRowDecoder` is cheaper (one decoder for all).
     public static func decode<T: PostboxCoding>(_ type: T.Type, borrowing buffer: UnsafeRawBufferPointer) throws -> T {
+        let (base, length) = try rootHeader(buffer, expecting: T.postboxTypeHash, T.self)
+        return try T(decoder: PostboxDecoder(storage: nil, bytes: base, start: 8, end: 8 + length))
+    }
+
+    /// Checks a root record's header: its base address and field length.
+    @inline(__always)
+    static func rootHeader<T: PostboxCoding>(_ buffer: UnsafeRawBufferPointer, expecting hash: Int32, _: T.Type) throws -> (UnsafeRawPointer, Int) {
         guard buffer.count >= 8, let base = buffer.baseAddress else { throw PostboxError.decoding("record shorter than its header (\(buffer.count) bytes)") }
-        let hash = readInt32(base, 0)
+        let found = readInt32(base, 0)
         let length = Int(readInt32(base, 4))
         guard length >= 0, 8 + length <= buffer.count else { throw PostboxError.decoding("record length \(length) exceeds \(buffer.count - 8) bytes") }
-        guard hash == T.postboxTypeHash else { throw PostboxError.decoding("expected \(T.postboxTypeName), found type hash \(hash)") }
-        return try T(decoder: PostboxDecoder(storage: nil, bytes: base, start: 8, end: 8 + length))
+        guard found == hash else { throw PostboxError.decoding("expected \(T.postboxTypeName), found type hash \(found)") }
+        return (base, length)
     }
 
     // MARK: Layout
@@ -82,16 +124,32 @@ public final class PostboxDecoder {
         UnsafeRawBufferPointer(start: bytes + range.lowerBound, count: range.count)
     }
 
-    /// Size of the payload of a field of `type` starting at `offset`, or nil if it runs past `end`.
+    /// Size of the payload of a field of `type` starting at `offset`, or nil if it runs past `end`
+    /// (tags as in `PostboxValueType`).
+    @inline(__always)
     private func payloadSize(_ type: UInt8, at offset: Int) -> Int? {
-        func need(_ n: Int) -> Int? { offset + n <= end ? n : nil }
-        func counted(_ elementSize: Int) -> Int? {
+        let end = self.end
+        let bytes = self.bytes
+        @inline(__always) func need(_ n: Int) -> Int? { offset + n <= end ? n : nil }
+        @inline(__always) func lengthPrefixed(at o: Int, header: Int) -> Int? {
+            guard offset + header <= end else { return nil }
+            let len = Int(Self.readInt32(bytes, o))
+            return len >= 0 ? need(header + len) : nil
+        }
+        switch type {
+        case 0: return need(4)                        // int32
+        case 1, 3: return need(8)                     // int64, double
+        case 2: return need(1)                        // bool
+        case 10: return 0                             // nil
+        case 4, 9: return lengthPrefixed(at: offset, header: 4)      // string, bytes
+        case 5: return lengthPrefixed(at: offset + 4, header: 8)     // object: hash, length
+        case 6, 7:                                    // [Int32], [Int64]
             guard offset + 4 <= end else { return nil }
             let count = Int(Self.readInt32(bytes, offset))
             guard count >= 0 else { return nil }
-            return need(4 + count * elementSize)
-        }
-        func lengthPrefixedList(itemHeader: Int) -> Int? {
+            return need(4 + count * (type == 6 ? 4 : 8))
+        case 8, 11, 12:                               // [Object], [String], [Bytes]
+            let itemHeader = type == 8 ? 8 : 4
             guard offset + 4 <= end else { return nil }
             let count = Int(Self.readInt32(bytes, offset))
             guard count >= 0 else { return nil }
@@ -103,74 +161,159 @@ public final class PostboxDecoder {
                 p += itemHeader + len
             }
             return p - offset
-        }
-        switch PostboxValueType(rawValue: type) {
-        case .int32: return need(4)
-        case .int64, .double: return need(8)
-        case .bool: return need(1)
-        case .nil_: return 0
-        case .string, .bytes:
-            guard offset + 4 <= end else { return nil }
-            let len = Int(Self.readInt32(bytes, offset))
-            return len >= 0 ? need(4 + len) : nil
-        case .object:
-            guard offset + 8 <= end else { return nil }
-            let len = Int(Self.readInt32(bytes, offset + 4))
-            return len >= 0 ? need(8 + len) : nil
-        case .int32Array: return counted(4)
-        case .int64Array: return counted(8)
-        case .stringArray, .bytesArray: return lengthPrefixedList(itemHeader: 4)
-        case .objectArray: return lengthPrefixedList(itemHeader: 8)
-        case nil:
+        default:
             // Future types carry their length so that this reader can skip them.
-            guard type >= PostboxValueType.firstExtensionTag, offset + 4 <= end else { return nil }
-            let len = Int(Self.readInt32(bytes, offset))
-            return len >= 0 ? need(4 + len) : nil
+            guard type >= PostboxValueType.firstExtensionTag else { return nil }
+            return lengthPrefixed(at: offset, header: 4)
         }
     }
 
+    /// A field's identity as one word: type tag, name length and the first six name bytes.
+    /// Names of up to six bytes (all of Postbox's own) are fully identified by it; longer ones
+    /// are confirmed with a byte comparison.
+    @inline(__always)
+    private static func pack(type: UInt8, name: UnsafeRawPointer?, length: Int) -> UInt64 {
+        var word = UInt64(type) | UInt64(truncatingIfNeeded: length) << 8
+        let n = Swift.min(length, 6)
+        var i = 0
+        while i < n {
+            word |= UInt64(name.unsafelyUnwrapped.load(fromByteOffset: i, as: UInt8.self)) << UInt64(16 + 8 * i)
+            i += 1
+        }
+        return word
+    }
+
+    /// Checks that every field lies inside the record and indexes them.
     private func validate() throws {
+        fieldCount = 0
+        nextField = 0
+        if !moreKeys.isEmpty {
+            moreKeys.removeAll(keepingCapacity: true)
+            moreOffsets.removeAll(keepingCapacity: true)
+        }
+        // Offsets are at most `end` (an Int32 length plus a small header) plus a 255-byte name
+        // plus an Int32 length: far from overflowing Int, so wrapping arithmetic is exact here.
         var p = start
+        let end = self.end
+        let bytes = self.bytes
+        var count = 0
         while p < end {
-            let keyLength = Int(byte(p))
-            guard p + 1 + keyLength + 1 <= end else { throw PostboxError.decoding("truncated field name at byte \(p)") }
-            let type = byte(p + 1 + keyLength)
-            guard let size = payloadSize(type, at: p + 2 + keyLength) else {
-                throw PostboxError.decoding("truncated or unknown field (type \(type)) at byte \(p)")
+            let keyLength = Int(bytes.load(fromByteOffset: p, as: UInt8.self))
+            let payload = p &+ 2 &+ keyLength
+            guard payload <= end else { throw PostboxError.decoding("truncated field name at byte \(p)") }
+            let type = bytes.load(fromByteOffset: payload &- 1, as: UInt8.self)
+            let size: Int
+            // Fixed-size payloads first (most fields), without the general switch.
+            if type <= 3 {
+                size = type == 2 ? 1 : (type == 0 ? 4 : 8)
+                guard payload &+ size <= end else { throw PostboxError.decoding("truncated or unknown field (type \(type)) at byte \(p)") }
+            } else {
+                guard let s = payloadSize(type, at: payload) else {
+                    throw PostboxError.decoding("truncated or unknown field (type \(type)) at byte \(p)")
+                }
+                size = s
             }
-            p += 2 + keyLength + size
+            let word: UInt64
+            if p &+ 9 <= end {
+                // The name's first bytes in one load (it may run into later bytes of the record,
+                // never past its end), masked to the name's length, at most six bytes.
+                let loaded = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: p &+ 1, as: UInt64.self))
+                let mask: UInt64 = keyLength >= 6 ? 0xffff_ffff_ffff : (1 &<< UInt64(8 &* keyLength)) &- 1
+                word = UInt64(type) | UInt64(truncatingIfNeeded: keyLength) &<< 8 | (loaded & mask) &<< 16
+            } else {
+                word = Self.pack(type: type, name: bytes + p + 1, length: keyLength)
+            }
+            if count < Self.inlineFields {
+                fieldKeys[count] = word
+                fieldOffsets[count] = payload
+            } else {
+                moreKeys.append(word)
+                moreOffsets.append(payload)
+            }
+            count &+= 1
+            p = payload &+ size
+        }
+        fieldCount = count
+    }
+
+    /// The payload offset of field `key` of type `type`, searching from the field after the last
+    /// one found and wrapping around once.
+    @inline(__always)
+    private func find(_ key: String, _ type: PostboxValueType) -> Int? {
+        // Borrow the name's UTF-8 in place (small names live inside the String value): copying
+        // the String for `withUTF8` costs a retain and a release per field read.
+        if let found = key.utf8.withContiguousStorageIfAvailable({ find(UnsafeRawBufferPointer($0), type.rawValue) }) {
+            return found
+        }
+        var k = key
+        return k.withUTF8 { find(UnsafeRawBufferPointer($0), type.rawValue) }
+    }
+
+    @inline(__always)
+    private func find(_ name: UnsafeRawBufferPointer, _ type: UInt8) -> Int? {
+        let n = name.count
+        guard n < 256 else { return nil }
+        let wanted = Self.pack(type: type, name: name.baseAddress, length: n)
+        // The usual case: the field written right after the last one read.
+        let i = nextField
+        if i < fieldCount && i < Self.inlineFields && fieldKeys[i] == wanted && n <= 6 {
+            nextField = i + 1
+            return fieldOffsets[i]
+        }
+        return search(name, wanted)
+    }
+
+    private func search(_ name: UnsafeRawBufferPointer, _ wanted: UInt64) -> Int? {
+        let n = name.count
+        let count = fieldCount
+        var i = nextField
+        for _ in 0..<count {
+            if i >= count { i = 0 }
+            let word = i < Self.inlineFields ? fieldKeys[i] : moreKeys[i - Self.inlineFields]
+            if word == wanted {
+                let payload = i < Self.inlineFields ? fieldOffsets[i] : moreOffsets[i - Self.inlineFields]
+                if n <= 6 || memcmp(bytes + (payload - 1 - n), name.baseAddress!, n) == 0 {
+                    nextField = i + 1
+                    return payload
+                }
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    // MARK: Fields in one pass (hot types of this module)
+
+    /// A field's identity word as `validate()` computes it: compare it with the words
+    /// `forEachField` reports. (Hot types write theirs as literals; a test checks them.)
+    static func fieldWord(_ name: StaticString, _ type: PostboxValueType) -> UInt64 {
+        name.withUTF8Buffer { pack(type: type.rawValue, name: UnsafeRawPointer($0.baseAddress), length: $0.count) }
+    }
+
+    /// Calls `body` with each field's identity word and payload offset, in written order — the
+    /// index built when the record was validated — so a type decoded in bulk reads every field
+    /// in one pass instead of one lookup per name. Words of names longer than six bytes are
+    /// not unique: such names must be looked up by name.
+    @inline(__always)
+    func forEachField(_ body: (UInt64, Int) throws -> Void) rethrows {
+        let count = fieldCount
+        var i = 0
+        while i < count {
+            if i < Self.inlineFields {
+                try body(fieldKeys[i], fieldOffsets[i])
+            } else {
+                try body(moreKeys[i - Self.inlineFields], moreOffsets[i - Self.inlineFields])
+            }
+            i += 1
         }
     }
 
-    /// The payload offset of field `key` of type `type`, searching from the last position found
-    /// (fields are usually read in the order written) and wrapping around once.
-    private func find(_ key: String, _ type: PostboxValueType) -> Int? {
-        var k = key
-        return k.withUTF8 { keyBytes -> Int? in
-            var p = cursor
-            var wrapped = false
-            while true {
-                if p >= end {
-                    if wrapped || cursor == start { return nil }
-                    wrapped = true
-                    p = start
-                }
-                if wrapped && p >= cursor { return nil }
-                let keyLength = Int(byte(p))
-                let fieldType = byte(p + 1 + keyLength)
-                let payload = p + 2 + keyLength
-                let size = payloadSize(fieldType, at: payload)!
-                if keyLength == keyBytes.count && fieldType == type.rawValue {
-                    let same = keyLength == 0 || memcmp(bytes + p + 1, keyBytes.baseAddress!, keyLength) == 0
-                    if same {
-                        cursor = payload + size
-                        return payload
-                    }
-                }
-                p = payload + size
-            }
-        }
+    @inline(__always) func int32(at p: Int) -> Int32 { Self.readInt32(bytes, p) }
+    @inline(__always) func int64(at p: Int) -> Int64 { Self.readInt64(bytes, p) }
+    @inline(__always) func string(at p: Int) -> String {
+        String(decoding: UnsafeRawBufferPointer(start: bytes + p + 4, count: Int(Self.readInt32(bytes, p))), as: UTF8.self)
     }
+    @inline(__always) func objectArray<P>(at p: Int, of type: P.Type) throws -> [P] { try objectArray(at: p, as: type) }
 
     // MARK: Fields
 
@@ -246,6 +389,27 @@ public final class PostboxDecoder {
         return out
     }
 
+    /// The objects of an array whose types are registered and are `P` (e.g. `(any Media).self`);
+    /// others are left out. An empty array costs no allocation.
+    public func decodeObjectArray<P>(forKey key: String, as type: P.Type) throws -> [P] {
+        guard let p = find(key, .objectArray) else { return [] }
+        return try objectArray(at: p, as: type)
+    }
+
+    @inline(__always)
+    private func objectArray<P>(at p: Int, as _: P.Type) throws -> [P] {
+        let count = Int(Self.readInt32(bytes, p))
+        if count == 0 { return [] }
+        var out: [P] = []
+        out.reserveCapacity(count)
+        var q = p + 4
+        for _ in 0..<count {
+            if let (object, _) = try objectAt(q), let typed = object as? P { out.append(typed) }
+            q += 8 + Int(Self.readInt32(bytes, q + 4))
+        }
+        return out
+    }
+
     /// The objects of type `T` in an array (others are left out).
     public func decodeObjectArray<T: PostboxCoding>(_ type: T.Type, forKey key: String) throws -> [T] {
         guard let p = find(key, .objectArray) else { return [] }
@@ -269,5 +433,28 @@ public final class PostboxDecoder {
         guard Self.readInt32(bytes, p) == T.postboxTypeHash else { return nil }
         let len = Int(Self.readInt32(bytes, p + 4))
         return try T(decoder: PostboxDecoder(storage: storage, bytes: bytes, start: p + 8, end: p + 8 + len))
+    }
+}
+
+/// Decodes a run of rows of one type lent one at a time (a range scan), reusing one decoder
+/// object and looking the type hash up once, instead of allocating and hashing per row.
+///
+/// As with `PostboxDecoder.decode(_:borrowing:)`, each buffer need only live for the call. If a
+/// `T.init(decoder:)` keeps its decoder anyway, the next row gets a fresh one.
+public struct PostboxRowDecoder<T: PostboxCoding> {
+    private let hash: Int32
+    private var decoder: PostboxDecoder
+
+    public init(_ type: T.Type = T.self) {
+        hash = T.postboxTypeHash
+        decoder = PostboxDecoder()
+    }
+
+    public mutating func decode(_ buffer: UnsafeRawBufferPointer) throws -> T {
+        let (base, length) = try PostboxDecoder.rootHeader(buffer, expecting: hash, T.self)
+        if !isKnownUniquelyReferenced(&decoder) { decoder = PostboxDecoder() }
+        let decoder = Unmanaged.passUnretained(self.decoder)
+        try decoder._withUnsafeGuaranteedRef { try $0.reset(borrowing: base, start: 8, end: 8 + length) }
+        return try decoder._withUnsafeGuaranteedRef { try T(decoder: $0) }
     }
 }

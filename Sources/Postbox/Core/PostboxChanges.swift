@@ -17,5 +17,11 @@ public struct PostboxChanges: Sendable, Equatable {
 
     public init() {}
 
-    public var isEmpty: Bool { self == PostboxChanges() }
+    /// Field by field (cheaper than building an empty record to compare with, once per
+    /// transaction): a new field must be added here too.
+    public var isEmpty: Bool {
+        updatedPeers.isEmpty && addedMessages.isEmpty && removedMessages.isEmpty && updatedSyncStates.isEmpty
+            && updatedHoles.isEmpty && updatedMediaReferences.isEmpty && updatedRevalidationParents.isEmpty
+            && updatedUploadItems.isEmpty && updatedJobRuns.isEmpty
+    }
 }

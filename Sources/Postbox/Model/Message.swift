@@ -17,13 +17,36 @@ public struct Message: PostboxCoding, Sendable {
         self.media = media
     }
 
+    /// Identity words of the fields (`PostboxDecoder.fieldWord(name, type)`: type, name length,
+    /// name bytes), as literals so that decoding compares constants; checked by a test.
+    static let fieldP: UInt64 = 0x70_01_01   // "p", Int64
+    static let fieldN: UInt64 = 0x6e_01_00   // "n", Int32
+    static let fieldI: UInt64 = 0x69_01_00   // "i", Int32
+    static let fieldTs: UInt64 = 0x73_74_02_00 // "ts", Int32
+    static let fieldA: UInt64 = 0x61_01_01   // "a", Int64
+    static let fieldT: UInt64 = 0x74_01_04   // "t", String
+    static let fieldM: UInt64 = 0x6d_01_08   // "m", [Object]
+
     public init(decoder: PostboxDecoder) throws {
-        let peer = PeerId(decoder.decodeInt64(forKey: "p") ?? 0)
-        let id = MessageId(peerId: peer, namespace: decoder.decodeInt32(forKey: "n") ?? 0, id: decoder.decodeInt32(forKey: "i") ?? 0)
-        index = MessageIndex(id: id, timestamp: decoder.decodeInt32(forKey: "ts") ?? 0)
-        authorId = decoder.decodeInt64(forKey: "a").map(PeerId.init)
-        text = decoder.decodeString(forKey: "t") ?? ""
-        media = try decoder.decodeObjectArray(forKey: "m").compactMap { $0 as? any Media }
+        // One pass over the record's fields (a scan decodes millions of messages) with the
+        // semantics of lookups by name: the first field of each name and type counts, others
+        // and unknown fields are ignored, missing ones take their defaults.
+        var peer: Int64?, namespace: Int32?, id: Int32?, timestamp: Int32?, author: Int64?, text: String?
+        var media: [any Media]?
+        try decoder.forEachField { word, offset in
+            switch word {
+            case Self.fieldP: if peer == nil { peer = decoder.int64(at: offset) }
+            case Self.fieldN: if namespace == nil { namespace = decoder.int32(at: offset) }
+            case Self.fieldI: if id == nil { id = decoder.int32(at: offset) }
+            case Self.fieldTs: if timestamp == nil { timestamp = decoder.int32(at: offset) }
+            case Self.fieldA: if author == nil { author = decoder.int64(at: offset) }
+            case Self.fieldT: if text == nil { text = decoder.string(at: offset) }
+            case Self.fieldM: if media == nil { media = try decoder.objectArray(at: offset, of: (any Media).self) }
+            default: break
+            }
+        }
+        self.init(id: MessageId(peerId: PeerId(peer ?? 0), namespace: namespace ?? 0, id: id ?? 0), timestamp: timestamp ?? 0,
+                  authorId: author.map(PeerId.init), text: text ?? "", media: media ?? [])
     }
 
     public func encode(_ encoder: PostboxEncoder) {

@@ -12,6 +12,9 @@ public final class MessageHistoryTable: Table {
     private let encoder = PostboxEncoder(capacity: 512)
     private var key = ValueBoxKey(length: 20)
     private var idKey = ValueBoxKey(length: 16)
+    private var readKey = ValueBoxKey(length: 20)
+    /// Decodes point reads straight from SQLite's buffer (`Message.init` never reenters the table).
+    private var rowDecoder = PostboxRowDecoder(Message.self)
 
     init(valueBox: ValueBox, state: TransactionState) {
         super.init(valueBox: valueBox, table: PostboxTableId.messages.table, state: state)
@@ -78,8 +81,11 @@ public final class MessageHistoryTable: Table {
     public func timestamp(of id: MessageId) throws -> Int32? {
         try checkRead()
         setIdKey(id)
-        guard let data = try valueBox.get(idIndex, key: idKey), data.count == 4 else { return nil }
-        return data.withUnsafeBytes { Int32(littleEndian: $0.loadUnaligned(as: Int32.self)) }
+        var timestamp: Int32?
+        _ = try valueBox.withValue(idIndex, key: idKey) { raw in
+            if raw.count == 4 { timestamp = Int32(littleEndian: raw.loadUnaligned(as: Int32.self)) }
+        }
+        return timestamp
     }
 
     public func get(_ id: MessageId) throws -> Message? {
@@ -88,8 +94,13 @@ public final class MessageHistoryTable: Table {
     }
 
     private func get(_ index: MessageIndex) throws -> Message? {
-        guard let data = try valueBox.get(table, key: Self.key(index)) else { return nil }
-        return try PostboxDecoder.decode(Message.self, from: data)
+        readKey.setInt64(0, value: index.id.peerId.rawValue)
+        readKey.setInt32(8, value: index.id.namespace)
+        readKey.setInt32(12, value: index.timestamp)
+        readKey.setInt32(16, value: index.id.id)
+        var message: Message?
+        _ = try valueBox.withValue(table, key: readKey) { message = try rowDecoder.decode($0) }
+        return message
     }
 
     public func remove(_ id: MessageId) throws {
@@ -116,8 +127,9 @@ public final class MessageHistoryTable: Table {
             range.lower = lower
             range.lowerInclusive = true
         }
+        var rows = PostboxRowDecoder(Message.self)
         try valueBox.rangeValues(table, range, limit: limit) { buffer in
-            try visit(try PostboxDecoder.decode(Message.self, borrowing: buffer))
+            try visit(try rows.decode(buffer))
         }
     }
 

@@ -48,7 +48,7 @@ public final class PeerTable: Table {
             encoder.encodeRootObject(peer)
             try valueBox.set(table, key: ValueBoxKey(id.rawValue), value: encoder.makeData())
         }
-        dirty.removeAll()
+        if !dirty.isEmpty { dirty.removeAll(keepingCapacity: true) }
         // A read cache, not a copy of the table: bound it for stores with millions of peers.
         if cache.count > Self.cacheLimit { cache.removeAll(keepingCapacity: true) }
     }

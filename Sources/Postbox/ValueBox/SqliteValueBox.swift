@@ -36,6 +36,21 @@ public final class SqliteValueBox: ValueBox {
     private var statements: [String: OpaquePointer] = [:]
     private var getStatements: [Int32: OpaquePointer] = [:]
     private var setStatements: [Int32: OpaquePointer] = [:]
+    /// Transaction control, prepared once: a single-row transaction runs four of these, and
+    /// finding them in `statements` hashed the SQL text each time.
+    private enum Control: Int, CaseIterable {
+        case beginWrite, beginRead, commit, rollback, dataVersion
+        var sql: String {
+            switch self {
+            case .beginWrite: return "BEGIN IMMEDIATE"
+            case .beginRead: return "BEGIN DEFERRED"
+            case .commit: return "COMMIT"
+            case .rollback: return "ROLLBACK"
+            case .dataVersion: return "PRAGMA data_version"
+            }
+        }
+    }
+    private var controlStatements = [OpaquePointer?](repeating: nil, count: Control.allCases.count)
     private var inTransaction = false
     /// Tables created by the open transaction: a rollback un-creates them.
     private var createdInTransaction = Set<Int32>()
@@ -45,13 +60,14 @@ public final class SqliteValueBox: ValueBox {
     public init(path: String, options: Options = Options()) throws {
         self.path = path
         self.options = options
-        let fm = FileManager.default
+        // Plain system calls on this path: every cron invocation opens the stores.
         let dir = (path as NSString).deletingLastPathComponent
-        if !options.readOnly {
-            try? fm.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var st = stat()
+        if !options.readOnly && !dir.isEmpty && stat(dir, &st) != 0 {
+            try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
         try Self.checkHeader(path: path)
-        if !options.readOnly && !fm.fileExists(atPath: path) {
+        if !options.readOnly && stat(path, &st) != 0 {
             let fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
             if fd >= 0 { Glibc.close(fd) }
         }
@@ -68,16 +84,15 @@ public final class SqliteValueBox: ValueBox {
         do {
             // Reading the schema is what makes SQLite notice a damaged or foreign file.
             try exec("PRAGMA schema_version")
+            let names = try tableNames()
             if !options.readOnly {
                 // auto_vacuum only takes effect before the first table exists: new files get
                 // INCREMENTAL so `compact()` can return free pages to the file system.
-                if try tableNames().isEmpty { try exec("PRAGMA auto_vacuum=INCREMENTAL") }
+                if names.isEmpty { try exec("PRAGMA auto_vacuum=INCREMENTAL") }
                 try exec("PRAGMA journal_mode=WAL")
             }
-            try exec("PRAGMA synchronous=\(options.synchronous.rawValue)")
-            try exec("PRAGMA cache_size=-\(options.cacheSizeKiB)")
-            try exec("PRAGMA temp_store=MEMORY")
-            for name in try tableNames() where name.hasPrefix("t") {
+            try exec("PRAGMA synchronous=\(options.synchronous.rawValue); PRAGMA cache_size=-\(options.cacheSizeKiB); PRAGMA temp_store=MEMORY")
+            for name in names where name.hasPrefix("t") {
                 if let id = Int32(name.dropFirst()) { knownTables.insert(id) }
             }
         } catch {
@@ -90,22 +105,36 @@ public final class SqliteValueBox: ValueBox {
 
     /// Finalizes statements and closes the connection. Further use throws.
     public func close() {
-        for s in statements.values { sqlite3_finalize(s) }
-        for s in getStatements.values { sqlite3_finalize(s) }
-        for s in setStatements.values { sqlite3_finalize(s) }
-        statements.removeAll()
-        getStatements.removeAll()
-        setStatements.removeAll()
+        finalizeStatements()
         if let db { sqlite3_close_v2(db) }
         db = nil
     }
 
+    private func finalizeStatements() {
+        for s in statements.values { sqlite3_finalize(s) }
+        for s in getStatements.values { sqlite3_finalize(s) }
+        for s in setStatements.values { sqlite3_finalize(s) }
+        for case let s? in controlStatements { sqlite3_finalize(s) }
+        statements.removeAll()
+        getStatements.removeAll()
+        setStatements.removeAll()
+        for i in controlStatements.indices { controlStatements[i] = nil }
+    }
+
     private static func checkHeader(path: String) throws {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return }
-        defer { try? handle.close() }
-        let header = (try? handle.read(upToCount: 16)) ?? Data()
-        if header.isEmpty { return }
-        if header != Data("SQLite format 3\0".utf8) { throw PostboxError.notADatabase(path: path) }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { Glibc.close(fd) }
+        var header = [UInt8](repeating: 0, count: 16)
+        var got = 0
+        while got < 16 {
+            let n = header.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, 16 - got) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            got += n
+        }
+        if got == 0 { return }
+        if header[..<got] != Array("SQLite format 3\0".utf8)[...] { throw PostboxError.notADatabase(path: path) }
     }
 
     // MARK: Errors and raw execution
@@ -199,49 +228,52 @@ public final class SqliteValueBox: ValueBox {
 
     // MARK: Transactions
 
-    /// Runs a cached statement that returns no rows (transaction control, pragmas).
-    private func run(_ sql: String) throws {
-        let stmt = try cached(sql)
+    @inline(__always)
+    private func control(_ c: Control) throws -> OpaquePointer {
+        if let s = controlStatements[c.rawValue] { return s }
+        let s = try prepare(c.sql)
+        controlStatements[c.rawValue] = s
+        return s
+    }
+
+    /// Runs a transaction-control statement (no rows).
+    private func run(_ c: Control) throws {
+        let stmt = try control(c)
         defer { sqlite3_reset(stmt) }
         _ = try step(stmt)
     }
 
     public func begin() throws {
         if options.readOnly { throw PostboxError.readOnly(path: path) }
-        try run("BEGIN IMMEDIATE")
+        try run(.beginWrite)
         inTransaction = true
     }
 
     public func beginRead() throws {
-        try run("BEGIN DEFERRED")
+        try run(.beginRead)
         inTransaction = true
     }
 
     public func commit() throws {
-        try run("COMMIT")
+        try run(.commit)
         inTransaction = false
-        createdInTransaction.removeAll()
+        if !createdInTransaction.isEmpty { createdInTransaction.removeAll() }
     }
 
     public func rollback() {
-        if inTransaction { try? run("ROLLBACK") }
+        if inTransaction { try? run(.rollback) }
         inTransaction = false
         if !createdInTransaction.isEmpty {
             // Those tables no longer exist: forget them and every statement that names them.
             knownTables.subtract(createdInTransaction)
             createdInTransaction.removeAll()
-            for s in statements.values { sqlite3_finalize(s) }
-            for s in getStatements.values { sqlite3_finalize(s) }
-            for s in setStatements.values { sqlite3_finalize(s) }
-            statements.removeAll()
-            getStatements.removeAll()
-            setStatements.removeAll()
+            finalizeStatements()
         }
     }
 
     /// `PRAGMA data_version`: changes when another connection commits, so caches know when to drop.
     public func dataVersion() throws -> Int64 {
-        let stmt = try cached("PRAGMA data_version")
+        let stmt = try control(.dataVersion)
         defer { sqlite3_reset(stmt) }
         guard try step(stmt) else { return 0 }
         return sqlite3_column_int64(stmt, 0)
@@ -313,6 +345,22 @@ public final class SqliteValueBox: ValueBox {
         }
         defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
         return try withBoundKey(stmt, 1, key, table) { try step(stmt) ? readValue(stmt, 0) : nil }
+    }
+
+    public func withValue(_ table: ValueBoxTable, key: ValueBoxKey, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        guard tableExists(table) else { return false }
+        let stmt: OpaquePointer
+        if let s = getStatements[table.id] { stmt = s } else {
+            stmt = try prepare("SELECT value FROM t\(table.id) WHERE key=?")
+            getStatements[table.id] = stmt
+        }
+        defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
+        return try withBoundKey(stmt, 1, key, table) { () throws -> Bool in
+            guard try step(stmt) else { return false }
+            let n = Int(sqlite3_column_bytes(stmt, 0))
+            try body(UnsafeRawBufferPointer(start: n > 0 ? sqlite3_column_blob(stmt, 0) : nil, count: n))
+            return true
+        }
     }
 
     /// Binds `key` without copying it (SQLITE_STATIC) for the duration of `body`, which must

@@ -73,6 +73,11 @@ public protocol ValueBox: AnyObject {
     func rollback()
 
     func get(_ table: ValueBoxTable, key: ValueBoxKey) throws -> Data?
+    /// Lends the value at `key` to `body` without a copy (valid only during the call) and returns
+    /// true, or returns false if there is none: a point read that decodes straight from the
+    /// store's buffer. (Not generic: a generic requirement called through `any ValueBox`
+    /// instantiates type metadata on every call.)
+    func withValue(_ table: ValueBoxTable, key: ValueBoxKey, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool
     func exists(_ table: ValueBoxTable, key: ValueBoxKey) throws -> Bool
     func set(_ table: ValueBoxTable, key: ValueBoxKey, value: Data) throws
     func remove(_ table: ValueBoxTable, key: ValueBoxKey) throws
@@ -90,6 +95,13 @@ public protocol ValueBox: AnyObject {
 }
 
 public extension ValueBox {
+    /// Through `get` (a copy): for value boxes that cannot lend their buffers.
+    func withValue(_ table: ValueBoxTable, key: ValueBoxKey, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        guard let data = try get(table, key: key) else { return false }
+        try data.withUnsafeBytes(body)
+        return true
+    }
+
     /// Keys strictly between `start` and `end` (descending when `start > end`), as in Telegram.
     func range(_ table: ValueBoxTable, start: ValueBoxKey, end: ValueBoxKey, limit: Int = .max,
                values: (ValueBoxKey, Data) throws -> Bool) throws {
