@@ -141,6 +141,9 @@ public final class MediaBox: Sendable {
         }
         let partial = acquired!
         defer { partial.close() }
+        // Completion will sync: start each part's disk write as it lands, so the final sync only
+        // waits for the tail of the file.
+        partial.eagerWriteback = options.completionSync != .none
         if let d = completeData(paths) {
             // Completed by another process between our check and our lock.
             if partial.ranges.totalBytes == 0 { partial.discard() }
@@ -176,6 +179,11 @@ public final class MediaBox: Sendable {
             switch mode {
             case .fsync: try partial.complete(sync: true)
             case .none: try partial.complete(sync: false)
+            case .group where (partial.knownSize ?? 0) >= Self.ownSyncThreshold:
+                // A large file: its own fsync (its data is mostly written back already) costs
+                // less than a syncfs, which would also flush every other dirty file on the
+                // file system.
+                try partial.complete(sync: true)
             case .group:
                 try partial.prepareForBatchCompletion()
                 try group.sync(fd: partial.descriptor, path: base)
@@ -187,6 +195,9 @@ public final class MediaBox: Sendable {
         try storageBox.insert(StorageBoxEntry(id: resource.id, info: info, size: size, accessTime: now))
         return MediaResourceData(path: paths.complete, offset: 0, size: size, complete: true)
     }
+
+    /// Files at least this large complete with their own fsync under `.group` (see performFetch).
+    static let ownSyncThreshold: Int64 = 8 << 20
 
     /// Runs blocking file work (fsync, link) on a dispatch queue instead of the cooperative pool.
     static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
@@ -244,7 +255,10 @@ public final class MediaBox: Sendable {
                     chunkResults[MediaStorageKey(location: i.location, id: id)] = d
                     continue
                 }
-                guard let partial = try MediaBoxPartialFile.open(paths: paths, wait: true, durability: .processCrash) else { continue }
+                // No meta: the data is written whole and completed in this call (one inode per
+                // file; a crash before the link leaves a partial that resumes from zero).
+                guard let partial = try MediaBoxPartialFile.open(paths: paths, wait: true, durability: .processCrash,
+                                                                 withMeta: false) else { continue }
                 if let d = completeData(paths) {
                     partial.discard()
                     touched.append(MediaStorageKey(location: i.location, id: id))
@@ -253,6 +267,8 @@ public final class MediaBox: Sendable {
                 }
                 try partial.setSize(Int64(data.count))
                 try partial.write(offset: 0, data: data)
+                // The batch's sync finds the data already on its way to the disk.
+                if durability == .batch { PosixFile.startWriteback(partial.descriptor, offset: 0, count: data.count) }
                 if syncEach { try partial.complete(sync: true) } else { try partial.prepareForBatchCompletion() }
                 open.append((partial, i, id))
             }

@@ -26,6 +26,10 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     public private(set) var ranges: RangeMap
     public private(set) var knownSize: Int64?
     public let durability: Durability
+    /// Start the disk write of every part as soon as it is written (`sync_file_range`, async), so
+    /// a completion that syncs finds most of the file already on disk instead of writing it all
+    /// then: the disk works while the network does. Set by MediaBox when completion syncs.
+    public var eagerWriteback = false
     /// True when the meta was present but failed its checksum (a torn write): its ranges were
     /// discarded and the data will be fetched again.
     public private(set) var discardedTornMeta = false
@@ -35,10 +39,22 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     /// Opens (creating if needed) the partial file and takes its exclusive lock.
     /// Returns nil when `wait` is false and another writer holds the lock.
     /// A lock taken on a partial file that was completed or removed meanwhile is retried.
-    public static func open(paths: ResourceStorePaths, wait: Bool, durability: Durability = .processCrash) throws -> MediaBoxPartialFile? {
-        try PosixFile.makeDirectory(paths.directory)
+    ///
+    /// `withMeta: false` is for data already in hand that is written whole and completed at once
+    /// (`MediaBox.storeBatch`): no `_partial.meta` is created (one inode per file instead of two;
+    /// a crash before completion leaves a partial without a meta, which resumes from zero), and an
+    /// existing meta is neither read nor trusted (completion removes it).
+    public static func open(paths: ResourceStorePaths, wait: Bool, durability: Durability = .processCrash,
+                            withMeta: Bool = true) throws -> MediaBoxPartialFile? {
         while true {
-            let fd = try PosixFile.open(paths.partial, O_RDWR | O_CREAT)
+            let fd: Int32
+            // The directory exists almost always: create it only when the open says it is missing.
+            if let opened = try? PosixFile.open(paths.partial, O_RDWR | O_CREAT) {
+                fd = opened
+            } else {
+                try PosixFile.makeDirectory(paths.directory)
+                fd = try PosixFile.open(paths.partial, O_RDWR | O_CREAT)
+            }
             if wait {
                 do { try ResourceLock.lock(fd, .exclusive, path: paths.partial) } catch { Glibc.close(fd); throw error }
             } else if !ResourceLock.tryLock(fd, .exclusive) {
@@ -50,8 +66,10 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
                 Glibc.close(fd)
                 continue
             }
-            let metaFd: Int32
-            do { metaFd = try PosixFile.open(paths.partialMeta, O_RDWR | O_CREAT) } catch { Glibc.close(fd); throw error }
+            var metaFd: Int32 = -1
+            if withMeta {
+                do { metaFd = try PosixFile.open(paths.partialMeta, O_RDWR | O_CREAT) } catch { Glibc.close(fd); throw error }
+            }
             return MediaBoxPartialFile(paths: paths, fd: fd, metaFd: metaFd, durability: durability)
         }
     }
@@ -61,7 +79,7 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
         self.fd = fd
         self.metaFd = metaFd
         self.durability = durability
-        let size = (try? PosixFile.fstat(metaFd, path: paths.partialMeta).st_size) ?? 0
+        let size = metaFd < 0 ? 0 : ((try? PosixFile.fstat(metaFd, path: paths.partialMeta).st_size) ?? 0)
         let bytes = size > 0 ? ((try? PosixFile.preadAll(metaFd, count: Int(size), offset: 0, path: paths.partialMeta)) ?? Data()) : Data()
         if let meta = PartialFileMeta.decode(bytes) {
             // Never trust ranges beyond what the data file actually holds.
@@ -97,11 +115,13 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
         guard !data.isEmpty else { return }
         try data.withUnsafeBytes { try PosixFile.pwriteAll(fd, $0, offset: offset, path: paths.partial) }
         if durability == .powerLoss, fdatasync(fd) != 0 { throw PosixFile.fail(paths.partial, "fdatasync") }
+        if eagerWriteback { PosixFile.startWriteback(fd, offset: offset, count: data.count) }
         ranges.insert(offset..<(offset + Int64(data.count)))
         try writeMeta()
     }
 
     private func writeMeta() throws {
+        guard metaFd >= 0 else { return }   // opened without a meta (whole data in hand)
         let bytes = PartialFileMeta(totalSize: knownSize, ranges: ranges.ranges).encode()
         try bytes.withUnsafeBytes { try PosixFile.pwriteAll(metaFd, $0, offset: 0, path: paths.partialMeta) }
         if ftruncate(metaFd, off_t(bytes.count)) != 0 { throw PosixFile.fail(paths.partialMeta, "ftruncate") }

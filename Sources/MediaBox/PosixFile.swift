@@ -146,6 +146,19 @@ enum PosixFile {
         for f in files { try fsync(f, path: path) }
     }
 
+    /// Starts writeback of a written range without waiting for it (`sync_file_range` with
+    /// `SYNC_FILE_RANGE_WRITE`); a hint only — durability still comes from fsync/syncfs.
+    static func startWriteback(_ fd: Int32, offset: Int64, count: Int) {
+        guard count > 0, let f = syncFileRangeFunction else { return }
+        _ = f(fd, off_t(offset), off_t(count), 2 /* SYNC_FILE_RANGE_WRITE */)
+    }
+
+    private typealias SyncFileRange = @convention(c) (Int32, off_t, off_t, UInt32) -> Int32
+    private static let syncFileRangeFunction: SyncFileRange? = {
+        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "sync_file_range") else { return nil }
+        return unsafeBitCast(symbol, to: SyncFileRange.self)
+    }()
+
     private typealias SyncFS = @convention(c) (Int32) -> Int32
     private static let syncfsFunction: SyncFS? = {
         guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "syncfs") else { return nil }

@@ -294,6 +294,10 @@ final class MultipartFetchTests: XCTestCase {
                 XCTAssertEqual(try FetchFixture.sha256(ofFile: data.path), try fx.expectedSHA(doc.id))
             }
             XCTAssertEqual(try box.stats().total.count, 151)
+            // Every file of at most 256 KiB came in one request (the 2 MiB one in 128 KiB parts).
+            for doc in docs where doc.size <= 256 << 10 {
+                XCTAssertEqual(fx.server.partCounters(fileId: doc.id).parts, 1, "file \(doc.id) of \(doc.size) bytes")
+            }
             let again = try await fetch.fetchBatch(resources, into: box, info: { _ in MediaResourceStorageInfo(contentType: .file) })
             XCTAssertEqual(again.alreadyComplete, 151)
             XCTAssertEqual(again.downloaded, 0)

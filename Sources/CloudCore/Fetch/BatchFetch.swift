@@ -16,7 +16,8 @@ extension MultipartFetch {
     /// Downloads many resources into `mediaBox` with durable, batched completion: small files
     /// (known size ≤ `smallFileLimit`) are fetched into memory and stored with
     /// `MediaBox.storeBatch` (one file-system sync per batch instead of an fsync per file, then
-    /// each file linked into place — never a complete file with missing data); larger ones are
+    /// each file linked into place — never a complete file with missing data; batches form as a
+    /// group commit, see `BatchStore`); files of at most 1 MiB come in one request; larger ones are
     /// streamed through `mediaBox.fetch` into their partial files. At most `maxConcurrentFiles`
     /// files are in progress; parts still obey the fetcher's shared limit. Memory stays bounded by
     /// `maxConcurrentFiles × smallFileLimit + 2 × batchBytes`.
@@ -59,8 +60,11 @@ extension MultipartFetch {
 }
 
 /// Collects small downloaded files and stores them in batches off the cooperative pool, one
-/// batch after the other. The adder that fills a batch waits until it is stored, which keeps
-/// downloads from running far ahead of the disk.
+/// batch after the other, as a group commit: when no batch is being stored, whatever is pending
+/// is stored at once (the first file does not wait for a batch to fill, the last ones do not wait
+/// behind a half-empty batch); while one is being stored, the next accumulates, so batches grow
+/// just as large as the disk needs to keep up (one sync each). An adder that finds the pending
+/// batch full waits until it is taken, which keeps downloads from running far ahead of the disk.
 actor BatchStore {
     private let mediaBox: MediaBox
     private let info: @Sendable (MediaResourceId) -> MediaResourceStorageInfo
@@ -68,8 +72,12 @@ actor BatchStore {
     private let maxCount: Int
     private var pending: [(MediaResourceId, Data)] = []
     private var bytes = 0
-    /// The last batch handed to the disk; each batch waits for the one before.
-    private var tail: Task<Void, any Error>?
+    /// A batch is being stored on `queue`.
+    private var storing = false
+    private var failure: (any Error)?
+    /// Adders waiting for room in `pending`, and flushers waiting for everything to be stored.
+    private var roomWaiters: [CheckedContinuation<Void, Never>] = []
+    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     private static let queue = DispatchQueue(label: "MultipartFetch.batchStore")
 
     init(mediaBox: MediaBox, info: @escaping @Sendable (MediaResourceId) -> MediaResourceStorageInfo, maxBytes: Int, maxCount: Int) {
@@ -80,35 +88,63 @@ actor BatchStore {
     }
 
     func add(_ id: MediaResourceId, _ data: Data) async throws {
+        if let failure { throw failure }
+        // Backpressure: the next batch is full while one is being stored.
+        while storing, bytes >= maxBytes || pending.count >= maxCount {
+            await withCheckedContinuation { roomWaiters.append($0) }
+            if let failure { throw failure }
+        }
         pending.append((id, data))
         bytes += data.count
-        guard bytes >= maxBytes || pending.count >= maxCount else { return }
-        try await storePending().value
+        if !storing { startBatch() }
     }
 
-    /// Stores whatever is pending and waits for every batch.
+    /// Waits until every added file is stored; throws the first failure.
     func flush() async throws {
-        if !pending.isEmpty { _ = storePending() }
-        try await tail?.value
+        while storing || !pending.isEmpty {
+            if !storing {
+                if failure != nil { break }
+                startBatch()
+                continue
+            }
+            await withCheckedContinuation { idleWaiters.append($0) }
+        }
+        if let failure { throw failure }
     }
 
-    private func storePending() -> Task<Void, any Error> {
+    private func startBatch() {
+        guard !storing, !pending.isEmpty, failure == nil else { return }
+        storing = true
         let items = pending
         pending = []
         bytes = 0
-        let previous = tail
         let mediaBox = self.mediaBox
         let info = self.info
-        let task = Task {
-            try await previous?.value
-            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-                Self.queue.async {
-                    c.resume(with: Result { _ = try mediaBox.storeBatch(items, info: { info($0) }) })
-                }
-            }
+        let rooms = roomWaiters
+        roomWaiters = []
+        for r in rooms { r.resume() }
+        Self.queue.async {
+            let result = Result { _ = try mediaBox.storeBatch(items, info: { info($0) }) }
+            Task { await self.batchDone(result) }
         }
-        tail = task
-        return task
+    }
+
+    private func batchDone(_ result: Result<Void, any Error>) {
+        storing = false
+        if case .failure(let e) = result, failure == nil { failure = e }
+        if failure == nil, !pending.isEmpty {
+            startBatch()
+        } else {
+            if failure != nil { pending = []; bytes = 0 }
+            let rooms = roomWaiters
+            roomWaiters = []
+            for r in rooms { r.resume() }
+        }
+        if !storing {
+            let idle = idleWaiters
+            idleWaiters = []
+            for w in idle { w.resume() }
+        }
     }
 }
 

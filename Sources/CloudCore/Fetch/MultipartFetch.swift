@@ -73,25 +73,32 @@ public final class MultipartFetch: MediaResourceFetcher {
     public func fetchData(_ resource: any CloudFetchableResource) async throws -> Data {
         let download = try FileDownload(resource: resource, missing: [0..<(resource.size ?? Int64.max)], context: context)
         let handle = DownloadHandle(download)
-        var data = Data()
-        if let size = resource.size { data = Data(count: Int(size)) }
+        var size = resource.size.map { Int($0) } ?? 0
+        // Allocated on the first part that is not the whole file: a file that arrives as one
+        // part (the usual small file) adopts that part's buffer without a copy.
+        var data: Data?
         var written: Int64 = 0
         while let event = try await handle.next() {
             switch event {
-            case .resourceSizeUpdated(let size):
-                if data.count != Int(size) { data = Data(count: Int(size)) }
+            case .resourceSizeUpdated(let s):
+                if size != Int(s) { size = Int(s); data = nil; written = 0 }
             case let .dataPart(offset, part):
-                guard offset >= 0, offset + Int64(part.count) <= Int64(data.count) else {
+                guard offset >= 0, offset + Int64(part.count) <= Int64(size) else {
                     throw MultipartFetchError.badAnswer(resourceId: resource.id, offset: offset, reason: "part beyond the file's end")
                 }
-                data.replaceSubrange(Int(offset)..<Int(offset) + part.count, with: part)
+                if data == nil, offset == 0, part.count == size, part.startIndex == 0 {
+                    data = part
+                } else {
+                    if data == nil { data = Data(count: size) }
+                    data!.replaceSubrange(Int(offset)..<Int(offset) + part.count, with: part)
+                }
                 written += Int64(part.count)
             }
         }
-        guard written >= Int64(data.count) else {
+        guard written >= Int64(size) else {
             throw MultipartFetchError.badAnswer(resourceId: resource.id, offset: written, reason: "download ended short")
         }
-        return data
+        return data ?? Data(count: size)
     }
 }
 

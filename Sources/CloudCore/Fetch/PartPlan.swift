@@ -11,7 +11,22 @@ struct PartSpec: Sendable, Hashable {
 enum PartPlan {
     /// Part size for a cloud file of `size` bytes (`FilePartRules.preferredPartSize`): whole
     /// small files in one part, 128 KiB below 10 MiB, 1 MiB above.
-    static func cloudPartSize(fileSize: Int64?) -> Int64 { FilePartRules.preferredPartSize(fileSize: fileSize) }
+    ///
+    /// A file of at most `singleRequestLimit` is fetched in one request instead: the smallest
+    /// power of two ≥ its size (a valid part: offset 0, limit dividing 1 MiB), so a 200 KB file
+    /// costs one round trip and one server answer rather than two 128 KiB parts. Larger files
+    /// keep 128 KiB parts, so a slow or interrupted download still leaves progress to resume.
+    static func cloudPartSize(fileSize: Int64?) -> Int64 {
+        if let size = fileSize, size > 0, size <= singleRequestLimit {
+            var p = FilePartRules.alignment
+            while p < size { p <<= 1 }
+            return p
+        }
+        return FilePartRules.preferredPartSize(fileSize: fileSize)
+    }
+
+    /// Files up to this size come in one request (see `cloudPartSize`).
+    static let singleRequestLimit: Int64 = 256 << 10
 
     /// Valid parts (aligned to `partSize`, never crossing 1 MiB) covering `missing` within
     /// `0..<size`, in offset order, without duplicates.
