@@ -2,22 +2,20 @@ import CloudCrypto
 import CloudProtocol
 import Foundation
 
-/// The running SHA-256 and assembly of one upload, so `sendMedia` need not read or copy the
-/// whole file: the contiguous prefix of stored parts is hashed and appended to
-/// `<parts dir>/assembled` as it grows (parts arriving in order right after they are stored; a
-/// part that arrived early once the gap before it is filled), each part read back once (page
-/// cache) on a dispatch queue, never on the cooperative pool or an event loop. The assembled
-/// file always holds exactly the hashed parts; `sendMedia` renames it into place. Re-sending a
-/// part that was already hashed restarts from part 0 (rare: a retry whose answer was lost).
+/// The running SHA-256 of one upload, so `sendMedia` need not read the whole file: the contiguous
+/// prefix of stored parts is hashed as it grows (parts arriving in order right after they are
+/// stored; a part that arrived early once the gap before it is filled), each part read back once
+/// from the upload's file (`UploadPartsFile`, page cache) on a dispatch queue, never on the
+/// cooperative pool or an event loop. Re-sending a part that was already hashed restarts from
+/// part 0 (rare: a retry whose answer was lost).
 final class UploadHasher: @unchecked Sendable {
-    // @unchecked Sendable: the fields below are guarded by `lock`, except `sha` and
-    // `assembledBytes`, only touched by whoever set `busy` (one worker at a time;
-    // the lock hand-off orders the accesses).
+    // @unchecked Sendable: the fields below are guarded by `lock`, except `sha`, only touched
+    // by whoever set `busy` (one worker at a time; the lock hand-off orders the accesses).
     private static let queue = DispatchQueue(label: "cloudd.upload-hash", attributes: .concurrent)
 
     private typealias Waiter = (parts: Int, continuation: CheckedContinuation<String?, Never>)
 
-    private let directory: String
+    let file: UploadPartsFile
     private let lock = NSLock()
     /// Generation of each stored part (a new one every time the part is stored).
     private var stored: [Int: Int] = [:]
@@ -33,16 +31,11 @@ final class UploadHasher: @unchecked Sendable {
     private var result: (generations: [Int], hex: String)?
     private var waiters: [Waiter] = []
     private var sha = SHA256()
-    /// Bytes of the hashed parts written to `assembledPath` (part 0 truncates it).
-    private var assembledBytes = 0
 
-    init(directory: String) { self.directory = directory }
+    init(file: UploadPartsFile) { self.file = file }
 
-    /// The file holding parts `0..<n` once `digest(parts: n)` answered.
-    var assembledPath: String { directory + "/assembled" }
-
-    /// A part was stored (renamed into place) with `generation`.
-    func stored(part: Int, generation: Int) {
+    /// A part was stored (written in full) with `generation`; `nil`: the part is gone again.
+    func stored(part: Int, generation: Int?) {
         lock.lock()
         stored[part] = generation
         if part < hashed.count { stale = true }
@@ -109,11 +102,7 @@ final class UploadHasher: @unchecked Sendable {
 
     private func run() {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: UploadPartRules.maxPartSize, alignment: 16)
-        var out: Int32 = -1
-        defer {
-            buffer.deallocate()
-            if out >= 0 { close(out) }
-        }
+        defer { buffer.deallocate() }
         while true {
             var answers: [(CheckedContinuation<String?, Never>, String?)] = []
             lock.lock()
@@ -134,18 +123,8 @@ final class UploadHasher: @unchecked Sendable {
             case .hash(let part, let generation):
                 var ok = true
                 do {
-                    if out < 0 {
-                        out = open(assembledPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-                        guard out >= 0 else { throw CocoaError(.fileWriteUnknown) }
-                    }
-                    if part == 0 {
-                        guard ftruncate(out, 0) == 0 else { throw CocoaError(.fileWriteUnknown) }
-                        assembledBytes = 0
-                    }
-                    let n = try PartFiles.readWhole(PartFiles.path(directory, part), into: buffer)
+                    let n = try file.read(part: part, into: buffer)
                     sha.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                    try PartFiles.writeAll(out, UnsafeRawBufferPointer(rebasing: buffer[0..<n]), at: assembledBytes)
-                    assembledBytes += n
                 } catch {
                     ok = false
                 }

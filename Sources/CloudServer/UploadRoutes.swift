@@ -19,30 +19,17 @@ extension ServerCore {
             total = Int(t)
         }
         guard part >= 0, part < (total ?? UploadPartRules.maxParts) else { throw CloudError(.filePartsInvalid, message: "part out of range") }
-        let dir = uploads.partsDirectory(fileId)
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let tmp = dir.appendingPathComponent("\(part).tmp-\(UUID().uuidString)")
-        let written: Int64
-        do {
-            written = try await BodyFile.write(request.body, to: tmp, maxBytes: Int64(UploadPartRules.maxPartSize), hash: false).size
-        } catch let e as CloudError {
-            try? FileManager.default.removeItem(at: tmp)
-            throw e
-        }
-        guard UploadPartRules.isValidAnyPartSize(Int(written)) else {
-            try? FileManager.default.removeItem(at: tmp)
-            throw CloudError(.filePartSizeInvalid)
-        }
-        // rename(2) replaces an earlier copy of the part atomically.
-        guard rename(tmp.path, uploads.partURL(fileId, part).path) == 0 else {
-            try? FileManager.default.removeItem(at: tmp)
-            throw CloudError(.internalError, message: "cannot store part")
-        }
-        do {
-            try uploads.record(fileId: fileId, part: part, size: Int(written), totalParts: total, big: big)
-        } catch {
-            try? FileManager.default.removeItem(at: uploads.partURL(fileId, part))
-            throw error
+        // The body is read into memory (≤ 512 KiB) and written to the upload's file at the part's
+        // offset only when complete: a request that fails half-way leaves the stored copy alone.
+        let body = try await BodyChunks.read(request.body, maxBytes: UploadPartRules.maxPartSize)
+        guard UploadPartRules.isValidAnyPartSize(body.size) else { throw CloudError(.filePartSizeInvalid) }
+        try uploads.check(fileId: fileId, totalParts: total, big: big)
+        let hint = UploadPartsFile.partSizeHint(part: part, size: body.size, totalParts: total, big: big)
+        while true {
+            let file = uploads.partsFile(fileId)
+            guard try file.write(part: part, chunks: body.chunks, size: body.size, hint: hint) == .written else { continue }
+            try uploads.record(fileId: fileId, part: part, size: body.size, totalParts: total, big: big, file: file)
+            break
         }
         return HTTPSupport.json(OkResponse())
     }
@@ -95,17 +82,15 @@ extension ServerCore {
         }
         if let want = f.sha256, want.lowercased() != shaHex { throw CloudError(.checksumInvalid) }
         if let want = f.md5 {
-            let got = try await PartFiles.md5(directory: uploads.partsDirectory(f.id).path, parts: f.parts, maxPartSize: UploadPartRules.maxPartSize)
+            let got = try await hasher.file.md5(parts: f.parts)
             guard want.lowercased() == got else { throw CloudError(.checksumInvalid) }
         }
 
-        // No copy at send time: the assembled file is renamed into place.
+        // No copy at send time: the parts' file (each part already at its offset) is truncated to
+        // the total and renamed into place.
         let newId = dataset.withLock { ds -> Int64 in ds.nextFileId += 1; return ds.nextFileId }
         let dest = uploads.directory.appendingPathComponent("files/\(newId)")
-        var st = stat()
-        guard stat(hasher.assembledPath, &st) == 0, Int64(st.st_size) == total, rename(hasher.assembledPath, dest.path) == 0 else {
-            throw CloudError(.internalError, message: "cannot store the file")
-        }
+        try hasher.file.finish(partSizes: sizes, to: dest.path)
         bytes.knownSHA256(fileId: newId, served: shaHex)
 
         let msg: Message? = dataset.withLock { ds in
@@ -136,6 +121,20 @@ extension ServerCore {
         let info = PlainUploadInfo(name: name, size: r.size, sha256: r.sha256 ?? "")
         uploads.recordPlain(info)
         return HTTPSupport.json(info, status: .created)
+    }
+}
+
+/// A request body held as the buffers it arrived in (an upload part, ≤ 512 KiB), with a size cap.
+enum BodyChunks {
+    static func read(_ body: RequestBody, maxBytes: Int) async throws -> (chunks: [ByteBuffer], size: Int) {
+        var chunks: [ByteBuffer] = []
+        var size = 0
+        for try await buffer in body {
+            size += buffer.readableBytes
+            if size > maxBytes { throw CloudError(.filePartSizeInvalid, message: "part larger than \(maxBytes) bytes") }
+            if buffer.readableBytes > 0 { chunks.append(buffer) }
+        }
+        return (chunks, size)
     }
 }
 

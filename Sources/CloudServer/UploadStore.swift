@@ -2,11 +2,11 @@ import CloudCrypto
 import CloudProtocol
 import Foundation
 
-/// Uploaded parts on disk (`<dir>/parts/<fileId>/<part>`), sent files (`<dir>/files/<id>/`:
-/// the parts directory moved there by `sendMedia`, no second copy), plain uploads
-/// (`<dir>/plain/<name>`), per-part receipt counts, each upload's running SHA-256
-/// (`UploadHasher`) and the random-id → message map that makes `sendMedia` idempotent.
-/// Nothing big is held in memory.
+/// Uploaded parts on disk (one file per upload, `<dir>/parts/<fileId>`, each part at its offset:
+/// `UploadPartsFile`), sent files (`<dir>/files/<id>`: that file renamed there by `sendMedia`, no
+/// second copy), plain uploads (`<dir>/plain/<name>`), per-part receipt counts, each upload's
+/// running SHA-256 (`UploadHasher`) and the random-id → message map that makes `sendMedia`
+/// idempotent. Nothing big is held in memory (a part only while its request is read).
 final class UploadStore: Sendable {
     struct Entry: Sendable {
         var partSizes: [Int: Int] = [:]
@@ -22,6 +22,7 @@ final class UploadStore: Sendable {
         var sending: Set<Int64> = []
         var plain: [String: PlainUploadInfo] = [:]
         var hashers: [Int64: UploadHasher] = [:]
+        var files: [Int64: UploadPartsFile] = [:]
         var nextGeneration = 0
     }
 
@@ -35,15 +36,46 @@ final class UploadStore: Sendable {
         }
     }
 
-    func partsDirectory(_ fileId: Int64) -> URL { directory.appendingPathComponent("parts/\(fileId)", isDirectory: true) }
-    func partURL(_ fileId: Int64, _ part: Int) -> URL { partsDirectory(fileId).appendingPathComponent("\(part)") }
+    func partsPath(_ fileId: Int64) -> String { directory.appendingPathComponent("parts/\(fileId)").path }
 
-    func record(fileId: Int64, part: Int, size: Int, totalParts: Int?, big: Bool) throws {
+    /// The file the parts of `fileId` are written to (a new one after a send or forget).
+    func partsFile(_ fileId: Int64) -> UploadPartsFile {
+        state.withLock { s in
+            if let f = s.files[fileId], !f.isClosed { return f }
+            let f = UploadPartsFile(path: partsPath(fileId))
+            s.files[fileId] = f
+            return f
+        }
+    }
+
+    /// Refuses a part that does not fit the parts stored before it (mode, `totalParts`).
+    func check(fileId: Int64, totalParts: Int?, big: Bool) throws {
+        try state.withLock { s in try Self.check(s.entries[fileId], totalParts: totalParts, big: big) }
+    }
+
+    private static func check(_ entry: Entry?, totalParts: Int?, big: Bool) throws {
+        guard let e = entry, !e.partSizes.isEmpty else { return }
+        if let b = e.big, b != big { throw CloudError(.filePartsInvalid, message: "mixed small and big parts") }
+        if let t = totalParts, let old = e.totalParts, old != t { throw CloudError(.filePartsInvalid, message: "totalParts changed") }
+    }
+
+    /// A part was written to `file`: it is stored now (replacing an earlier copy). Throws (and
+    /// drops the part, whose earlier copy was overwritten) if it no longer fits the upload.
+    func record(fileId: Int64, part: Int, size: Int, totalParts: Int?, big: Bool, file: UploadPartsFile) throws {
         try state.withLock { s in
+            guard s.files[fileId] === file else {
+                // Sent or forgotten while the part was written: its bytes went with the old file.
+                throw CloudError(.internalError, message: "the upload changed while the part was stored; send it again")
+            }
             var e = s.entries[fileId] ?? Entry()
-            if let b = e.big, b != big, !e.partSizes.isEmpty { throw CloudError(.filePartsInvalid, message: "mixed small and big parts") }
-            if let t = totalParts, let old = e.totalParts, old != t, !e.partSizes.isEmpty {
-                throw CloudError(.filePartsInvalid, message: "totalParts changed")
+            do {
+                try Self.check(e, totalParts: totalParts, big: big)
+            } catch {
+                if e.partSizes.removeValue(forKey: part) != nil {
+                    s.entries[fileId] = e
+                    s.hashers[fileId]?.stored(part: part, generation: nil)
+                }
+                throw error
             }
             e.big = big
             e.totalParts = totalParts ?? e.totalParts
@@ -52,7 +84,7 @@ final class UploadStore: Sendable {
             e.forgotten = false
             s.entries[fileId] = e
             s.nextGeneration += 1
-            let hasher = s.hashers[fileId] ?? UploadHasher(directory: partsDirectory(fileId).path)
+            let hasher = s.hashers[fileId] ?? UploadHasher(file: file)
             s.hashers[fileId] = hasher
             hasher.stored(part: part, generation: s.nextGeneration)
         }
@@ -78,18 +110,17 @@ final class UploadStore: Sendable {
             e.forgotten = true
             s.entries[fileId] = e
             s.hashers.removeValue(forKey: fileId)?.cancel()
+            s.files.removeValue(forKey: fileId)?.discard()
         }
-        try? FileManager.default.removeItem(at: partsDirectory(fileId))
     }
 
-    /// Parts consumed by a sent message (their directory already moved to `files/`, or
-    /// removed here), receipts kept.
+    /// Parts consumed by a sent message (their file already renamed into `files/`), receipts kept.
     func consumed(_ fileId: Int64) {
         state.withLock { s in
             s.entries[fileId]?.partSizes = [:]
             s.hashers.removeValue(forKey: fileId)?.cancel()
+            s.files.removeValue(forKey: fileId)?.discard()
         }
-        try? FileManager.default.removeItem(at: partsDirectory(fileId))
     }
 
     // MARK: Idempotent send
