@@ -22,10 +22,21 @@ final class UploadQueueIntegrationTests: XCTestCase {
         let started = Date()
         for trial in 0..<trials {
             guard case .success(let itemId) = try h.enqueue(source, peer: peer) else { return XCTFail("enqueue failed") }
-            // Kill somewhere between start-up and the end of the upload (~1–3 s here).
-            let delay = Double.random(in: 0.05...2.5)
+            // Odd trials: kill at a random moment of start-up and the first parts. Even trials:
+            // once a random number of the ~380 parts is acknowledged — mid-upload however fast
+            // the machine (random times alone mostly missed the upload once it got faster).
             let victim = try h.start(["run", "upload-queue"])
-            usleep(useconds_t(delay * 1_000_000))
+            let delay: String
+            if trial % 2 == 1 {
+                let seconds = Double.random(in: 0.05...0.6)
+                usleep(useconds_t(seconds * 1_000_000))
+                delay = String(format: "%.2f s", seconds)
+            } else {
+                let target = Int.random(in: 1...300)
+                let deadline = Date().addingTimeInterval(60)
+                while victim.isRunning, Date() < deadline, ((try? h.acknowledgedParts(itemId).count) ?? 0) < target { usleep(5_000) }
+                delay = "\(target) acknowledged parts"
+            }
             victim.signal(SIGKILL)
             victim.wait()
             let mid = try XCTUnwrap(try h.uploadItems().first { $0.id == itemId })
@@ -38,7 +49,7 @@ final class UploadQueueIntegrationTests: XCTestCase {
             XCTAssertEqual(resumed.status, 0, "trial \(trial): \(resumed.stderr)")
             let counters = JobrunHarness.counters(resumed.stdout)
             let done = try XCTUnwrap(try h.uploadItems().first { $0.id == itemId })
-            XCTAssertEqual(done.state, .sent, "trial \(trial) (killed after \(delay) s): \(done.failureReason ?? "")")
+            XCTAssertEqual(done.state, .sent, "trial \(trial) (killed after \(delay)): \(done.failureReason ?? "")")
             XCTAssertEqual(try cloud.messageCount(peer: peer, randomId: done.randomId), 1, "trial \(trial): sent exactly once")
             if mid.state == .uploading, done.fileId == mid.fileId, mid.fileId != 0 {
                 let after = cloud.receipts(mid.fileId)

@@ -34,6 +34,7 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
     public var stdout: String { lock.lock(); defer { lock.unlock() }; return String(decoding: out, as: UTF8.self) }
     public var stderr: String { lock.lock(); defer { lock.unlock() }; return String(decoding: err, as: UTF8.self) }
 
