@@ -229,7 +229,7 @@ struct UploadBenchmark {
         BenchRatios.record("upload", "\(fmt(Double(largeBytes) / 1e6, 0)) MB file", product: fmt(best(productLarge).mbps, 0) + " MB/s",
                            peer: fmt(best(curlLarge).mbps, 0) + " MB/s curl -T", ratio: best(productLarge).mbps / best(curlLarge).mbps, target: 1)
         print("ratio large (product upload / curl): \(fmt(best(productLarge).mbps / best(curlLarge).mbps))× (target ≥ 1.0×); with enqueue: \(fmt(best(productLargeWithEnqueue).mbps / best(curlLarge).mbps))×")
-        print("ratio large, parts phase only (the server assembles and hashes the parts at sendMedia): \(fmt(best(productLargeParts).mbps / best(curlLarge).mbps))×")
+        print("ratio large, parts phase only (sendMedia then waits for the server to finish hashing the file): \(fmt(best(productLargeParts).mbps / best(curlLarge).mbps))×")
         print("ratio small files/s (product / curl): \(fmt(best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond))×")
         print("peak RSS of this process: \(fmt(rssStart, 1)) MiB before uploading, \(fmt(rssAfterLarge, 1)) MiB after the \(fmt(Double(largeBytes) / 1e6, 0)) MB upload, \(fmt(peakRSSMiB(), 1)) MiB at the end (bounded: parts are sent from the file by region)")
     }
