@@ -44,7 +44,7 @@ final class PrefetchCleanupScheduleTests: XCTestCase {
         schedule: "* * * * *"
         timeout: 1m
         params:
-          maxSize: 2MiB
+          maxSize: 1MiB
           immunity: 0s
         """)
 
