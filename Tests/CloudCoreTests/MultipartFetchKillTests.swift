@@ -10,10 +10,7 @@ import XCTest
 /// in-process and transfers only the parts the partial file lacks (cloudd's counters prove it).
 final class MultipartFetchKillTests: XCTestCase {
     func testKilledDownloadResumesWithOnlyMissingParts() async throws {
-        let testkit = Products.executable("jobrun-testkit")
-        guard FileManager.default.isExecutableFile(atPath: testkit) else {
-            throw XCTSkip("jobrun-testkit is not built (swift build --product jobrun-testkit)")
-        }
+        let testkit = try Products.builtExecutable("jobrun-testkit")
         let probe = try ChildProcess(testkit, [])
         probe.wait(timeout: 10)
         XCTAssertTrue(probe.stderr.contains("fetch-cloud-document"), "jobrun-testkit must offer fetch-cloud-document: \(probe.stderr)")

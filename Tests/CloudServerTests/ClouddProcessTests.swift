@@ -11,17 +11,6 @@ final class ClouddProcessTests: XCTestCase {
         let admin: String
     }
 
-    func clouddPath() -> String? {
-        // The test bundle lives in <scratch>/debug/…; cloudd is built next to it.
-        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<4 {
-            let c = dir.appendingPathComponent("cloudd")
-            if FileManager.default.isExecutableFile(atPath: c.path) { return c.path }
-            dir = dir.deletingLastPathComponent()
-        }
-        return nil
-    }
-
     func testStopDoesNotWaitForSlowDownloads() async throws {
         let server = try await TestCloud.start { $0.dataset.bigFiles = [5_000_000] }
         let f = server.dataset().files.first { $0.size == 5_000_000 }!
@@ -39,7 +28,7 @@ final class ClouddProcessTests: XCTestCase {
     }
 
     func testClouddPrintsReadyLineServesAndStopsOnSIGTERM() async throws {
-        guard let exe = clouddPath() else { throw XCTSkip("cloudd not built next to the tests") }
+        let exe = try Products.builtExecutable("cloudd")
         let p = Process()
         p.executableURL = URL(fileURLWithPath: exe)
         p.arguments = ["--seed", "7", "--dcs", "2", "--port-base", "0", "--peers", "3", "--messages-per-peer", "5", "--cdn-fraction", "0.5"]

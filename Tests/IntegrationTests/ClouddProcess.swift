@@ -20,8 +20,7 @@ final class ClouddProcess: @unchecked Sendable {
 
     /// Starts `cloudd` with ephemeral ports and waits for its ready line.
     init(_ arguments: [String]) throws {
-        let exe = Products.executable("cloudd")
-        guard FileManager.default.isExecutableFile(atPath: exe) else { throw XCTSkip("cloudd is not built at \(exe)") }
+        let exe = try Products.builtExecutable("cloudd")
         process = try ChildProcess(exe, ["--port-base", "0"] + arguments)
         guard process.waitForOutput("\n", timeout: 60),
               let line = process.stdout.split(separator: "\n").first else {

@@ -10,9 +10,7 @@ final class CrossProcessTests: XCTestCase {
     let now: Int64 = 1_000_000
 
     override func setUpWithError() throws {
-        guard FileManager.default.isExecutableFile(atPath: MediaBoxFixtures.testkit) else {
-            throw XCTSkip("jobrun-testkit not built at \(MediaBoxFixtures.testkit)")
-        }
+        _ = try Products.builtExecutable("jobrun-testkit")
     }
 
     func testResourceLockedByAnotherProcessSurvivesCleanup() throws {

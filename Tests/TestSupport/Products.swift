@@ -18,4 +18,14 @@ public enum Products {
     public static func executable(_ name: String) -> String {
         directory.appendingPathComponent(name).path
     }
+
+    /// The path of the built executable `name`, or an error that fails the test: `swift test`
+    /// builds every product, so a missing one is a broken build, never a reason to skip.
+    public static func builtExecutable(_ name: String) throws -> String {
+        let path = executable(name)
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw FixtureMissing("\(name) is not built at \(path) (swift build --product \(name))")
+        }
+        return path
+    }
 }
