@@ -35,10 +35,15 @@ public struct CloudRetryPolicy: Sendable, Equatable {
         self.maxMigrations = maxMigrations
     }
 
+    /// `base × 2^(n−1)` capped at `max` (n ≤ 0 counts as 1): the exponential backoff every retry
+    /// loop of the client uses (API calls, parts, revalidations, queued uploads).
+    public static func exponentialDelay(_ n: Int, base: Double, max cap: Double) -> Double {
+        min(cap, base * pow(2, Double(min(Swift.max(0, n - 1), 30))))
+    }
+
     /// The wait before retry number `retry` (1-based), jitter applied.
     public func delay(beforeRetry retry: Int) -> Double {
-        let exponent = Double(max(0, retry - 1))
-        let plain = min(maxDelay, baseDelay * pow(2, min(exponent, 30)))
+        let plain = Self.exponentialDelay(retry, base: baseDelay, max: maxDelay)
         let j = min(1, max(0, jitter))
         return plain * (1 - j * Double.random(in: 0...1))
     }

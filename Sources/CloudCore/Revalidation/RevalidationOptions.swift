@@ -42,6 +42,6 @@ public struct RevalidationOptions: Sendable, Equatable {
     /// The backoff after `failures` failed revalidations in a row (0 → none).
     public func backoff(failures: Int32) -> Double {
         guard failures > 0 else { return 0 }
-        return min(backoffMax, backoffBase * pow(2, Double(min(failures - 1, 30))))
+        return CloudRetryPolicy.exponentialDelay(Int(failures), base: backoffBase, max: backoffMax)
     }
 }

@@ -172,8 +172,8 @@ public final class UploadQueue: Sendable {
                     item.failureReason = "\(reason) (gave up after \(item.attempts) attempts)"
                 } else {
                     item.state = .queued
-                    let factor = pow(2, Double(max(0, Int(item.attempts) - 1)))
-                    item.notBefore = now + Int64(min(86_400, backoff * factor) * 1000)
+                    let delay = CloudRetryPolicy.exponentialDelay(Int(item.attempts), base: backoff, max: 86_400)
+                    item.notBefore = now + Int64(delay * 1000)
                 }
             case .failed(let reason):
                 item.state = .failed
