@@ -80,7 +80,7 @@ extension ConfigNode {
         do {
             node = try Yams.compose(yaml: yaml)
         } catch let error as YamlError {
-            throw JobFileErrors([yamlError(error, yaml: yaml, file: file)])
+            throw JobFileErrors(yamlErrors(error, yaml: yaml, file: file))
         } catch {
             throw JobFileErrors([JobFileError(SourcePosition(file: file, line: 1, column: 1),
                                               "YAML error: \(error)")])
@@ -98,16 +98,16 @@ extension ConfigNode {
     }
 
     private static func convert(_ node: Node, file: String, errors: inout [JobFileError], seen: inout Set<SourcePosition>) -> ConfigNode {
-        // Yams resolves an alias to a copy of the anchored node, mark included: a mark seen twice
-        // is an alias. Reported at the anchored value.
+        // Yams composes an alias as the anchored node itself (shared, not copied), so a mark seen
+        // twice is an alias. It is refused there and not descended into: a file of nested
+        // aliases ("billion laughs") costs its own size to refuse, never its expansion.
         if let mark = node.mark {
             let key = SourcePosition(file: file, line: mark.line, column: mark.column)
-            if seen.contains(key) {
-                let error = JobFileError(key, "YAML anchors and aliases are not supported in job files (this value is reused by an alias)",
-                                         expected: "plain values")
-                if !errors.contains(error) { errors.append(error) }
+            if !seen.insert(key).inserted {
+                errors.append(JobFileError(key, "YAML anchors and aliases are not supported in job files (this value is reused by an alias)",
+                                           expected: "plain values"))
+                return ConfigNode(value: .scalar("", .null), position: key)
             }
-            seen.insert(key)
         }
         switch node {
         case .scalar(let scalar):
@@ -127,7 +127,9 @@ extension ConfigNode {
             }
             return ConfigNode(value: .scalar(scalar.string, type), position: pos(scalar.mark, file), quoted: quoted)
         case .sequence(let sequence):
-            let items = sequence.map { convert($0, file: file, errors: &errors, seen: &seen) }
+            var items: [ConfigNode] = []
+            items.reserveCapacity(sequence.count)
+            for item in sequence { items.append(convert(item, file: file, errors: &errors, seen: &seen)) }
             return ConfigNode(value: .sequence(items), position: pos(sequence.mark, file))
         case .mapping(let mapping):
             var entries: [Entry] = []
@@ -148,51 +150,44 @@ extension ConfigNode {
         }
     }
 
-    private static func yamlError(_ error: YamlError, yaml: String, file: String) -> JobFileError {
+    /// A key or word from the file, quoted for a message — only when it looks like one (letters,
+    /// digits, `_`, `-`, `.`, at most 64 characters). Anything else is described, not shown: a
+    /// file that is not a job file (a secret reached through a link, say) must not have its
+    /// contents copied into errors and logs.
+    public static func quotedKey(_ text: String) -> String {
+        let looksLikeKey = !text.isEmpty && text.utf8.count <= 64 && text.unicodeScalars.allSatisfy {
+            $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" || $0 == ".")
+        }
+        return looksLikeKey ? "'\(text)'" : "(\(text.count) characters, not shown)"
+    }
+
+    private static func yamlErrors(_ error: YamlError, yaml: String, file: String) -> [JobFileError] {
         switch error {
         case let .scanner(context, problem, mark, _),
              let .parser(context, problem, mark, _),
              let .composer(context, problem, mark, _):
             var message = "YAML syntax error: \(problem)"
             if let context { message += " (\(context.text) at line \(context.mark.line), column \(context.mark.column))" }
-            return JobFileError(SourcePosition(file: file, line: mark.line, column: mark.column), message,
-                                expected: "valid YAML")
+            return [JobFileError(SourcePosition(file: file, line: mark.line, column: mark.column), message, expected: "valid YAML")]
         case let .reader(problem, offset, _, _):
             let (line, column) = lineColumn(of: offset ?? 0, in: yaml)
-            return JobFileError(SourcePosition(file: file, line: line, column: column),
-                                "cannot read job file: \(problem)", expected: "UTF-8 text")
+            return [JobFileError(SourcePosition(file: file, line: line, column: column),
+                                 "cannot read job file: \(problem)", expected: "UTF-8 text")]
         case let .duplicatedKeysInMapping(duplicates, context):
-            let key = duplicates.first ?? "?"
-            let first = context.mark
-            let second = findDuplicate(key: key, after: first, in: yaml) ?? (first.line, first.column)
-            return JobFileError(SourcePosition(file: file, line: second.0, column: second.1),
-                                "duplicate key '\(key)' (first at line \(first.line), column \(first.column))",
-                                expected: "each key once per mapping")
+            // YAML stops at the first mapping with a duplicate; the scan finds them all.
+            let all = DuplicateKeyScan.duplicates(in: yaml).map {
+                JobFileError(SourcePosition(file: file, line: $0.line, column: $0.column),
+                             "duplicate key \(quotedKey($0.key)) (first at line \($0.firstLine), column \($0.column))",
+                             expected: "each key once per mapping")
+            }
+            if !all.isEmpty { return all }
+            let mark = context.mark
+            return [JobFileError(SourcePosition(file: file, line: mark.line, column: mark.column),
+                                 "duplicate key \(quotedKey(duplicates.first ?? "")) in this mapping", expected: "each key once per mapping")]
         default:
-            return JobFileError(SourcePosition(file: file, line: 1, column: 1), "YAML error: \(error)",
-                                expected: "valid YAML")
+            return [JobFileError(SourcePosition(file: file, line: 1, column: 1), "YAML error the parser could not place",
+                                 expected: "valid YAML")]
         }
-    }
-
-    /// Finds the second occurrence of a block-mapping key at the same indentation as the first.
-    private static func findDuplicate(key: String, after first: Mark, in yaml: String) -> (Int, Int)? {
-        let lines = yaml.split(separator: "\n", omittingEmptySubsequences: false)
-        guard first.line >= 1, first.line <= lines.count else { return nil }
-        let indent = first.column - 1
-        for index in first.line..<lines.count {
-            let line = lines[index]
-            let leading = line.prefix { $0 == " " }.count
-            if leading < indent, !line.trimmingCharacters(in: .whitespaces).isEmpty,
-               !line.trimmingCharacters(in: .whitespaces).hasPrefix("#") {
-                return nil // left the mapping
-            }
-            guard leading == indent else { continue }
-            let rest = line.dropFirst(leading)
-            for candidate in [key, "\"\(key)\"", "'\(key)'"] where rest.hasPrefix(candidate + ":") {
-                return (index + 1, indent + 1)
-            }
-        }
-        return nil
     }
 
     static func lineColumn(of offset: Int, in text: String) -> (Int, Int) {

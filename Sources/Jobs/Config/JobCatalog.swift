@@ -4,28 +4,31 @@ import Foundation
 /// across files. `resolve(_:)` answers `jobrun run <job-file|name>`.
 public struct JobCatalog: Sendable {
     public let directory: URL?
+    /// The kinds job files may name.
+    public let kinds: JobKindRegistry
     /// Valid jobs, sorted by name.
     public let jobs: [JobFile]
     /// Every problem found in every file (a file with errors contributes no job).
     public let errors: [JobFileError]
 
-    public init(jobs: [JobFile], errors: [JobFileError] = [], directory: URL? = nil) {
+    public init(jobs: [JobFile], errors: [JobFileError] = [], directory: URL? = nil, kinds: JobKindRegistry = .shipped) {
         self.jobs = jobs.sorted { $0.name < $1.name }
         self.errors = JobFileErrors(errors).errors
         self.directory = directory
+        self.kinds = kinds
     }
 
     /// Loads every job file of `directory`. Never throws for bad files: their errors are in
     /// `errors` (use `loadStrict` to fail on any). A missing directory is an error at `directory:1:1`.
-    public static func load(directory: URL) -> JobCatalog {
+    public static func load(directory: URL, kinds: JobKindRegistry = .shipped) -> JobCatalog {
         let fm = FileManager.default
         let names: [String]
         do {
             names = try fm.contentsOfDirectory(atPath: directory.path)
         } catch {
             return JobCatalog(jobs: [], errors: [JobFileError(SourcePosition(file: directory.path, line: 1, column: 1),
-                                                             "cannot read jobs directory: \(error.localizedDescription)",
-                                                             expected: "a directory of *.yaml job files")], directory: directory)
+                                                             "cannot read jobs directory: \(SystemErrorText.describe(error))",
+                                                             expected: "a directory of *.yaml job files")], directory: directory, kinds: kinds)
         }
         let files = names.filter { ($0.hasSuffix(".yaml") || $0.hasSuffix(".yml")) && !$0.hasPrefix(".") }.sorted()
         var jobs: [JobFile] = []
@@ -33,38 +36,38 @@ public struct JobCatalog: Sendable {
         for name in files {
             let url = directory.appendingPathComponent(name)
             do {
-                jobs.append(try JobFile.load(contentsOf: url))
+                jobs.append(try JobFile.load(contentsOf: url, kinds: kinds))
             } catch {
                 errors += error.errors
             }
         }
-        return JobCatalog(validating: jobs, errors: errors, directory: directory)
+        return JobCatalog(validating: jobs, errors: errors, directory: directory, kinds: kinds)
     }
 
     /// Loads the given job files (`jobrun validate <files…>`): every error of every file, plus
     /// duplicate names among them. Paths are shown as given.
-    public static func load(files: [String]) -> JobCatalog {
+    public static func load(files: [String], kinds: JobKindRegistry = .shipped) -> JobCatalog {
         var jobs: [JobFile] = []
         var errors: [JobFileError] = []
         for path in files {
             do {
-                jobs.append(try JobFile.load(contentsOf: URL(fileURLWithPath: path), displayPath: path))
+                jobs.append(try JobFile.load(contentsOf: URL(fileURLWithPath: path), displayPath: path, kinds: kinds))
             } catch {
                 errors += error.errors
             }
         }
-        return JobCatalog(validating: jobs, errors: errors)
+        return JobCatalog(validating: jobs, errors: errors, kinds: kinds)
     }
 
     /// Loads and throws all errors if any file is invalid or names collide.
-    public static func loadStrict(directory: URL) throws(JobFileErrors) -> JobCatalog {
-        let catalog = load(directory: directory)
+    public static func loadStrict(directory: URL, kinds: JobKindRegistry = .shipped) throws(JobFileErrors) -> JobCatalog {
+        let catalog = load(directory: directory, kinds: kinds)
         if !catalog.errors.isEmpty { throw JobFileErrors(catalog.errors) }
         return catalog
     }
 
     /// Builds a catalog from already-parsed jobs, reporting duplicate names.
-    public init(validating jobs: [JobFile], errors: [JobFileError] = [], directory: URL? = nil) {
+    public init(validating jobs: [JobFile], errors: [JobFileError] = [], directory: URL? = nil, kinds: JobKindRegistry = .shipped) {
         var seen: [String: JobFile] = [:]
         var unique: [JobFile] = []
         var all = errors
@@ -77,7 +80,7 @@ public struct JobCatalog: Sendable {
                 unique.append(job)
             }
         }
-        self.init(jobs: unique, errors: all, directory: directory)
+        self.init(jobs: unique, errors: all, directory: directory, kinds: kinds)
     }
 
     public func job(named name: String) -> JobFile? { jobs.first { $0.name == name } }
@@ -89,7 +92,7 @@ public struct JobCatalog: Sendable {
         if looksLikePath || (job(named: reference) == nil && FileManager.default.fileExists(atPath: reference)) {
             guard FileManager.default.fileExists(atPath: reference) else { throw .fileNotFound(reference) }
             do {
-                return try JobFile.load(contentsOf: URL(fileURLWithPath: reference), displayPath: reference)
+                return try JobFile.load(contentsOf: URL(fileURLWithPath: reference), displayPath: reference, kinds: kinds)
             } catch {
                 throw .invalid(error)
             }

@@ -43,7 +43,8 @@ public struct RetryPolicy: Sendable, Hashable {
 /// A validated job file: the unit of work `jobrun run` executes and the scheduler fires.
 public struct JobFile: Sendable, Hashable {
     public var name: String
-    public var kind: JobKind
+    /// The kind's name (`time-based-cleanup`); the runner finds the kind in its registry.
+    public var kind: String
     public var description: String?
     public var enabled: Bool
     /// `nil`: the job only runs when started by hand (`jobrun run`); no timer is written.
@@ -62,8 +63,6 @@ public struct JobFile: Sendable, Hashable {
     public var randomizedDelay: Duration
     public var accounts: [Int64]
     public var params: JobParams
-    /// The `params:` node as written (nil when absent).
-    public var rawParams: ConfigNode?
     /// The file this job came from.
     public var source: String
     /// Position of `name:`'s value (for catalog-level errors such as duplicate names).
@@ -78,29 +77,46 @@ public struct JobFile: Sendable, Hashable {
     }
 
     /// Loads and validates a job file; every problem is reported with `file:line:column`.
-    public static func load(contentsOf url: URL, displayPath: String? = nil) throws(JobFileErrors) -> JobFile {
+    public static func load(contentsOf url: URL, displayPath: String? = nil, kinds: JobKindRegistry = .shipped) throws(JobFileErrors) -> JobFile {
         let shown = displayPath ?? url.path
-        let text: String
+        let origin = SourcePosition(file: shown, line: 1, column: 1)
+        let data: Data
         do {
-            let data = try Data(contentsOf: url)
-            guard let decoded = String(data: data, encoding: .utf8) else {
-                throw JobFileErrors([JobFileError(SourcePosition(file: shown, line: 1, column: 1),
-                                                  "job file is not valid UTF-8", expected: "UTF-8 text")])
-            }
-            text = decoded
-        } catch let error as JobFileErrors {
-            throw error
+            data = try readLimited(url, limit: maximumSize)
+        } catch let error as JobFileTooLarge {
+            throw JobFileErrors([JobFileError(origin, "job file is larger than \(ByteSize.human(Int64(error.limit)))",
+                                              expected: "a job file of a few kilobytes")])
         } catch {
-            throw JobFileErrors([JobFileError(SourcePosition(file: shown, line: 1, column: 1),
-                                              "cannot read job file: \(error.localizedDescription)",
+            throw JobFileErrors([JobFileError(origin, "cannot read job file: \(SystemErrorText.describe(error))",
                                               expected: "a readable YAML file")])
         }
-        return try parse(yaml: text, file: shown)
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw JobFileErrors([JobFileError(origin, "job file is not valid UTF-8", expected: "UTF-8 text")])
+        }
+        return try parse(yaml: text, file: shown, kinds: kinds)
+    }
+
+    /// The largest job file read: job files are a few kilobytes, and every `run` and `schedule`
+    /// reads every file of the jobs directory, so one huge file must not stall them.
+    public static let maximumSize = 256 * 1024
+
+    /// Reads at most `limit` bytes, throwing `JobFileTooLarge` beyond them.
+    private static func readLimited(_ url: URL, limit: Int) throws -> Data {
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        let data = try handle.read(upToCount: limit + 1) ?? Data()
+        if data.count > limit { throw JobFileTooLarge(limit: limit) }
+        return data
     }
 
     /// Parses and validates job-file text; `file` is the name used in error positions.
-    public static func parse(yaml: String, file: String) throws(JobFileErrors) -> JobFile {
-        var decoder = JobFileDecoder(file: file)
+    public static func parse(yaml: String, file: String, kinds: JobKindRegistry = .shipped) throws(JobFileErrors) -> JobFile {
+        var decoder = JobFileDecoder(file: file, kinds: kinds)
         return try decoder.decode(yaml: yaml)
     }
+}
+
+/// A job file over `JobFile.maximumSize`.
+struct JobFileTooLarge: Error {
+    let limit: Int
 }

@@ -57,7 +57,7 @@ enum ParamDecoder {
         case .oneOf(let words):
             guard case .scalar(let text, .string) = node.value else { return wrongType() }
             guard words.contains(text) else {
-                return fail("'\(text)' is not a valid value for '\(name)'\(suggestion(for: text, among: words))")
+                return fail("\(ConfigNode.quotedKey(text)) is not a valid value for '\(name)'\(suggestion(for: text, among: words))")
             }
             return .string(text)
         case .list(let element):
@@ -66,10 +66,13 @@ enum ParamDecoder {
                 return wrongType()
             }
             var values: [ParamValue] = []
+            values.reserveCapacity(items.count)
+            // Words may be listed once each; checked with a set so long lists decode in linear time.
+            var seenWords: Set<ParamValue> = []
             var ok = true
             for item in items {
                 if let value = decode(item, as: element, range: range, name: name, errors: &errors) {
-                    if values.contains(value), case .oneOf = element {
+                    if case .oneOf = element, !seenWords.insert(value).inserted {
                         errors.append(JobFileError(item.position, "'\(value)' is listed twice in '\(name)'", expected: "each value once"))
                         ok = false
                     }
