@@ -19,7 +19,7 @@ struct ProcessEnvironment {
         logger = JobLogger(sink: sink)
         tempBox = try TempBox(root: root, process: process)
         accounts = AccountContextPool(root: root)
-        runner = JobRunner(root: root, registry: ShippedKinds.registry, accounts: accounts, logger: logger, tempDirectory: tempBox.directory)
+        runner = JobRunner(root: root, accounts: accounts, logger: logger, tempDirectory: tempBox.directory)
     }
 
     func close() { tempBox.close() }

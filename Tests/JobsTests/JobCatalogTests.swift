@@ -7,13 +7,13 @@ final class JobCatalogTests: XCTestCase {
         let directory = TestPaths.repositoryRoot.appendingPathComponent("jobs")
         let catalog = JobCatalog.load(directory: directory)
         XCTAssertEqual(catalog.errors, [], catalog.errors.map(\.description).joined(separator: "\n"))
-        XCTAssertEqual(Set(catalog.jobs.map(\.kind)), Set(JobKind.allCases), "one shipped job per kind")
+        XCTAssertEqual(Set(catalog.jobs.map(\.kind)), Set(JobKindRegistry.shipped.names), "one shipped job per kind")
         let schedules = Dictionary(uniqueKeysWithValues: catalog.jobs.map { ($0.kind, $0.schedule?.expression ?? "") })
-        XCTAssertEqual(schedules[.syncHistory], "@hourly")
-        XCTAssertEqual(schedules[.prefetchChatMedia], "*/15 * * * *")
-        XCTAssertEqual(schedules[.uploadQueue], "*/5 * * * *")
-        XCTAssertEqual(schedules[.timeBasedCleanup], "30 3 * * *")
-        XCTAssertEqual(try catalog.resolve("sync-history").kind, .syncHistory)
+        XCTAssertEqual(schedules[SyncHistoryJob.name], "@hourly")
+        XCTAssertEqual(schedules[PrefetchChatMediaJob.name], "*/15 * * * *")
+        XCTAssertEqual(schedules[UploadQueueJob.name], "*/5 * * * *")
+        XCTAssertEqual(schedules[TimeBasedCleanupJob.name], "30 3 * * *")
+        XCTAssertEqual(try catalog.resolve("sync-history").kind, SyncHistoryJob.name)
         let byPath = try catalog.resolve(directory.appendingPathComponent("upload-queue.yaml").path)
         XCTAssertEqual(byPath.name, "upload-queue")
     }
@@ -54,19 +54,19 @@ final class JobCatalogTests: XCTestCase {
     }
 
     func testEveryKindDeclaresAWellFormedSchema() {
-        for kind in JobKind.allCases {
-            let schema = kind.paramsSchema
-            XCTAssertEqual(schema.kind, kind.rawValue)
-            XCTAssertEqual(Set(schema.params.map(\.name)).count, schema.params.count, "\(kind): duplicate param")
+        for kind in JobKindRegistry.shipped.kinds {
+            let schema = JobParamsSchema(kind)
+            XCTAssertEqual(schema.kind, kind.name)
+            XCTAssertEqual(Set(schema.params.map { $0.name }).count, schema.params.count, "\(kind.name): duplicate param")
             for spec in schema.params {
                 XCTAssertFalse(spec.doc.isEmpty, "\(kind).\(spec.name) needs a doc line")
                 XCTAssertFalse(spec.required && spec.defaultValue != nil, "\(kind).\(spec.name): required with a default")
             }
             // Defaults alone validate (except required params).
             let (params, errors) = schema.validate(nil, fallback: SourcePosition(file: "x", line: 1, column: 1))
-            XCTAssertEqual(errors.count, schema.params.filter(\.required).count, "\(kind): \(errors)")
+            XCTAssertEqual(errors.count, schema.params.filter { $0.required }.count, "\(kind.name): \(errors)")
             for spec in schema.params where spec.defaultValue != nil {
-                XCTAssertNotNil(params[spec.name], "\(kind).\(spec.name)")
+                XCTAssertNotNil(params.values[spec.name], "\(kind.name).\(spec.name)")
             }
         }
     }

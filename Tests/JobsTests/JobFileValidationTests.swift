@@ -128,21 +128,22 @@ final class JobFileValidationTests: XCTestCase {
           budget: 1.5GiB
 
         """, file: "p.yaml")
-        XCTAssertEqual(job.kind, .prefetchChatMedia)
+        XCTAssertEqual(job.kind, PrefetchChatMediaJob.name)
         XCTAssertEqual(job.timeout, .seconds(3600))
         XCTAssertEqual(job.concurrencyPolicy, .forbid)
         XCTAssertEqual(job.accounts, [0])
         XCTAssertEqual(job.retry.maxAttempts, 3)
         XCTAssertEqual(job.timeZone?.identifier, "Europe/Berlin")
-        XCTAssertEqual(job.params.bytes("budget"), Int64(1.5 * 1_073_741_824))
-        let caps = try XCTUnwrap(job.params.byteSizes("sizeCaps"))
-        XCTAssertEqual(caps["video"], 20_000_000)
-        XCTAssertEqual(caps["photo"], 1 << 20) // default kept
-        XCTAssertEqual(job.params.strings("mediaTypes")?.count, 6)
-        XCTAssertEqual(job.params.int("concurrency"), 4)
-        XCTAssertNil(job.params.bytes("bandwidthLimit"))
-        XCTAssertEqual(job.params.position(of: "budget").description, "p.yaml:8:11")
-        XCTAssertEqual(job.params.error("budget", "too big").description, "p.yaml:8:11: too big")
+        typealias Kind = PrefetchChatMediaJob
+        XCTAssertEqual(job.params[Kind.budget].bytes, Int64(1.5 * 1_073_741_824))
+        let caps = job.params[Kind.sizeCaps]
+        XCTAssertEqual(caps[.video]?.bytes, 20_000_000)
+        XCTAssertEqual(caps[.photo]?.bytes, 1 << 20) // default kept
+        XCTAssertEqual(job.params[Kind.mediaTypes].count, 6)
+        XCTAssertEqual(job.params[Kind.concurrency], 4)
+        XCTAssertNil(job.params[Kind.bandwidthLimit])
+        XCTAssertEqual(job.params.position(of: Kind.budget).description, "p.yaml:8:11")
+        XCTAssertEqual(job.params.error(Kind.budget, "too big").description, "p.yaml:8:11: too big")
     }
 
     func testDurationsAndSizes() {

@@ -8,7 +8,12 @@ import XCTest
 /// small kinds whose behaviour each test controls.
 final class JobRunnerTests: XCTestCase {
     /// A kind that fails `failures` times, then succeeds; or sleeps (cooperatively) when asked.
-    struct ScriptedKind: JobKindRunner {
+    struct ScriptedKind: JobKind {
+        static let name = "scripted"
+        static let summary = "a kind whose behaviour each test controls"
+        static let reportEvent = "scripted.report"
+        static let parameters: [any JobParameter] = []
+
         let attempts = AttemptCounter()
         var failures = 0
         var retryable = true
@@ -33,21 +38,19 @@ final class JobRunnerTests: XCTestCase {
     private func job(timeout: String = "1s") throws -> JobFile {
         try JobFile.parse(yaml: """
         name: scripted
-        kind: time-based-cleanup
+        kind: scripted
         timeout: \(timeout)
         retry:
           backoffLimit: 2
           backoff: {initial: 0s, max: 0s, multiplier: 1}
-        params:
-          maxSize: 1GiB
-        """, file: "scripted.yaml")
+        """, file: "scripted.yaml", kinds: JobKindRegistry.shipped.adding(ScriptedKind()))
     }
 
     private func runner(_ kind: ScriptedKind, _ dir: TemporaryDirectory) throws -> JobRunner {
         let root = DataRoot(path: dir.file("root"))
         try root.createDirectories()
         let sink = try LogSink(root: root, process: "test", console: .off)
-        return JobRunner(root: root, registry: JobKindRegistry([.timeBasedCleanup: kind]), accounts: AccountContextPool(root: root),
+        return JobRunner(root: root, kinds: JobKindRegistry([kind]), accounts: AccountContextPool(root: root),
                          logger: JobLogger(sink: sink), tempDirectory: URL(fileURLWithPath: dir.file("tmp")))
     }
 
@@ -70,7 +73,7 @@ final class JobRunnerTests: XCTestCase {
         XCTAssertEqual(runs.first?.attempt, 3)
         XCTAssertNotNil(runs.first?.endedAt)
         let metrics = try String(contentsOfFile: dir.file("root/metrics/jobrun_scripted.prom"), encoding: .utf8)
-        XCTAssertTrue(metrics.contains("jobrun_attempt{job=\"scripted\",kind=\"time-based-cleanup\"} 3"), metrics)
+        XCTAssertTrue(metrics.contains("jobrun_attempt{job=\"scripted\",kind=\"scripted\"} 3"), metrics)
     }
 
     func testGivesUpAfterTheBackoffLimit() async throws {

@@ -46,7 +46,7 @@ final class PrefetchSelectionTests: XCTestCase {
 
     func testCategoryTypeAndCapRulesDecide() throws {
         let d = try PrefetchDataset()
-        var policy = PrefetchPolicy(categories: PrefetchPolicy.categories(words: ["contacts", "groups"]))
+        var policy = PrefetchPolicy(categories: PrefetchPolicy.categories([.contacts, .groups]))
         policy.mediaTypes.remove(.sticker)
         policy.sizeCaps[.file] = 512 << 10
         let s = try d.select(policy)

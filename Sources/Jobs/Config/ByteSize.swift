@@ -54,4 +54,16 @@ public enum ByteSize {
         }
         return "\(bytes)"
     }
+
+    /// A bound as the docs write it: the shorter of a whole binary unit (`1KiB`) and a whole
+    /// decimal unit (`10TB`), else bytes (`1B`).
+    public static func decimal(_ bytes: Int64) -> String {
+        var candidates = ["\(bytes)B", format(bytes)]
+        for (suffix, size) in [("PB", Int64(1e15)), ("TB", Int64(1e12)), ("GB", Int64(1e9)), ("MB", Int64(1e6)), ("KB", Int64(1e3))]
+        where bytes >= size && bytes % size == 0 {
+            candidates.append("\(bytes / size)\(suffix)")
+            break
+        }
+        return candidates.filter { $0.last == "B" }.min { $0.count < $1.count } ?? "\(bytes)B"
+    }
 }

@@ -89,3 +89,10 @@ public struct ConfigValueError: Error, Sendable, Hashable {
         self.message = message
     }
 }
+
+extension Duration {
+    /// `n` minutes, hours, days: how kinds write their defaults.
+    public static func minutes(_ n: Int64) -> Duration { .seconds(n * 60) }
+    public static func hours(_ n: Int64) -> Duration { .seconds(n * 3600) }
+    public static func days(_ n: Int64) -> Duration { .seconds(n * 86_400) }
+}

@@ -93,8 +93,8 @@ public struct ParamSpec: Sendable, Hashable {
     }
 }
 
-/// The parameters a job kind accepts. Unknown keys, wrong types, out-of-range values and missing
-/// required parameters are rejected with positions.
+/// The parameters a job kind accepts, as its validator sees them. Unknown keys, wrong types,
+/// out-of-range values and missing required parameters are rejected with positions.
 public struct JobParamsSchema: Sendable, Hashable {
     public var kind: String
     public var params: [ParamSpec]
@@ -102,6 +102,11 @@ public struct JobParamsSchema: Sendable, Hashable {
     public init(kind: String, params: [ParamSpec]) {
         self.kind = kind
         self.params = params
+    }
+
+    /// The schema of a kind: its name and its declared parameters.
+    public init(_ kind: any JobKind) {
+        self.init(kind: kind.name, params: kind.parameters.map(\.spec))
     }
 
     public func spec(named name: String) -> ParamSpec? { params.first { $0.name == name } }
@@ -112,7 +117,6 @@ public struct JobParamsSchema: Sendable, Hashable {
         var errors: [JobFileError] = []
         var values: [String: ParamValue] = [:]
         var positions: [String: SourcePosition] = [:]
-        var nodes: [String: ConfigNode] = [:]
         var entries: [ConfigNode.Entry] = []
         var where_ = fallback
         if let node, !node.isNull {
@@ -126,12 +130,11 @@ public struct JobParamsSchema: Sendable, Hashable {
         }
         for entry in entries {
             guard let spec = spec(named: entry.key) else {
-                errors.append(JobFileError(entry.keyPosition, "unknown parameter '\(entry.key)' for kind \(kind)\(suggestion(for: entry.key, among: params.map(\.name)))",
+                errors.append(JobFileError(entry.keyPosition, "unknown parameter \(ConfigNode.quotedKey(entry.key)) for kind \(kind)\(suggestion(for: entry.key, among: params.map(\.name)))",
                                            expected: params.isEmpty ? "no parameters" : "one of " + params.map(\.name).joined(separator: ", ")))
                 continue
             }
             positions[spec.name] = entry.value.position
-            nodes[spec.name] = entry.value
             if entry.value.isNull {
                 if spec.required {
                     errors.append(JobFileError(entry.value.position, "parameter '\(spec.name)' must have a value", expected: spec.type.description))
@@ -158,7 +161,7 @@ public struct JobParamsSchema: Sendable, Hashable {
         for spec in params where values[spec.name] == nil && positions[spec.name] != nil {
             if let value = spec.defaultValue { values[spec.name] = value } // explicit null: the default applies
         }
-        return (JobParams(kind: kind, values: values, positions: positions, nodes: nodes, fallback: where_), errors)
+        return (JobParams(kind: kind, values: values, positions: positions, fallback: where_), errors)
     }
 }
 

@@ -5,7 +5,7 @@ import MediaBox
 import Postbox
 import Synchronization
 
-/// The `prefetch-chat-media` kind (issue 8): downloads the media of recent messages before
+/// The `prefetch-chat-media` kind: downloads the media of recent messages before
 /// anyone asks for it, as the mobile clients' auto-download does, within limits an operator
 /// sets (see docs/prefetch.md).
 ///
@@ -22,7 +22,39 @@ import Synchronization
 /// exits 0 when every admitted file arrived, 1 (`jobFailed`, after the counters are logged in
 /// `prefetch.report`) when some failed, 69 when nothing could be fetched because the cloud is
 /// unreachable. Reruns are idempotent: a second run downloads nothing new.
-public struct PrefetchChatMediaJob: JobKindRunner {
+public struct PrefetchChatMediaJob: JobKind {
+    public static let name = "prefetch-chat-media"
+    public static let summary = "download media of recent messages by chat category, media type and size caps, within budgets"
+    public static let reportEvent = "prefetch.report"
+
+    public static let peerCategories = Param<Set<PrefetchPeerCategory>>(
+        "peerCategories", default: Set(PrefetchPeerCategory.allCases), doc: "chats whose media is prefetched")
+    public static let mediaTypes = Param<Set<MediaContentType>>(
+        "mediaTypes", default: Set(MediaContentType.downloadable), allowed: MediaContentType.downloadable, doc: "media types prefetched")
+    public static let sizeCaps = Param<[MediaContentType: ByteCount]>(
+        "sizeCaps",
+        default: [.photo: .mebibytes(1), .video: .mebibytes(10), .file: .mebibytes(3), .voice: .mebibytes(1), .sticker: .mebibytes(1),
+                  .avatar: .mebibytes(1)],
+        allowed: MediaContentType.downloadable, range: 0...1e13,
+        doc: "largest file prefetched per media type; keys not given keep their default")
+    public static let lookback = Param<Duration>(
+        "lookback", default: .days(7), range: 60...(3650 * 86_400), doc: "only messages newer than this")
+    public static let budget = Param<ByteCount>(
+        "budget", default: .mebibytes(512), range: 1...1e13, doc: "bytes downloaded per run, at most")
+    public static let freeSpaceFloor = Param<ByteCount>(
+        "freeSpaceFloor", default: .gibibytes(1), range: 0...1e14,
+        doc: "stop when the file system's free space would drop below this")
+    public static let cacheLimit = OptionalParam<ByteCount>(
+        "cacheLimit", range: 1...1e14,
+        doc: "never grow the media cache past this (use the cleanup job's maxSize); default: no extra limit")
+    public static let concurrency = Param<Int>("concurrency", default: 4, range: 1...64, doc: "files downloaded in parallel")
+    public static let bandwidthLimit = OptionalParam<ByteCount>(
+        "bandwidthLimit", range: 1024...1e12, doc: "bytes per second over all downloads; default unlimited")
+
+    public static let parameters: [any JobParameter] = [
+        peerCategories, mediaTypes, sizeCaps, lookback, budget, freeSpaceFloor, cacheLimit, concurrency, bandwidthLimit,
+    ]
+
     public init() {}
 
     /// Counters shared by the workers.
@@ -257,7 +289,6 @@ public struct PrefetchChatMediaJob: JobKindRunner {
         var summary = ["prefetched \(t.downloaded) files (\(ByteSize.human(t.bytes))) of \(selection.selected) selected; \(selection.alreadyCached) already cached, \(t.failed) failed, \(t.gone) gone"]
         summary.append("skipped: category \(s.category), media type \(s.mediaType), size cap \(s.sizeCap), lookback \(s.lookback), budget \(s.budget), free space \(s.freeSpace), cache limit \(s.cacheLimit)")
         for (id, reason) in t.failures.prefix(20) { summary.append("  \(id) failed: \(reason)") }
-        log.info("prefetch.report", counters.mapValues { .int($0) })
         let report = JobReport(counters: counters, samples: samples, summary: summary,
                                details: ["failed_files": .array(t.failures.map { .object(["resource": .string($0.0), "reason": .string($0.1)]) })])
         if t.cloudDown || (t.downloaded == 0 && t.failed > 0 && t.failed == t.unavailable) {

@@ -12,13 +12,31 @@ import Postbox
 /// `failed_<kind>`) and the `revalidation_parents{parent_kind,outcome}` samples. The cloud
 /// failing is `JobError.cloudUnavailable` (exit 69); the next run retries. Logs carry parent
 /// keys and counts only, never reference bytes.
-public struct RevalidateReferencesJob: JobKindRunner {
-    public init() {}
+public struct RevalidateReferencesJob: JobKind {
+    public static let name = "revalidate-references"
+    public static let summary = "refresh file references that expired or expire soon, one request per parent entity"
+    public static let reportEvent = "revalidate.report"
 
-    /// Parameter words (`ParamWords.parentKinds`) → Postbox parent kinds.
-    static let kinds: [String: MediaParent.Kind] = [
-        "message": .message, "avatar": .peerAvatar, "stickerSet": .stickerSet, "wallpaper": .wallpaper, "story": .story,
+    public static let window = Param<Duration>(
+        "window", default: .minutes(40), range: 0...(30 * 86_400),
+        doc: "refresh references that expire within this window (or already have)")
+    public static let parentKinds = Param<Set<MediaParent.Kind>>(
+        "parentKinds", default: Set(MediaParent.Kind.allCases), doc: "parent entities refreshed")
+    public static let batchSize = Param<Int>(
+        "batchSize", default: 100, range: 1...100, doc: "messages of one peer per call (protocol limit 100)")
+    public static let requestRate = Param<Double>(
+        "requestRate", default: 10, range: 0.1...1000, doc: "revalidation calls per second, at most")
+    public static let concurrency = Param<Int>("concurrency", default: 4, range: 1...64, doc: "revalidation calls in flight")
+    public static let maxParents = Param<Int>(
+        "maxParents", default: 10_000, range: 1...10_000_000, doc: "parent entities refreshed per run, at most")
+    public static let requestTimeout = Param<Duration>(
+        "requestTimeout", default: .seconds(30), range: 1...3600, doc: "a waiter gets an error after this long, never stalls")
+
+    public static let parameters: [any JobParameter] = [
+        window, parentKinds, batchSize, requestRate, concurrency, maxParents, requestTimeout,
     ]
+
+    public init() {}
 
     public func run(_ context: JobContext) async throws -> JobReport {
         let log = context.logger
@@ -61,14 +79,13 @@ public struct RevalidateReferencesJob: JobKindRunner {
             }
         }
         for f in report.failures { log.warning("revalidate.parent_failed", ["parent": .string(f.parent), "error": .string(f.reason)]) }
-        log.info("revalidate.report", counters.mapValues { .int($0) }.merging(["dry_run": .bool(options.dryRun)]) { a, _ in a })
 
         let summary = options.dryRun
             ? ["would revalidate \(report.parentsSelected) parents holding \(report.referencesSelected) references (dry run: nothing sent)"]
             : ["revalidated \(report.parentsSelected) parents in \(report.calls) call\(report.calls == 1 ? "" : "s"): \(report.refreshed) refreshed (\(report.referencesRefreshed) references), \(report.gone) gone, \(report.failed) failed"
                + (report.reusedFromOtherProcess > 0 ? "; \(report.reusedFromOtherProcess) reused from another process" : "")]
         let jobReport = JobReport(counters: counters, samples: samples, summary: summary,
-                                  details: ["failed_parents": .array(report.failures.map { .object(["parent": .string($0.parent), "reason": .string($0.reason)]) })])
+                                  details: ["dry_run": .bool(options.dryRun), "failed_parents": .array(report.failures.map { .object(["parent": .string($0.parent), "reason": .string($0.reason)]) })])
         if let failure = report.cloudFailure {
             throw JobError.cloudUnavailable("account \(context.account.id): cloud unavailable: \(failure) (\(report.refreshed) of \(report.parentsSelected) parents refreshed before it)",
                                             report: jobReport)
@@ -79,17 +96,17 @@ public struct RevalidateReferencesJob: JobKindRunner {
         return jobReport
     }
 
-    /// The job's `params` as pass options.
+    /// The job's `params` as pass options: every field set from a parameter.
     static func options(_ p: JobParams, referenceTTL: Double, dryRun: Bool) -> ReferenceRevalidationPass.Options {
         var o = ReferenceRevalidationPass.Options()
-        o.window = p.duration("window").map(Self.seconds) ?? 2400
+        o.window = seconds(p[window])
         o.referenceTTL = referenceTTL
-        o.parentKinds = Set((p.strings("parentKinds") ?? ParamWords.parentKinds).compactMap { kinds[$0] })
-        o.batchSize = Int(p.int("batchSize") ?? 100)
-        o.requestRate = p.double("requestRate")
-        o.concurrency = Int(p.int("concurrency") ?? 4)
-        o.maxParents = Int(p.int("maxParents") ?? 10_000)
-        o.requestTimeout = p.duration("requestTimeout").map(Self.seconds) ?? 30
+        o.parentKinds = p[parentKinds]
+        o.batchSize = p[batchSize]
+        o.requestRate = p[requestRate]
+        o.concurrency = p[concurrency]
+        o.maxParents = p[maxParents]
+        o.requestTimeout = seconds(p[requestTimeout])
         o.dryRun = dryRun
         return o
     }

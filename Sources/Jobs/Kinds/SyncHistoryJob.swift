@@ -1,5 +1,6 @@
 import CloudCore
 import Foundation
+import MediaBox
 import Postbox
 
 /// The `sync-history` kind: the chat list and each chosen chat's recent history into the
@@ -8,7 +9,31 @@ import Postbox
 ///
 /// The cloud being unreachable is `JobError.cloudUnavailable` (exit 69); a missing or invalid
 /// account `config.yaml` is `JobError.config` (exit 78). Logs carry ids and counts only.
-public struct SyncHistoryJob: JobKindRunner {
+public struct SyncHistoryJob: JobKind {
+    public static let name = "sync-history"
+    public static let summary = "the chat list and recent history into Postbox, incrementally, filling holes"
+    public static let reportEvent = "sync.report"
+
+    public static let peerCategories = Param<Set<PeerStorageClass>>(
+        "peerCategories", default: Set(PeerStorageClass.allCases), doc: "which chats to sync")
+    public static let peers = Param<[Int64]>("peers", default: [], doc: "only these peer ids (empty = every peer in the chat list)")
+    public static let maxPeers = Param<Int>(
+        "maxPeers", default: 100, range: 1...100_000, doc: "chats taken from the top of the chat list per run")
+    public static let initialMessages = Param<Int>(
+        "initialMessages", default: 200, range: 1...1_000_000, doc: "messages fetched per peer on its first sync")
+    public static let pageSize = Param<Int>(
+        "pageSize", default: 100, range: 1...100, doc: "messages per history request (protocol limit 100)")
+    public static let lookback = Param<Duration>(
+        "lookback", default: .days(30), range: 60...(3650 * 86_400), doc: "ignore history older than this on a first sync")
+    public static let fillHoles = Param<Bool>("fillHoles", default: true, doc: "fill known gaps in already-synced history")
+    public static let concurrency = Param<Int>("concurrency", default: 4, range: 1...32, doc: "peers synced in parallel")
+    public static let requestRate = Param<Double>(
+        "requestRate", default: 20, range: 0.1...1000, doc: "API requests per second, at most")
+
+    public static let parameters: [any JobParameter] = [
+        peerCategories, peers, maxPeers, initialMessages, pageSize, lookback, fillHoles, concurrency, requestRate,
+    ]
+
     public init() {}
 
     public func run(_ context: JobContext) async throws -> JobReport {
@@ -44,23 +69,24 @@ public struct SyncHistoryJob: JobKindRunner {
             ? ["would sync \(report.peersSelected) of \(report.peersListed) chats, about \(report.messagesPending) new messages (dry run: nothing fetched or stored)"]
             : ["synced \(report.peersSynced) of \(report.peersSelected) chats: \(report.messagesStored) messages stored (\(report.peersUpdated) chats had new ones), \(report.requests) request\(report.requests == 1 ? "" : "s"), \(report.holesOpen) holes open"
                + (report.peersFailed > 0 ? "; \(report.peersFailed) chats failed" : "")]
-        log.info("sync.report", counters.mapValues { .int($0) }.merging(["dry_run": .bool(options.dryRun)]) { a, _ in a })
         return JobReport(counters: counters, summary: summary,
-                         details: ["failed_peers": .array(report.failures.map { .object(["peer": .int($0.peerId), "reason": .string($0.reason)]) })])
+                         details: ["dry_run": .bool(options.dryRun),
+                                   "failed_peers": .array(report.failures.map { .object(["peer": .int($0.peerId), "reason": .string($0.reason)]) })])
     }
 
-    /// The job's `params` as `HistorySyncOptions`.
+    /// The job's `params` as `HistorySyncOptions`: every field set from a parameter.
     static func options(_ p: JobParams, dryRun: Bool) -> HistorySyncOptions {
         var o = HistorySyncOptions()
-        o.categories = HistorySyncOptions.categories(words: p.strings("peerCategories") ?? ParamWords.peerCategories)
-        o.peerIds = Set(p.ints("peers") ?? [])
-        o.maxPeers = Int(p.int("maxPeers") ?? 100)
-        o.initialMessages = Int(p.int("initialMessages") ?? 200)
-        o.pageSize = Int(p.int("pageSize") ?? 100)
-        o.lookback = p.duration("lookback").map { $0.components.seconds }
-        o.fillHoles = p.bool("fillHoles") ?? true
-        o.concurrency = Int(p.int("concurrency") ?? 4)
-        o.requestRate = p.double("requestRate")
+        let classes = p[peerCategories]
+        o.categories = Set(PeerCategory.allCases.filter { classes.contains(PeerStorageClass($0)) })
+        o.peerIds = Set(p[peers])
+        o.maxPeers = p[maxPeers]
+        o.initialMessages = p[initialMessages]
+        o.pageSize = p[pageSize]
+        o.lookback = p[lookback].wholeSeconds
+        o.fillHoles = p[fillHoles]
+        o.concurrency = p[concurrency]
+        o.requestRate = p[requestRate]
         o.dryRun = dryRun
         return o
     }

@@ -5,86 +5,127 @@ import Postbox
 /// The `time-based-cleanup` kind: TTL, then LRU size (and count) eviction over the account's
 /// MediaBox, never touching what is locked or recently used; then compacts the Postbox file when
 /// much of it is free pages. Reports what was freed by peer and content type.
-public struct TimeBasedCleanupJob: JobKindRunner {
+public struct TimeBasedCleanupJob: JobKind {
+    public static let name = "time-based-cleanup"
+    public static let summary = "TTL, then least-recently-used eviction of the media cache to its size (and count) limit"
+    public static let reportEvent = "cleanup.report"
+
+    private static let ageRange: ClosedRange<Double> = 60...(3650 * 86_400)
+
+    public static let ttl = Param<Duration>(
+        "ttl", default: .days(7), range: ageRange, doc: "age after which a `cache/` (general tier) resource is removed")
+    public static let shortTtl = Param<Duration>(
+        "shortTtl", default: .days(1), range: ageRange, doc: "age after which a `short-cache/` resource is removed")
+    public static let categoryTtl = Param<[PeerStorageClass: Duration]>(
+        "categoryTtl", default: [:], range: ageRange,
+        doc: "per peer category TTL overriding `ttl` (the shorter of category and type applies)")
+    public static let contentTypeTtl = Param<[MediaContentType: Duration]>(
+        "contentTypeTtl", default: [:], range: ageRange, doc: "per content type TTL overriding `ttl`")
+    public static let maxSize = Param<ByteCount>.required(
+        "maxSize", range: 0...1e15, doc: "cache size limit; LRU eviction runs until under it")
+    public static let maxFiles = OptionalParam<Int64>(
+        "maxFiles", range: 1...1_000_000_000, doc: "optional limit on the number of cached files")
+    public static let immunity = Param<Duration>(
+        "immunity", default: .minutes(10), range: 0...(30 * 86_400), doc: "a resource used within this window is never removed")
+    public static let excludePeers = Param<[Int64]>("excludePeers", default: [], doc: "peer ids whose media is never removed")
+    public static let excludeContentTypes = Param<Set<MediaContentType>>(
+        "excludeContentTypes", default: [], doc: "content types never removed")
+    public static let reconcile = Param<Bool>(
+        "reconcile", default: true, doc: "fix orphans (files without index rows, rows without files, stale partials)")
+    public static let dryRun = Param<Bool>("dryRun", default: false, doc: "report what would be removed, remove nothing")
+    public static let compactDatabase = Param<Bool>(
+        "compactDatabase", default: true, doc: "compact the Postbox database when much of it is free pages")
+    public static let compactThreshold = Param<Double>(
+        "compactThreshold", default: 0.25, range: 0...1, doc: "fraction of free pages that triggers compaction")
+
+    public static let parameters: [any JobParameter] = [
+        ttl, shortTtl, categoryTtl, contentTypeTtl, maxSize, maxFiles, immunity, excludePeers, excludeContentTypes,
+        reconcile, dryRun, compactDatabase, compactThreshold,
+    ]
+
+    /// Victims listed in a dry run's report.
+    static let listedVictims = 1000
+
     public init() {}
 
+    /// The cleanup options of validated parameters: every field set from a parameter.
+    public static func options(_ p: JobParams, dryRun forced: Bool) -> CleanupOptions {
+        let dryRun = forced || p[dryRun]
+        return CleanupOptions(
+            generalTTL: p[ttl].wholeSeconds,
+            shortLivedTTL: p[shortTtl].wholeSeconds,
+            peerClassTTL: p[categoryTtl].mapValues(\.wholeSeconds),
+            contentTypeTTL: p[contentTypeTtl].mapValues(\.wholeSeconds),
+            sizeLimit: p[maxSize].bytes,
+            countLimit: p[maxFiles],
+            immunityWindow: p[immunity].wholeSeconds,
+            excludedPeers: Set(p[excludePeers].map(PeerId.init)),
+            excludedContentTypes: p[excludeContentTypes],
+            dryRun: dryRun,
+            listVictims: dryRun ? listedVictims : 0,
+            reconcile: p[reconcile])
+    }
+
     public func run(_ context: JobContext) async throws -> JobReport {
-        let p = context.params
-        var options = CleanupOptions()
-        options.generalTTL = p.duration("ttl").map(Self.seconds)
-        options.shortLivedTTL = p.duration("shortTtl").map(Self.seconds)
-        for (word, ttl) in p.durations("categoryTtl") ?? [:] {
-            if let cls = PeerStorageClass.allCases.first(where: { $0.description == word }) { options.peerClassTTL[cls] = Self.seconds(ttl) }
-        }
-        for (word, ttl) in p.durations("contentTypeTtl") ?? [:] {
-            if let type = MediaContentType(name: word) { options.contentTypeTTL[type] = Self.seconds(ttl) }
-        }
-        options.sizeLimit = p.bytes("maxSize")
-        options.countLimit = p.int("maxFiles")
-        options.immunityWindow = p.duration("immunity").map(Self.seconds) ?? 600
-        options.excludedPeers = Set((p.ints("excludePeers") ?? []).map(PeerId.init))
-        options.excludedContentTypes = Set((p.strings("excludeContentTypes") ?? []).compactMap(MediaContentType.init(name:)))
-        options.reconcile = p.bool("reconcile") ?? true
-        options.dryRun = context.dryRun || (p.bool("dryRun") ?? false)
-        options.listVictims = options.dryRun ? 1000 : 0
-
+        let options = Self.options(context.params, dryRun: context.dryRun)
         try Task.checkCancellation()
-        let cleanup = TimeBasedCleanup(mediaBox: context.account.mediaBox)
-        let report = try await cleanup.runDetached(options)
+        let cleanup = try await TimeBasedCleanup(mediaBox: context.account.mediaBox).runDetached(options)
+        var report = Self.report(cleanup)
+        if !options.dryRun, context.params[Self.compactDatabase] {
+            let compaction = DatabaseCompaction(threshold: context.params[Self.compactThreshold])
+            report.counters["database_bytes_reclaimed"] = try compaction.run(on: context.account.postbox)
+        }
+        return report
+    }
+
+    /// The one mapping of a cleanup's result to counters, metrics, summary and details, for a
+    /// run and a dry run alike.
+    static func report(_ r: CleanupReport) -> JobReport {
         var counters: [String: Int64] = [
-            "files_removed": report.removed.count, "bytes_freed": report.removed.bytes,
-            "files_expired": report.expired.count, "files_evicted": report.evicted.count,
-            "skipped_locked": report.skippedLocked, "skipped_immune": report.skippedImmune,
-            "cache_bytes": report.after.bytes, "cache_files": report.after.count,
-            "stale_rows": report.staleRows, "failed": report.failed,
+            "files_removed": r.removed.count, "bytes_freed": r.removed.bytes,
+            "files_expired": r.expired.count, "files_evicted": r.evicted.count,
+            "skipped_locked": r.skippedLocked, "skipped_immune": r.skippedImmune,
+            "cache_bytes": r.after.bytes, "cache_files": r.after.count,
+            "stale_rows": r.staleRows, "failed": r.failed,
         ]
-        if let r = report.reconciliation {
-            counters["reconciled_indexed_files"] = r.indexedFiles.count
-            counters["reconciled_dropped_rows"] = r.droppedRows.count
-            counters["reconciled_removed_partials"] = r.removedPartials.count
+        if let reconciliation = r.reconciliation {
+            counters["reconciled_indexed_files"] = reconciliation.indexedFiles.count
+            counters["reconciled_dropped_rows"] = reconciliation.droppedRows.count
+            counters["reconciled_removed_partials"] = reconciliation.removedPartials.count
         }
-
-        // Postbox compaction: users' databases grow to gigabytes that nothing reclaims.
-        if !options.dryRun, p.bool("compactDatabase") ?? true {
-            let postbox = context.account.postbox
-            let free = try postbox.freeBytes()
-            let size = max(postbox.fileSize(), 1)
-            if Double(free) / Double(size) >= (p.double("compactThreshold") ?? 0.25) {
-                counters["database_bytes_reclaimed"] = try postbox.compact()
-            } else {
-                counters["database_bytes_reclaimed"] = 0
-            }
+        let byPeer = r.byPeer.map { row in
+            LogValue.object(["peer": .int(row.peerId ?? 0), "files": .int(row.count), "bytes": .int(row.bytes)])
         }
-
-        var samples: [MetricSample] = []
-        for row in report.byPeer {
-            samples.append(MetricSample("cleanup_freed_bytes", labels: ["peer": String(row.peerId ?? 0)], value: Double(row.bytes), help: "bytes freed by the last cleanup, per peer"))
+        let byType = r.byContentType.map { row in
+            LogValue.object(["content_type": .string(row.contentType ?? "other"), "files": .int(row.count), "bytes": .int(row.bytes)])
         }
-        for row in report.byContentType {
-            samples.append(MetricSample("cleanup_freed_bytes_by_type", labels: ["content_type": row.contentType ?? "other"], value: Double(row.bytes), help: "bytes freed by the last cleanup, per content type"))
-        }
-        let verb = options.dryRun ? "would free" : "freed"
-        var summary = ["\(verb) \(ByteSize.human(report.removed.bytes)) in \(report.removed.count) files (expired \(report.expired.count), evicted \(report.evicted.count)); cache now \(ByteSize.human(report.after.bytes)) in \(report.after.count) files\(report.withinLimits ? "" : " — still over its limits (locked or immune resources)")"]
-        for row in report.byPeerAndContentType.sorted(by: { $0.bytes > $1.bytes }).prefix(10) {
-            summary.append("  peer \(row.peerId ?? 0) \(row.contentType ?? "?"): \(row.count) files, \(ByteSize.human(row.bytes))")
-        }
-        context.logger.info("cleanup.report", [
-            "dry_run": .bool(options.dryRun), "bytes_freed": .int(report.removed.bytes), "files_removed": .int(report.removed.count),
-            "by_peer": .array(report.byPeer.map { .object(["peer": .int($0.peerId ?? 0), "files": .int($0.count), "bytes": .int($0.bytes)]) }),
-            "by_content_type": .array(report.byContentType.map { .object(["content_type": .string($0.contentType ?? "other"), "files": .int($0.count), "bytes": .int($0.bytes)]) }),
-        ])
-        var details: [String: LogValue] = [
-            "freed_by_peer": .array(report.byPeer.map { .object(["peer": .int($0.peerId ?? 0), "files": .int($0.count), "bytes": .int($0.bytes)]) }),
-            "freed_by_content_type": .array(report.byContentType.map { .object(["content_type": .string($0.contentType ?? "other"), "files": .int($0.count), "bytes": .int($0.bytes)]) }),
-        ]
-        if options.dryRun {
-            details["would_remove"] = .array(report.victims.map {
-                .object(["file": .string($0.fileName), "location": .string($0.location), "peer": .int($0.peerId), "content_type": .string($0.contentType),
-                         "bytes": .int($0.size), "reason": .string($0.reason.rawValue)])
+        var details: [String: LogValue] = ["dry_run": .bool(r.dryRun), "freed_by_peer": .array(byPeer), "freed_by_content_type": .array(byType)]
+        if r.dryRun {
+            details["would_remove"] = .array(r.victims.map {
+                .object([
+                    "file": .string($0.fileName), "location": .string($0.location), "peer": .int($0.peerId),
+                    "content_type": .string($0.contentType), "bytes": .int($0.size), "reason": .string($0.reason.rawValue),
+                ])
             })
+        }
+        let samples =
+            r.byPeer.map {
+                MetricSample("cleanup_freed_bytes", labels: ["peer": String($0.peerId ?? 0)], value: Double($0.bytes),
+                             help: "bytes freed by the last cleanup, per peer")
+            }
+            + r.byContentType.map {
+                MetricSample("cleanup_freed_bytes_by_type", labels: ["content_type": $0.contentType ?? "other"], value: Double($0.bytes),
+                             help: "bytes freed by the last cleanup, per content type")
+            }
+        let verb = r.dryRun ? "would free" : "freed"
+        var summary = [
+            "\(verb) \(ByteSize.human(r.removed.bytes)) in \(r.removed.count) files (expired \(r.expired.count), evicted \(r.evicted.count)); "
+                + "cache now \(ByteSize.human(r.after.bytes)) in \(r.after.count) files"
+                + (r.withinLimits ? "" : " — still over its limits (locked or immune resources)")
+        ]
+        for row in r.byPeerAndContentType.sorted(by: { $0.bytes > $1.bytes }).prefix(10) {
+            summary.append("  peer \(row.peerId ?? 0) \(row.contentType ?? "?"): \(row.count) files, \(ByteSize.human(row.bytes))")
         }
         return JobReport(counters: counters, samples: samples, summary: summary, details: details)
     }
-
-    static func seconds(_ d: Duration) -> Int64 { d.components.seconds }
 }

@@ -3,11 +3,6 @@ import Foundation
 import Postbox
 import Synchronization
 
-extension AccountPaths {
-    /// `account-<id>/uploads/`: staged files of the upload queue (0700).
-    public var uploads: URL { directory.appendingPathComponent("uploads", isDirectory: true) }
-}
-
 /// The `upload-queue` kind: drains the account's persistent upload queue with `MultipartUpload`.
 ///
 /// `concurrency` items at a time, each leased to this process (holder + expiry in the item,
@@ -21,7 +16,36 @@ extension AccountPaths {
 /// (`items_failed`), the summary, the details and an `upload.failed` log line. When the cloud is
 /// unreachable the run stops claiming items, leaves them queued (their attempts unspent) and
 /// exits 69.
-public struct UploadQueueJob: JobKindRunner {
+public struct UploadQueueJob: JobKind {
+    public static let name = "upload-queue"
+    public static let summary = "drain the persistent multipart upload queue: resumable, each item sent once"
+    public static let reportEvent = "upload.report"
+
+    public static let concurrency = Param<Int>("concurrency", default: 2, range: 1...16, doc: "queue items uploaded in parallel")
+    public static let partsInFlight = Param<Int>(
+        "partsInFlight", default: 30, range: 1...64, doc: "parts in flight per big-file upload (Telegram's clients use 30)")
+    public static let maxItems = OptionalParam<Int>(
+        "maxItems", range: 1...10_000_000, doc: "queue items per run, at most; default all")
+    public static let requestRate = OptionalParam<Double>(
+        "requestRate", range: 0.1...10_000, doc: "part requests per second, at most; default unlimited")
+    public static let bandwidthLimit = OptionalParam<ByteCount>(
+        "bandwidthLimit", range: 1024...1e12, doc: "bytes per second over all uploads; default unlimited")
+    public static let itemAttempts = Param<Int>(
+        "itemAttempts", default: 5, range: 1...100, doc: "attempts per item before it is marked failed")
+    public static let itemBackoff = Param<Duration>(
+        "itemBackoff", default: .seconds(30), range: 0...86_400, doc: "first wait before retrying an item (doubles each attempt)")
+    public static let leaseDuration = Param<Duration>(
+        "leaseDuration", default: .minutes(5), range: 10...86_400,
+        doc: "how long an item is leased to this process; renewed while uploading")
+    public static let retryWithin = Param<Duration>(
+        "retryWithin", default: .minutes(1), range: 0...86_400,
+        doc: "an item whose backoff ends within this time is retried in the same run")
+
+    public static let parameters: [any JobParameter] = [
+        concurrency, partsInFlight, maxItems, requestRate, bandwidthLimit, itemAttempts, itemBackoff, leaseDuration,
+        retryWithin,
+    ]
+
     public init() {}
 
     /// Counters shared by the workers.
@@ -52,26 +76,27 @@ public struct UploadQueueJob: JobKindRunner {
         let log = context.logger
         let account = context.account
         let queue = UploadQueue(postbox: account.postbox, directory: account.paths.uploads.path)
-        let concurrency = Int(p.int("concurrency") ?? 2)
-        let maxItems = p.int("maxItems").map(Int.init)
-        let attempts = Int(p.int("itemAttempts") ?? 5)
-        let backoff = Double(ConfigDuration.milliseconds(p.duration("itemBackoff") ?? .seconds(30))) / 1000
-        let leaseSeconds = Double(ConfigDuration.milliseconds(p.duration("leaseDuration") ?? .seconds(300))) / 1000
-        let retryWithin = Int64(ConfigDuration.milliseconds(p.duration("retryWithin") ?? .seconds(60)))
+        let concurrency = p[Self.concurrency]
+        let maxItems = p[Self.maxItems]
+        let attempts = p[Self.itemAttempts]
+        let backoff = p[Self.itemBackoff].jobSeconds
+        let leaseSeconds = p[Self.leaseDuration].jobSeconds
+        let retryWithin = ConfigDuration.milliseconds(p[Self.retryWithin])
 
-        if context.dryRun || (p.bool("dryRun") ?? false) {
+        if context.dryRun {
             let items = try await queue.items()
             let waiting = items.filter { $0.state == .queued || $0.state == .uploading }
             let bytes = waiting.reduce(Int64(0)) { $0 + $1.size }
             return JobReport(counters: ["items_waiting": Int64(waiting.count), "bytes_waiting": bytes],
-                             summary: ["would upload \(waiting.count) items, \(ByteSize.human(bytes)) (dry run: nothing sent)"])
+                             summary: ["would upload \(waiting.count) items, \(ByteSize.human(bytes)) (dry run: nothing sent)"],
+                             details: ["dry_run": .bool(true)])
         }
 
         let client = try Self.client(account: account, params: p, concurrency: concurrency, log: log)
         var configuration = MultipartUploadConfiguration()
-        configuration.partsInFlight = Int(p.int("partsInFlight") ?? 30)
+        configuration.partsInFlight = p[Self.partsInFlight]
         configuration.smallFilePartsInFlight = min(configuration.partsInFlight, 8)
-        configuration.pacer = p.double("requestRate").map { CloudRequestPacer(rate: $0) }
+        configuration.pacer = p[Self.requestRate].map { CloudRequestPacer(rate: $0) }
         let lease = UploadLease(holder: UploadLeaseHolder.current(tag: context.runId), duration: leaseSeconds)
         configuration.lease = lease
         let tally = Tally()
@@ -118,7 +143,6 @@ public struct UploadQueueJob: JobKindRunner {
         ]
         var summary = ["sent \(v.sent) items (\(ByteSize.human(v.bytesSent)) in \(v.partsSent) parts, \(v.partsSkipped) parts already acknowledged), \(v.failed) failed, \(v.retried) to retry, \(remaining) still queued"]
         for (id, reason) in v.failures.prefix(20) { summary.append("  item \(id) failed: \(reason)") }
-        log.info("upload.report", counters.mapValues { .int($0) })
         let report = JobReport(counters: counters, summary: summary,
                                details: ["failed_items": .array(v.failures.map { .object(["item": .int($0.0), "reason": .string($0.1)]) })])
         if v.cloudDown {
@@ -201,8 +225,8 @@ public struct UploadQueueJob: JobKindRunner {
     static func client(account: AccountContext, params p: JobParams, concurrency: Int, log: JobLogger) throws -> CloudClient {
         let shared = try account.cloudClient()
         let observer: CloudClientObserver = { event in log.debug("cloud.event", ["event": .string("\(event)")]) }
-        let parts = Int(p.int("partsInFlight") ?? 30) * concurrency
-        let bandwidth = p.bytes("bandwidthLimit")
+        let parts = p[partsInFlight] * concurrency
+        let bandwidth = p[bandwidthLimit]?.bytes
         guard bandwidth != nil || parts > 16 else { return shared.with(observer: observer) }
         do {
             return try shared.withOwnTransport(connections: parts, sendLimit: bandwidth.map { Int(clamping: $0) }, observer: observer)

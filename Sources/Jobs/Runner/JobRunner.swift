@@ -6,7 +6,7 @@ import Postbox
 /// runs the kind with the job's timeout and retries, and leaves a log trail and a metrics file.
 public struct JobRunner: Sendable {
     public let root: DataRoot
-    public let registry: JobKindRegistry
+    public let kinds: JobKindRegistry
     public let accounts: AccountContextPool
     public let logger: JobLogger
     public let tempDirectory: URL
@@ -14,9 +14,9 @@ public struct JobRunner: Sendable {
     /// Runs kept per job in the history table.
     public var historyLimit = 200
 
-    public init(root: DataRoot, registry: JobKindRegistry, accounts: AccountContextPool, logger: JobLogger, tempDirectory: URL) {
+    public init(root: DataRoot, kinds: JobKindRegistry = .shipped, accounts: AccountContextPool, logger: JobLogger, tempDirectory: URL) {
         self.root = root
-        self.registry = registry
+        self.kinds = kinds
         self.accounts = accounts
         self.logger = logger
         self.tempDirectory = tempDirectory
@@ -30,7 +30,7 @@ public struct JobRunner: Sendable {
         let started = Date()
         var result = RunResult(job: job.name, runId: runId, outcome: .failed, exitCode: .jobFailed, attempts: 0,
                                started: started, finished: started, report: JobReport(), message: nil)
-        guard let kind = registry.runner(for: job.kind) else {
+        guard let kind = kinds.kind(named: job.kind) else {
             result.exitCode = .config
             result.message = "job kind \(job.kind) is not available in this build"
             log.error("run.refused", ["reason": .string(result.message!)])
@@ -58,7 +58,7 @@ public struct JobRunner: Sendable {
         }
 
         // 2. The work, per account, with timeout and retries.
-        log.info("run.started", ["kind": .string(job.kind.rawValue), "accounts": .array(job.accounts.map { .int($0) }), "dry_run": .bool(dryRun), "params": LogValue(job.params)])
+        log.info("run.started", ["kind": .string(job.kind), "accounts": .array(job.accounts.map { .int($0) }), "dry_run": .bool(dryRun), "params": LogValue(job.params)])
         var contexts: [AccountContext] = []
         do {
             for id in job.accounts { contexts.append(try await accounts.context(for: id)) }
@@ -85,9 +85,17 @@ public struct JobRunner: Sendable {
             var report = JobReport() // of this attempt: accounts done, plus a failure's partial report
             do {
                 for context in contexts {
+                    let accountLog = log.with(["account": .int(context.id)])
                     let jobContext = JobContext(job: job, runId: runId, attempt: attempt, account: context,
-                                                logger: log.with(["account": .int(context.id)]), tempDirectory: tempDirectory, dryRun: dryRun)
-                    report.merge(try await withTimeout(job.timeout) { try await kind.run(jobContext) })
+                                                logger: accountLog, tempDirectory: tempDirectory, dryRun: dryRun)
+                    do {
+                        let accountReport = try await withTimeout(job.timeout) { try await kind.run(jobContext) }
+                        accountLog.info(kind.reportEvent, accountReport.logFields)
+                        report.merge(accountReport)
+                    } catch let error as JobError {
+                        if let partial = error.report { accountLog.info(kind.reportEvent, partial.logFields) }
+                        throw error
+                    }
                 }
                 result.report = report
                 result.outcome = .succeeded
@@ -156,7 +164,7 @@ public struct JobRunner: Sendable {
     }
 
     private func record(_ context: AccountContext, job: JobFile, runId: String, started: Date, attempt: Int, end: RunResult?) async {
-        var run = JobRunRecord(runId: runId, job: job.name, kind: job.kind.rawValue, startedAt: Int64(started.timeIntervalSince1970 * 1000),
+        var run = JobRunRecord(runId: runId, job: job.name, kind: job.kind, startedAt: Int64(started.timeIntervalSince1970 * 1000),
                                pid: getpid(), attempt: Int32(attempt))
         if let end {
             run.endedAt = Int64(end.finished.timeIntervalSince1970 * 1000)
@@ -199,7 +207,7 @@ public struct JobRunner: Sendable {
     }
 
     private func writeMetrics(job: JobFile, result: RunResult, log: JobLogger) {
-        let metricsRecord = RunMetrics(job: job.name, kind: job.kind.rawValue, started: result.started, finished: result.finished,
+        let metricsRecord = RunMetrics(job: job.name, kind: job.kind, started: result.started, finished: result.finished,
                                        outcome: result.outcome, counters: result.report.counters.mapValues(Double.init),
                                        samples: result.report.samples)
         do { _ = try metrics.write(metricsRecord) } catch {

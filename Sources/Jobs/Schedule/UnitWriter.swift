@@ -72,7 +72,7 @@ public struct UnitWriter: Sendable {
         var lines = header(job)
         lines += [
             "[Unit]",
-            "Description=jobrun job \(job.name) (\(job.kind.rawValue))",
+            "Description=jobrun job \(job.name) (\(job.kind))",
             "After=network-online.target",
             "Wants=network-online.target",
             "",

@@ -2,11 +2,28 @@ import Foundation
 import MediaBox
 import Postbox
 
+/// The chat categories prefetch chooses from, as the mobile clients' auto-download settings
+/// name them: `contacts`, `private` (other users and secret chats), `groups`, `channels`.
+public enum PrefetchPeerCategory: String, Sendable, CaseIterable, ParamWord {
+    case contacts, `private`, groups, channels
+
+    public var word: String { rawValue }
+
+    /// The Postbox categories this word covers.
+    public var peerCategories: Set<PeerCategory> {
+        switch self {
+        case .contacts: return [.contact]
+        case .private: return [.privateChat, .secretChat]
+        case .groups: return [.group]
+        case .channels: return [.channel]
+        }
+    }
+}
+
 /// What one `prefetch-chat-media` run may download, as a value: the job's `params` resolved
 /// into Postbox and MediaBox terms, so selection and admission never read raw parameters.
 ///
-/// Defaults are those of `JobParamsSchema.prefetchChatMedia` (the schema fills them in when a
-/// job file is validated); the memberwise defaults here match them for tests and library users.
+/// The defaults are the kind's parameter defaults (`PrefetchChatMediaJob`), read from there.
 public struct PrefetchPolicy: Sendable, Equatable {
     /// Chats whose media is prefetched (`contacts`, `private` — other users and secret chats —,
     /// `groups`, `channels`).
@@ -29,15 +46,16 @@ public struct PrefetchPolicy: Sendable, Equatable {
     /// Bytes per second over all of this run's downloads (nil: unlimited).
     public var bandwidthLimit: Int64?
 
-    public static let defaultSizeCaps: [MediaContentType: Int64] = [
-        .photo: 1 << 20, .video: 10 << 20, .file: 3 << 20, .voice: 1 << 20, .sticker: 1 << 20, .avatar: 1 << 20,
-    ]
+    public typealias Kind = PrefetchChatMediaJob
+    public static let defaultSizeCaps: [MediaContentType: Int64] = Kind.sizeCaps.defaultValue!.mapValues(\.bytes)
 
-    public init(categories: Set<PeerCategory> = Set(PeerCategory.allCases),
-                mediaTypes: Set<MediaContentType> = [.photo, .video, .file, .voice, .sticker, .avatar],
+    public init(categories: Set<PeerCategory> = PrefetchPolicy.categories(Kind.peerCategories.defaultValue!),
+                mediaTypes: Set<MediaContentType> = Kind.mediaTypes.defaultValue!,
                 sizeCaps: [MediaContentType: Int64] = PrefetchPolicy.defaultSizeCaps,
-                lookback: Int64 = 7 * 86_400, budget: Int64 = 512 << 20, freeSpaceFloor: Int64 = 1 << 30,
-                cacheLimit: Int64? = nil, concurrency: Int = 4, bandwidthLimit: Int64? = nil) {
+                lookback: Int64 = Kind.lookback.defaultValue!.wholeSeconds,
+                budget: Int64 = Kind.budget.defaultValue!.bytes,
+                freeSpaceFloor: Int64 = Kind.freeSpaceFloor.defaultValue!.bytes,
+                cacheLimit: Int64? = nil, concurrency: Int = Kind.concurrency.defaultValue!, bandwidthLimit: Int64? = nil) {
         self.categories = categories
         self.mediaTypes = mediaTypes
         self.sizeCaps = sizeCaps
@@ -49,37 +67,22 @@ public struct PrefetchPolicy: Sendable, Equatable {
         self.bandwidthLimit = bandwidthLimit
     }
 
-    /// The policy of a validated job's `params` (every parameter of the schema is used).
+    /// The policy of a validated job's `params` (every parameter of the kind is used).
     public init(params p: JobParams) {
-        self.init()
-        if let words = p.strings("peerCategories") { categories = Self.categories(words: words) }
-        if let words = p.strings("mediaTypes") { mediaTypes = Set(words.compactMap(MediaContentType.init(name:))) }
-        if let caps = p.byteSizes("sizeCaps") {
-            for (name, bytes) in caps { if let type = MediaContentType(name: name) { sizeCaps[type] = bytes } }
-        }
-        if let d = p.duration("lookback") { lookback = d.components.seconds }
-        if let b = p.bytes("budget") { budget = b }
-        if let f = p.bytes("freeSpaceFloor") { freeSpaceFloor = f }
-        cacheLimit = p.bytes("cacheLimit")
-        if let c = p.int("concurrency") { concurrency = max(1, Int(c)) }
-        bandwidthLimit = p.bytes("bandwidthLimit")
+        self.init(categories: Self.categories(p[Kind.peerCategories]),
+                  mediaTypes: p[Kind.mediaTypes],
+                  sizeCaps: p[Kind.sizeCaps].mapValues(\.bytes),
+                  lookback: p[Kind.lookback].wholeSeconds,
+                  budget: p[Kind.budget].bytes,
+                  freeSpaceFloor: p[Kind.freeSpaceFloor].bytes,
+                  cacheLimit: p[Kind.cacheLimit]?.bytes,
+                  concurrency: p[Kind.concurrency],
+                  bandwidthLimit: p[Kind.bandwidthLimit]?.bytes)
     }
 
-    /// The Postbox categories of the job-file words: `contacts` → contacts; `private` → other
-    /// users and secret chats; `groups`; `channels`. Unknown words are ignored (the schema
-    /// rejects them first).
-    public static func categories(words: [String]) -> Set<PeerCategory> {
-        var out: Set<PeerCategory> = []
-        for word in words {
-            switch word {
-            case "contacts": out.insert(.contact)
-            case "private": out.formUnion([.privateChat, .secretChat])
-            case "groups": out.insert(.group)
-            case "channels": out.insert(.channel)
-            default: break
-            }
-        }
-        return out
+    /// The Postbox categories of the job-file words.
+    public static func categories(_ words: Set<PrefetchPeerCategory>) -> Set<PeerCategory> {
+        words.reduce(into: []) { $0.formUnion($1.peerCategories) }
     }
 
     /// The cap of `type` (nil: none).

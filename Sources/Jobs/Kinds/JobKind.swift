@@ -1,0 +1,31 @@
+/// A job kind: one type that describes itself — the word job files name in `kind:`, a one-line
+/// summary, its typed parameters (each declared once, as a static `Param`), the log event its
+/// report goes out as, and its work.
+///
+/// The runner handles locks, run records, timeouts, retries, logs and metrics; a kind does its
+/// work for one account and returns a `JobReport`. It must be cooperative: check
+/// `Task.isCancelled` (or call `try Task.checkCancellation()`) between units of work and leave
+/// the store consistent when cancelled, so a timeout or SIGTERM stops it at a checkpoint.
+///
+/// Adding a kind: one file with a type conforming to `JobKind`, one line in
+/// `JobKindRegistry.shipped`, one job file in `jobs/` (see docs/architecture.md).
+public protocol JobKind: Sendable {
+    /// The word a job file writes in `kind:` (`time-based-cleanup`).
+    static var name: String { get }
+    /// One line for `jobrun list --kinds` and the docs.
+    static var summary: String { get }
+    /// The parameters `params:` accepts, in the order the docs list them.
+    static var parameters: [any JobParameter] { get }
+    /// The log event the runner writes with each account's report (`cleanup.report`): the
+    /// report's counters and details as fields.
+    static var reportEvent: String { get }
+
+    func run(_ context: JobContext) async throws -> JobReport
+}
+
+extension JobKind {
+    public var name: String { Self.name }
+    public var summary: String { Self.summary }
+    public var parameters: [any JobParameter] { Self.parameters }
+    public var reportEvent: String { Self.reportEvent }
+}
