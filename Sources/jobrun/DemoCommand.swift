@@ -1,17 +1,18 @@
 import ArgumentParser
 import CloudCore
-import CloudServer
 import Foundation
 import Jobs
 import Postbox
 
-/// `jobrun demo`: the product end to end on an embedded default — an in-process `cloudd` on
-/// loopback with a seeded dataset, a temporary data root (or `--root`), and every job kind
-/// run in order through the same runner cron and systemd use, then a summary.
+/// `jobrun demo`: the product end to end on an embedded default — `cloudd` (built beside
+/// `jobrun`) as a child process on loopback with a seeded dataset, a temporary data root (or
+/// `--root`), and every job kind run in order through the same runner cron and systemd use, then
+/// a summary.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Run every job kind end to end against an embedded cloudd (temporary root unless --root)."
+        abstract: "Run every job kind end to end against a local cloudd (temporary root unless --root).",
+        discussion: "Needs the cloudd executable beside jobrun: `swift build --product cloudd` builds it."
     )
 
     @Option(help: "Data root to use (default: a temporary directory, removed afterwards).")
@@ -26,15 +27,10 @@ struct DemoCommand: AsyncParsableCommand {
         let dataRoot = DataRoot(path: rootPath)
         try dataRoot.createDirectories(accounts: [0])
 
-        var config = CloudServerConfig()
-        config.seed = seed
-        config.dataset.peers = 8
-        config.dataset.messagesPerPeer = 40
-        config.dataset.maxMediaSize = 4 << 20
-        config.referenceTTL = 3600
-        config.uploadDirectory = rootPath + "/cloud-uploads"
-        let server = try await CloudServer.start(config)
-        try writeAccountConfig(dataRoot, server)
+        let cloud: DemoCloud
+        do { cloud = try DemoCloud(seed: seed, uploadDirectory: rootPath + "/cloud-uploads") } catch { throw fail(.cloudUnavailable, "\(error)") }
+        defer { cloud.stop() }
+        try writeAccountConfig(dataRoot, cloud)
         let jobsDir = rootPath + "/jobs"
         try FileManager.default.createDirectory(atPath: jobsDir, withIntermediateDirectories: true)
 
@@ -42,23 +38,23 @@ struct DemoCommand: AsyncParsableCommand {
         let logger = JobLogger(sink: sink)
         let tempBox = try TempBox(root: dataRoot, process: "demo")
         defer { tempBox.close() }
-        let runner = JobRunner(root: dataRoot, registry: ShippedKinds.registry, accounts: AccountContextPool(root: dataRoot),
+        let runner = JobRunner(root: dataRoot, accounts: AccountContextPool(root: dataRoot),
                                logger: logger, tempDirectory: tempBox.directory)
 
         if !json {
-            print("jobrun demo: embedded cloudd with \(server.fileCount) files on \(server.dcURLs.count) DCs (\(server.dcURLs.map(\.absoluteString).joined(separator: ", ")))")
+            print("jobrun demo: local cloudd with \(try await cloud.fileCount()) files on \(cloud.ready.dcs.count) DCs (\(cloud.ready.dcs.map(\.url).joined(separator: ", ")))")
             print("data root: \(rootPath)\(keep ? "" : " (temporary)")\n")
         }
         var results: [RunResult] = []
         var revalidation: (parents: Int, maxCallsPerParent: Int)?
         for (name, yaml) in Self.demoJobs {
             switch kind(of: yaml) {
-            case .uploadQueue:
+            case UploadQueueJob.name:
                 let queued = try await enqueueDemoUploads(dataRoot, accounts: runner.accounts, scratch: tempBox.directory.path)
                 if !json { print("• enqueued \(queued) files for upload (one of them secret)") }
-            case .revalidateReferences:
-                server.resetCounters()
-                server.expireReferences()
+            case RevalidateReferencesJob.name:
+                try await cloud.resetCounters()
+                try await cloud.expireReferences()
                 if !json { print("• the cloud expired every file reference it had issued") }
             default:
                 break
@@ -69,12 +65,11 @@ struct DemoCommand: AsyncParsableCommand {
             results.append(result)
             if !json { print("• \(name): \(result.outcome.rawValue) in \(String(format: "%.2f", result.duration)) s\(result.message.map { " — \($0)" } ?? "")") }
             for line in result.report.summary where !json { print("    \(line)") }
-            if kind(of: yaml) == .revalidateReferences {
-                let calls = server.counters().parents.values
+            if kind(of: yaml) == RevalidateReferencesJob.name {
+                let calls = try await cloud.counters().parents.values
                 revalidation = (calls.count, calls.max() ?? 0)
             }
         }
-        await server.stop()
         if json {
             printJSON(.object([
                 "root": .string(rootPath),
@@ -94,9 +89,9 @@ struct DemoCommand: AsyncParsableCommand {
         if results.contains(where: { $0.exitCode != .ok }) { throw ExitCode(JobExitCode.jobFailed.rawValue) }
     }
 
-    private func kind(of yaml: String) -> JobKind {
+    private func kind(of yaml: String) -> String {
         let line = yaml.split(separator: "\n").first { $0.hasPrefix("kind:") } ?? ""
-        return JobKind(rawValue: line.dropFirst("kind:".count).trimmingCharacters(in: .whitespaces)) ?? .syncHistory
+        return line.dropFirst("kind:".count).trimmingCharacters(in: .whitespaces)
     }
 
     /// Queues a few generated files (a small one, a big-file-mode one, a secret one) to the first
@@ -119,9 +114,8 @@ struct DemoCommand: AsyncParsableCommand {
         return count
     }
 
-    private func writeAccountConfig(_ root: DataRoot, _ server: CloudServer) throws {
-        let dcs = server.dcURLs.enumerated().map { "  \($0.offset + 1): \($0.element.absoluteString)" }.joined(separator: "\n")
-        let text = "datacenters:\n\(dcs)\ncdn: \(server.cdnURL.absoluteString)\nmainDc: 1\n"
+    private func writeAccountConfig(_ root: DataRoot, _ cloud: DemoCloud) throws {
+        let text = cloud.accountConfig
         let path = root.account(0).config.path
         guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
             throw fail(.config, "cannot write \(path)")

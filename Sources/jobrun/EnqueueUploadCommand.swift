@@ -33,28 +33,14 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
         guard let mode = UploadStaging(rawValue: staging) else {
             throw fail(.usage, "--staging must be one of \(UploadStaging.allCases.map(\.rawValue).joined(separator: ", ")) (got \(staging))")
         }
-        let root = options.dataRoot
-        let paths = root.account(account)
-        let postbox: Postbox
-        do {
-            try root.createDirectories()
-            try paths.createDirectories()
-            postbox = try Postbox(directory: paths.postboxDatabase.path)
-        } catch {
-            throw fail(.jobFailed, "cannot open account \(account) under \(root.path): \(error)")
-        }
-        let queue = UploadQueue(postbox: postbox, directory: paths.uploads.path)
         let source = URL(fileURLWithPath: file).standardizedFileURL.path
         let request = UploadRequest(path: source, peerId: peer, secret: secret, caption: caption, name: name,
                                     mimeType: mimeType, staging: mode)
         let item: UploadItem
         do {
-            item = try await queue.enqueue(request)
-        } catch let error as MultipartUploadError {
-            if case .staging = error { throw fail(.jobFailed, error.description) }
-            throw fail(.usage, error.description)
+            item = try await UploadEnqueue.enqueue(request, account: account, root: options.dataRoot)
         } catch {
-            throw fail(.jobFailed, "cannot enqueue \(source): \(error)")
+            throw fail(error.exitCode, error.message)
         }
         if options.json {
             printJSON(.object(["item": .int(item.id), "account": .int(account), "peer": .int(peer), "size": .int(item.size),

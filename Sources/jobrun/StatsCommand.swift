@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import Jobs
 import MediaBox
-import Postbox
 
 /// `jobrun stats`: cache usage per account, tier, peer and content type, from StorageBox's
 /// running totals (no file-system walk), opened read-only.
@@ -15,13 +14,11 @@ struct StatsCommand: ParsableCommand {
 
     func run() throws {
         let root = options.dataRoot
-        let accounts = account.map { [$0] } ?? AccountContextPool(root: root).existingAccounts()
+        let caches: [StoreInspection.AccountCache]
+        do { caches = try StoreInspection(root: root).cacheStats(accounts: account.map { [$0] }) } catch { throw fail(.config, "\(error)") }
         var json: [LogValue] = []
-        for id in accounts {
-            let media = root.account(id).media.path
-            guard FileManager.default.fileExists(atPath: media + "/storage") else { continue }
-            let stats: StorageStats
-            do { stats = try MediaBox(basePath: media, readOnly: true).stats() } catch { throw fail(.config, "\(media): \(error)") }
+        for cache in caches {
+            let (id, media, stats) = (cache.account, cache.mediaPath, cache.stats)
             if options.json {
                 json.append(.object([
                     "account": .int(id), "bytes": .int(stats.total.bytes), "files": .int(stats.total.count),
@@ -46,7 +43,7 @@ struct StatsCommand: ParsableCommand {
                 print("    \(String(peer.rawValue).padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))  [\(types)]")
             }
         }
-        if options.json { printJSON(.array(json)) } else if accounts.isEmpty { print("no accounts under \(root.path)") }
+        if options.json { printJSON(.array(json)) } else if caches.isEmpty { print("no media caches under \(root.path)") }
     }
 
     private func usage(_ u: StorageUsage) -> LogValue { .object(["bytes": .int(u.bytes), "files": .int(u.count)]) }

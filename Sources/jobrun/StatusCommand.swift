@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import Jobs
-import Postbox
 
 /// `jobrun status`: recent runs from each account's Postbox, opened read-only (never blocks a
 /// running job).
@@ -14,24 +13,12 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let root = options.dataRoot
-        let accounts = AccountContextPool(root: root).existingAccounts()
-        var runs: [(Int64, JobRunRecord)] = []
-        for account in accounts {
-            let db = root.account(account).postboxDatabase.appendingPathComponent("db.sqlite").path
-            guard FileManager.default.fileExists(atPath: db) else { continue }
-            let postbox: Postbox
-            do { postbox = try Postbox(path: db, readOnly: true) } catch { throw fail(.config, "\(error)") }
-            let wanted = job
-            let limit = limit
-            try postbox.readSync { tx in
-                for name in try tx.jobRuns.jobNames() where wanted == nil || wanted == name {
-                    runs += try tx.jobRuns.recent(job: name, limit: limit).map { (account, $0) }
-                }
-            }
-        }
+        let runs: [StoreInspection.AccountRun]
+        do { runs = try StoreInspection(root: root).recentRuns(job: job, limit: limit) } catch { throw fail(.config, "\(error)") }
         if options.json {
-            printJSON(.array(runs.map { account, r in
-                .object(["account": .int(account), "job": .string(r.job), "run": .string(r.runId), "kind": .string(r.kind),
+            printJSON(.array(runs.map { entry in
+                let r = entry.run
+                return .object(["account": .int(entry.account), "job": .string(r.job), "run": .string(r.runId), "kind": .string(r.kind),
                          "outcome": .string(r.outcome.rawValue), "started_ms": .int(r.startedAt),
                          "duration_ms": r.durationMs.map { .int($0) } ?? .null, "exit_code": r.exitCode.map { .int(Int64($0)) } ?? .null,
                          "attempts": .int(Int64(r.attempt)), "message": r.message.map { .string($0) } ?? .null,
@@ -41,7 +28,8 @@ struct StatusCommand: ParsableCommand {
         }
         if runs.isEmpty { print("no runs recorded under \(root.path)"); return }
         let formatter = ISO8601DateFormatter()
-        for (account, r) in runs {
+        for entry in runs {
+            let (account, r) = (entry.account, entry.run)
             let started = formatter.string(from: Date(timeIntervalSince1970: Double(r.startedAt) / 1000))
             let duration = r.durationMs.map { String(format: "%.2fs", Double($0) / 1000) } ?? "running"
             let counters = r.counters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")

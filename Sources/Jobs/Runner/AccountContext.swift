@@ -54,10 +54,4 @@ public actor AccountContextPool {
         contexts[id] = context
         return context
     }
-
-    /// Accounts that exist under the root (`account-<id>/`), ascending.
-    public nonisolated func existingAccounts() -> [Int64] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
-        return names.compactMap { $0.hasPrefix("account-") ? Int64($0.dropFirst("account-".count)) : nil }.sorted()
-    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Postbox
 
 /// The data-root layout of DESIGN §3: one directory holds every account's Postbox and MediaBox,
 /// logs, temp and metrics. Directories are created 0700.
@@ -71,8 +72,12 @@ public struct AccountPaths: Sendable, Hashable {
     public var postbox: URL { directory.appendingPathComponent("postbox", isDirectory: true) }
     /// `postbox/db/`: Postbox SQLite (WAL).
     public var postboxDatabase: URL { postbox.appendingPathComponent("db", isDirectory: true) }
+    /// `postbox/db/db.sqlite`: the Postbox database file.
+    public var postboxFile: URL { postboxDatabase.appendingPathComponent(Postbox.databaseFileName) }
     /// `postbox/media/`: MediaBox.
     public var media: URL { postbox.appendingPathComponent("media", isDirectory: true) }
+    /// `uploads/`: staged files of the upload queue.
+    public var uploads: URL { directory.appendingPathComponent("uploads", isDirectory: true) }
 
     public func createDirectories() throws {
         for dir in [directory, postbox, postboxDatabase, media] { try DataRoot.makeDirectory(dir) }

@@ -60,9 +60,12 @@ public final class Postbox: @unchecked Sendable {
         try queue.sync { try self.migrate(migrations) }
     }
 
+    /// The database file's name inside a Postbox directory.
+    public static let databaseFileName = "db.sqlite"
+
     /// Opens `<dir>/db.sqlite`: the layout of `account-<id>/postbox/db/`.
     public convenience init(directory: String, readOnly: Bool = false) throws {
-        try self.init(path: (directory as NSString).appendingPathComponent("db.sqlite"), readOnly: readOnly)
+        try self.init(path: (directory as NSString).appendingPathComponent(Postbox.databaseFileName), readOnly: readOnly)
     }
 
     deinit {

@@ -1,0 +1,58 @@
+import Foundation
+import MediaBox
+import Postbox
+
+/// Read-only views of a data root, for `jobrun status` and `jobrun stats`: each account's stores
+/// are opened read-only (a reader never blocks a running job) and nothing is created.
+public struct StoreInspection: Sendable {
+    public let root: DataRoot
+
+    public init(root: DataRoot) { self.root = root }
+
+    /// A run record and the account it was recorded in.
+    public struct AccountRun: Sendable {
+        public var account: Int64
+        public var run: JobRunRecord
+    }
+
+    /// Cache usage of one account, from its StorageBox.
+    public struct AccountCache: Sendable {
+        public var account: Int64
+        public var mediaPath: String
+        public var stats: StorageStats
+    }
+
+    /// Accounts that exist under the root (`account-<id>/`), ascending.
+    public func accounts() -> [Int64] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        return names.compactMap { $0.hasPrefix("account-") ? Int64($0.dropFirst("account-".count)) : nil }.sorted()
+    }
+
+    /// The `limit` most recent runs of each job (or of `job` only), per account, newest first.
+    public func recentRuns(job: String? = nil, limit: Int) throws -> [AccountRun] {
+        var runs: [AccountRun] = []
+        for account in accounts() {
+            let file = root.account(account).postboxFile.path
+            guard FileManager.default.fileExists(atPath: file) else { continue }
+            let postbox = try Postbox(path: file, readOnly: true)
+            try postbox.readSync { tx in
+                for name in try tx.jobRuns.jobNames() where job == nil || job == name {
+                    runs += try tx.jobRuns.recent(job: name, limit: limit).map { AccountRun(account: account, run: $0) }
+                }
+            }
+        }
+        return runs
+    }
+
+    /// Cache usage of the given accounts (default: all), skipping accounts without a MediaBox.
+    public func cacheStats(accounts wanted: [Int64]? = nil) throws -> [AccountCache] {
+        var result: [AccountCache] = []
+        for account in wanted ?? accounts() {
+            let media = root.account(account).media.path
+            guard FileManager.default.fileExists(atPath: media + "/storage") else { continue }
+            let stats = try MediaBox(basePath: media, readOnly: true).stats()
+            result.append(AccountCache(account: account, mediaPath: media, stats: stats))
+        }
+        return result
+    }
+}

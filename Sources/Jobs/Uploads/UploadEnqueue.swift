@@ -1,0 +1,31 @@
+import CloudCore
+import Foundation
+import Postbox
+
+/// Adds a file to an account's persistent upload queue (`jobrun enqueue-upload`): the account's
+/// stores are opened (and created) under the root, the file is staged into its `uploads/`, and
+/// the `upload-queue` job sends it later.
+public enum UploadEnqueue {
+    /// Queues `request` for `account`. A bad request (missing, unreadable or empty file, unknown
+    /// peer) is `JobError` with exit 64; a staging or store failure is exit 1.
+    public static func enqueue(_ request: UploadRequest, account: Int64, root: DataRoot) async throws(JobError) -> UploadItem {
+        let paths = root.account(account)
+        let postbox: Postbox
+        do {
+            try root.createDirectories()
+            try paths.createDirectories()
+            postbox = try Postbox(directory: paths.postboxDatabase.path)
+        } catch {
+            throw JobError("cannot open account \(account) under \(root.path): \(SystemErrorText.describe(error))", retryable: false)
+        }
+        let queue = UploadQueue(postbox: postbox, directory: paths.uploads.path)
+        do {
+            return try await queue.enqueue(request)
+        } catch let error as MultipartUploadError {
+            if case .staging = error { throw JobError(error.description, retryable: false) }
+            throw JobError(error.description, exitCode: .usage, retryable: false)
+        } catch {
+            throw JobError("cannot enqueue \(request.path): \(error)", retryable: false)
+        }
+    }
+}
