@@ -77,3 +77,10 @@ struct AccountFetcher: MediaResourceFetcher {
         }
     }
 }
+
+extension JobKind {
+    /// Whether runs of this kind talk to the cloud. Their accounts need a valid `config.yaml`,
+    /// checked before any store is opened or created, even when a run would have nothing to
+    /// fetch (a misconfigured account is reported the day it is set up, not the day it has work).
+    public var usesCloud: Bool { self != .timeBasedCleanup }
+}
