@@ -14,19 +14,24 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let root = options.dataRoot
+        if let missing = StoreReading.missingRoot(root) { throw fail(.noInput, missing) }
         let accounts = AccountContextPool(root: root).existingAccounts()
         var runs: [(Int64, JobRunRecord)] = []
         for account in accounts {
             let db = root.account(account).postboxDatabase.appendingPathComponent("db.sqlite").path
             guard FileManager.default.fileExists(atPath: db) else { continue }
-            let postbox: Postbox
-            do { postbox = try Postbox(path: db, readOnly: true) } catch { throw fail(.config, "\(error)") }
             let wanted = job
             let limit = limit
-            try postbox.readSync { tx in
-                for name in try tx.jobRuns.jobNames() where wanted == nil || wanted == name {
-                    runs += try tx.jobRuns.recent(job: name, limit: limit).map { (account, $0) }
+            do {
+                let postbox = try StoreReading.openPostbox(db)
+                try postbox.readSync { tx in
+                    for name in try tx.jobRuns.jobNames() where wanted == nil || wanted == name {
+                        runs += try tx.jobRuns.recent(job: name, limit: limit).map { (account, $0) }
+                    }
                 }
+            } catch {
+                let failure = StorageFailure.jobError(error, doing: "cannot read the runs of account \(account)")
+                throw fail(failure.exitCode, failure.message)
             }
         }
         if options.json {
