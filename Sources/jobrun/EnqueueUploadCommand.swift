@@ -13,9 +13,10 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
         discussion: """
         The file is hard-linked (same file system, owned by you) or copied (0600) into \
         <root>/account-<id>/uploads/, and its size and SHA-256 are recorded: a change before it is \
-        sent fails the item with that reason. Empty files are refused (the cloud has no empty \
-        uploads). Exit codes: 0 queued, 64 bad input (missing, unreadable or empty file, unknown \
-        peer), 1 staging failed.
+        sent fails the item with that reason. A symbolic link is followed: the file it points to \
+        is staged. Empty files are refused (the cloud has no empty uploads). Exit codes: 0 queued, \
+        64 bad input (missing, unreadable or empty file, unknown peer), 1 staging failed, 73 the \
+        data root cannot be created or written, 74 disk full, 78 unsafe data root.
         """
     )
 
@@ -41,7 +42,8 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
             try paths.createDirectories()
             postbox = try Postbox(directory: paths.postboxDatabase.path)
         } catch {
-            throw fail(.jobFailed, "cannot open account \(account) under \(root.path): \(error)")
+            let failure = StorageFailure.jobError(error, doing: "cannot open account \(account) under \(root.path)")
+            throw fail(failure.exitCode, failure.message)
         }
         let queue = UploadQueue(postbox: postbox, directory: paths.uploads.path)
         let source = URL(fileURLWithPath: file).standardizedFileURL.path
@@ -54,7 +56,8 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
             if case .staging = error { throw fail(.jobFailed, error.description) }
             throw fail(.usage, error.description)
         } catch {
-            throw fail(.jobFailed, "cannot enqueue \(source): \(error)")
+            let failure = StorageFailure.jobError(error, doing: "cannot enqueue \(source)")
+            throw fail(failure.exitCode, failure.message)
         }
         if options.json {
             printJSON(.object(["item": .int(item.id), "account": .int(account), "peer": .int(peer), "size": .int(item.size),
