@@ -120,7 +120,8 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
     }
 
     func testFailingCloudExits69ThenRecovers() throws {
-        let (cloud, h, _) = try startSynced(seed: 13)
+        let (cloud, h, _) = try startSynced(seed: 13, window: "1s", config: "referenceTTL: 3s\n")
+        Thread.sleep(forTimeInterval: 3.2) // every synced reference is now due
         try cloud.expireReferences()
         try cloud.setFaults(FaultConfig(failRevalidation: true))
         let failed = try h.run(["run", "reval-a"])
