@@ -14,6 +14,9 @@ final class DemoCloud: @unchecked Sendable {
         let admin: String
     }
 
+    /// How long the demo cloud's file references live, in seconds.
+    static let referenceTTL: Int64 = 3600
+
     let ready: Ready
     private let process: Process
     private let transport: CurlTransport
@@ -27,7 +30,7 @@ final class DemoCloud: @unchecked Sendable {
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["--port-base", "0", "--seed", String(seed), "--peers", "8", "--messages-per-peer", "40",
-                             "--max-media-size", "4MiB", "--reference-ttl", "3600", "--upload-dir", uploadDirectory]
+                             "--max-media-size", "4MiB", "--reference-ttl", String(Self.referenceTTL), "--upload-dir", uploadDirectory]
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice

@@ -55,7 +55,8 @@ struct DemoCommand: AsyncParsableCommand {
             case RevalidateReferencesJob.name:
                 try await cloud.resetCounters()
                 try await cloud.expireReferences()
-                if !json { print("• the cloud expired every file reference it had issued") }
+                try await ageStoredReferences(runner.accounts, by: DemoCloud.referenceTTL)
+                if !json { print("• the cloud expired every file reference it had issued (and the demo's clock jumps past their lifetime)") }
             default:
                 break
             }
@@ -96,6 +97,19 @@ struct DemoCommand: AsyncParsableCommand {
 
     /// Queues a few generated files (a small one, a big-file-mode one, a secret one) to the first
     /// synced chat, as `jobrun enqueue-upload` would.
+    /// Moves every stored reference of account 0 `seconds` into the past, as if that long had
+    /// gone by: the revalidation job selects references by when they were obtained.
+    private func ageStoredReferences(_ accounts: AccountContextPool, by seconds: Int64) async throws {
+        try await accounts.context(for: 0).postbox.transaction { tx in
+            var records: [MediaReferenceRecord] = []
+            try tx.mediaReferences.obtained(before: .max) { records.append($0); return true }
+            for var record in records {
+                record.obtainedAt -= seconds
+                try tx.mediaReferences.set(record)
+            }
+        }
+    }
+
     private func enqueueDemoUploads(_ root: DataRoot, accounts: AccountContextPool, scratch: String) async throws -> Int {
         let account = try await accounts.context(for: 0)
         let peers = try await account.postbox.read { try $0.peers.all() }
@@ -164,9 +178,9 @@ struct DemoCommand: AsyncParsableCommand {
         kind: revalidate-references
         timeout: 5m
         params:
-          # Longer than the references' 1 h lifetime: every reference is due, as after the
-          # cloud expired them all (a real job's window is shorter than the lifetime).
-          window: 1d
+          # Shorter than the references' 1 h lifetime (a longer window is clamped); the demo
+          # moves the stored references an hour into the past, so every one of them is due.
+          window: 40m
         """),
         ("upload-queue", """
         name: upload-queue

@@ -13,9 +13,10 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
         discussion: """
         The file is hard-linked (same file system, owned by you) or copied (0600) into \
         <root>/account-<id>/uploads/, and its size and SHA-256 are recorded: a change before it is \
-        sent fails the item with that reason. Empty files are refused (the cloud has no empty \
-        uploads). Exit codes: 0 queued, 64 bad input (missing, unreadable or empty file, unknown \
-        peer), 1 staging failed.
+        sent fails the item with that reason. A symbolic link is followed: the file it points to \
+        is staged. Empty files are refused (the cloud has no empty uploads). Exit codes: 0 queued, \
+        64 bad input (missing, unreadable or empty file, unknown peer), 1 staging failed, 73 the \
+        data root cannot be created or written, 74 disk full, 78 unsafe data root.
         """
     )
 

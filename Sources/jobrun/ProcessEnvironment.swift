@@ -12,12 +12,19 @@ struct ProcessEnvironment {
     let accounts: AccountContextPool
     let runner: JobRunner
 
+    /// Fails with a sysexits code and a message naming the path and the reason (73 a root that
+    /// cannot be created or written, 74 a full disk, 78 an unsafe root).
     init(options: GlobalOptions, process: String, console: LogSink.ConsoleMode = .auto) throws {
         root = options.dataRoot
-        try root.createDirectories()
-        sink = try LogSink(root: root, process: process, console: console)
+        do {
+            try root.createDirectories()
+            sink = try LogSink(root: root, process: process, console: console)
+            tempBox = try TempBox(root: root, process: process)
+        } catch {
+            let failure = StorageFailure.jobError(error, doing: "cannot use the data root \(root.path)")
+            throw fail(failure.exitCode, failure.message)
+        }
         logger = JobLogger(sink: sink)
-        tempBox = try TempBox(root: root, process: process)
         accounts = AccountContextPool(root: root)
         runner = JobRunner(root: root, accounts: accounts, logger: logger, tempDirectory: tempBox.directory)
     }

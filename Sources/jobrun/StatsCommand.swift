@@ -15,7 +15,7 @@ struct StatsCommand: ParsableCommand {
     func run() throws {
         let root = options.dataRoot
         let caches: [StoreInspection.AccountCache]
-        do { caches = try StoreInspection(root: root).cacheStats(accounts: account.map { [$0] }) } catch { throw fail(.config, "\(error)") }
+        do { caches = try StoreInspection(root: root).cacheStats(accounts: account.map { [$0] }) } catch { throw fail(error.exitCode, error.message) }
         var json: [LogValue] = []
         for cache in caches {
             let (id, media, stats) = (cache.account, cache.mediaPath, cache.stats)

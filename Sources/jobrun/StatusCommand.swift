@@ -13,8 +13,10 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let root = options.dataRoot
+        let inspection = StoreInspection(root: root)
+        if let missing = inspection.missingRoot() { throw fail(.noInput, missing) }
         let runs: [StoreInspection.AccountRun]
-        do { runs = try StoreInspection(root: root).recentRuns(job: job, limit: limit) } catch { throw fail(.config, "\(error)") }
+        do { runs = try inspection.recentRuns(job: job, limit: limit) } catch { throw fail(error.exitCode, error.message) }
         if options.json {
             printJSON(.array(runs.map { entry in
                 let r = entry.run

@@ -241,7 +241,8 @@ final class UploadQueueLeaseTests: XCTestCase {
         }
         guard case .item(let taken) = try await f.queue.claim(lease: lease) else { return XCTFail("dead holder's item") }
         XCTAssertEqual(taken.id, a.id)
-        XCTAssertEqual(taken.attempts, 2)
+        XCTAssertEqual(taken.attempts, 1, "the dead holder's unsettled attempt is not the item's: only this one counts")
+        XCTAssertEqual(taken.extra[UploadQueue.interruptionsField], "1")
 
         // Retry with backoff, then give up after maxAttempts; interrupted gives the attempt back.
         let retry = try await f.queue.settle(b.id, lease: lease, outcome: .retry(reason: "boom", backoff: 10, maxAttempts: 5))
@@ -250,10 +251,10 @@ final class UploadQueueLeaseTests: XCTestCase {
         XCTAssertGreaterThan(waiting.notBefore, MultipartUpload.nowMs() + 9000)
         guard case .waiting(let until) = try await f.queue.claim(lease: lease) else { return XCTFail("b waits") }
         XCTAssertEqual(until, waiting.notBefore)
-        let gaveUp = try await f.queue.settle(a.id, lease: lease, outcome: .retry(reason: "boom", backoff: 1, maxAttempts: 2))
+        let gaveUp = try await f.queue.settle(a.id, lease: lease, outcome: .retry(reason: "boom", backoff: 1, maxAttempts: 1))
         XCTAssertEqual(gaveUp, .failed)
         let failed = try await f.item(a.id)
-        XCTAssertTrue(failed.failureReason?.contains("gave up after 2 attempts") == true, failed.failureReason ?? "")
+        XCTAssertTrue(failed.failureReason?.contains("gave up after 1 attempts") == true, failed.failureReason ?? "")
         let other = UploadLease(holder: "someone-else", duration: 60)
         let notMine = try await f.queue.settle(a.id, lease: other, outcome: .failed(reason: "x"))
         XCTAssertNil(notMine, "only the holder settles")

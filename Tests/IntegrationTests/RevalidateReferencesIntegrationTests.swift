@@ -82,7 +82,9 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
     }
 
     func testTwoProcessesRevalidateEachParentOnce() throws {
-        let (cloud, h, _) = try startSynced(seed: 12)
+        // References live 3 s and the window is 1 s: after 3.2 s every synced one is due.
+        let (cloud, h, _) = try startSynced(seed: 12, window: "1s", config: "referenceTTL: 3s\n")
+        Thread.sleep(forTimeInterval: 3.2)
         try cloud.expireReferences()
         try cloud.setFaults(FaultConfig(latencyMs: 100))
         try cloud.resetCounters()
@@ -96,8 +98,30 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
         XCTAssertTrue(counters.parents.values.allSatisfy { $0 == 1 }, "each parent once over both processes: \(counters.parents.filter { $0.value > 1 })")
     }
 
+    /// A window that covers the references' whole lifetime (2h against 4 s) used to make every
+    /// reference due, fresh or not: a run started a moment after another asked again for the
+    /// parents the first had just refreshed. Clamped, and with outcomes reused by the run's own
+    /// rule, two runs ask each parent at most once in total.
+    func testTwoRunsAMomentApartWithAWindowCoveringTheLifetimeAskEachParentOnce() throws {
+        let (cloud, h, _) = try startSynced(seed: 14, window: "2h", config: "referenceTTL: 4s\n")
+        Thread.sleep(forTimeInterval: 4.2)
+        try cloud.expireReferences()
+        try cloud.setFaults(FaultConfig(latencyMs: 30))
+        try cloud.resetCounters()
+        let a = try h.start(["run", "reval-a"])
+        Thread.sleep(forTimeInterval: 0.6)
+        let b = try h.start(["run", "reval-b"])
+        let (sa, sb) = (a.wait(timeout: 120), b.wait(timeout: 120))
+        XCTAssertEqual(sa, 0, a.stderr)
+        XCTAssertEqual(sb, 0, b.stderr)
+        let counters = try cloud.counters()
+        XCTAssertGreaterThan(counters.parents.count, 10)
+        XCTAssertEqual(counters.parents.filter { $0.value > 1 }, [:], "each parent once over both runs")
+    }
+
     func testFailingCloudExits69ThenRecovers() throws {
-        let (cloud, h, _) = try startSynced(seed: 13)
+        let (cloud, h, _) = try startSynced(seed: 13, window: "1s", config: "referenceTTL: 3s\n")
+        Thread.sleep(forTimeInterval: 3.2) // every synced reference is now due
         try cloud.expireReferences()
         try cloud.setFaults(FaultConfig(failRevalidation: true))
         let failed = try h.run(["run", "reval-a"])

@@ -45,6 +45,7 @@ final class SyncHistoryIntegrationTests: XCTestCase {
         XCTAssertTrue(typo.stderr.contains("config.yaml:1:1: unknown key `datacenter`"), typo.stderr)
         let token = "it-token-\(UUID().uuidString.prefix(8))"
         try "\(token)\n".write(toFile: account + "/credentials", atomically: true, encoding: .utf8)
+        chmod(account + "/credentials", 0o600) // a credentials file others may read is refused
         try cloud.accountConfig(credentialsFile: "credentials").write(toFile: account + "/config.yaml", atomically: true, encoding: .utf8)
 
         // First run: 10 newest messages of every peer.

@@ -14,6 +14,7 @@ final class AccountCloudConfigTests: XCTestCase {
         let dir = try TestPaths.makeTempDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         try "tok-from-file\nignored\n".write(to: dir.appendingPathComponent("credentials"), atomically: true, encoding: .utf8)
+        chmod(dir.appendingPathComponent("credentials").path, 0o600)
         let c = try parse("""
         datacenters:
           1: http://127.0.0.1:40000

@@ -12,6 +12,7 @@ final class JobRunnerTests: XCTestCase {
         static let name = "scripted"
         static let summary = "a kind whose behaviour each test controls"
         static let reportEvent = "scripted.report"
+        static let usesCloud = false
         static let parameters: [any JobParameter] = []
 
         let attempts = AttemptCounter()

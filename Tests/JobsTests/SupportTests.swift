@@ -4,7 +4,7 @@ import XCTest
 
 final class SupportTests: XCTestCase {
     func testExitCodesFollowSysexits() {
-        XCTAssertEqual(JobExitCode.allCases.map(\.rawValue), [0, 1, 64, 69, 75, 78])
+        XCTAssertEqual(JobExitCode.allCases.map(\.rawValue), [0, 1, 64, 66, 69, 73, 74, 75, 78])
     }
 
     func testDataRootResolutionAndLayout() throws {

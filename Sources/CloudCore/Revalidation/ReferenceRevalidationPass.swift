@@ -27,6 +27,20 @@ public struct ReferenceRevalidationPass: Sendable {
         public var dryRun = false
 
         public init() {}
+
+        /// The longest window that still leaves a just-refreshed reference out of the next
+        /// selection: `referenceTTL` less a margin of a minute (half the lifetime when that is
+        /// shorter). A window as long as the lifetime makes every reference due, fresh or not,
+        /// so two runs a moment apart would both ask for the same parents.
+        public static func maximumWindow(referenceTTL: Double) -> Double {
+            max(0, referenceTTL - min(60, referenceTTL / 2))
+        }
+
+        /// `window`, clamped to `maximumWindow(referenceTTL:)`.
+        public var effectiveWindow: Double { min(window, Self.maximumWindow(referenceTTL: referenceTTL)) }
+
+        /// True when `window` is longer than the pass uses.
+        public var windowIsClamped: Bool { effectiveWindow < window }
     }
 
     /// Outcomes of one parent kind.
@@ -56,6 +70,8 @@ public struct ReferenceRevalidationPass: Sendable {
         /// The first failure meaning the cloud is unreachable or failing (the pass stopped there).
         public var cloudFailure: RevalidationError?
         public var seconds: Double = 0
+        /// The window the pass used, when `window` was longer than the lifetime allows.
+        public var windowClampedTo: Double?
 
         public var refreshed: Int { byKind.values.reduce(0) { $0 + $1.refreshed } }
         public var gone: Int { byKind.values.reduce(0) { $0 + $1.gone } }
@@ -75,7 +91,7 @@ public struct ReferenceRevalidationPass: Sendable {
 
     /// The parents to refresh (oldest reference first) with their resource ids.
     public func select(now: Date = Date()) async throws -> (parents: [(MediaParent, [String])], scanned: Int) {
-        let cutoff = Int64(now.timeIntervalSince1970 + options.window - options.referenceTTL)
+        let cutoff = Int64(now.timeIntervalSince1970 + options.effectiveWindow - options.referenceTTL)
         let kinds = options.parentKinds
         let maxParents = max(1, options.maxParents)
         return try await postbox.read { tx in
@@ -100,8 +116,12 @@ public struct ReferenceRevalidationPass: Sendable {
     /// `cloudFailure` (the job maps it to exit 69).
     public func run(now: Date = Date()) async throws -> Report {
         let started = ContinuousClock.now
-        let startMs = Int64(now.timeIntervalSince1970 * 1000)
+        // Another process's outcome is reused when the references it produced are not due by
+        // this pass's own rule (obtained after the cutoff), so two passes at once ask each parent
+        // once in total: this is never later than the pass's start.
+        let reuseSinceMs = Int64((now.timeIntervalSince1970 + options.effectiveWindow - options.referenceTTL) * 1000)
         var report = Report()
+        if options.windowIsClamped { report.windowClampedTo = options.effectiveWindow }
         let (selected, scanned) = try await select(now: now)
         report.referencesScanned = scanned
         report.parentsSelected = selected.count
@@ -146,7 +166,7 @@ public struct ReferenceRevalidationPass: Sendable {
                 next += 1
                 group.addTask {
                     do { try await pacer.wait() } catch { return [:] }
-                    return await context.refresh(unit, timeout: timeout, reuseSinceMs: startMs, batchSize: batchSize)
+                    return await context.refresh(unit, timeout: timeout, reuseSinceMs: reuseSinceMs, batchSize: batchSize)
                 }
             }
             while next < units.count, next < max(1, options.concurrency) { launch() }

@@ -278,6 +278,7 @@ public final class MultipartUpload: Sendable {
             item.leaseUntil = 0
             item.notBefore = 0
             item.extra[Self.documentIdField] = String(documentId)
+            item.extra[UploadQueue.interruptionsField] = nil // settled: no crash loop
             try queue.set(item)
             try queue.resetParts(item: itemId)
         }

@@ -99,6 +99,14 @@ public final class UploadQueue: Sendable {
         }
     }
 
+    /// `extra` key counting the attempts in a row that ended with their process gone (killed,
+    /// crashed) or their lease run out, without settling.
+    public static let interruptionsField = "interruptions"
+    /// Crash-loop protection: an item whose attempts ended this many times in a row without
+    /// settling (the uploader died while sending it each time) fails with that reason instead of
+    /// taking the uploader down again. Such interruptions never count as the item's attempts.
+    public static let maxInterruptions = 10
+
     /// What `claim` found.
     public enum Claim: Sendable {
         /// An item now leased to the caller (its `attempts` already counts this attempt).
@@ -112,15 +120,26 @@ public final class UploadQueue: Sendable {
     /// Leases the first item that is due (state `queued` or `uploading` whose lease expired or
     /// whose holder died), in one write transaction: `BEGIN IMMEDIATE` serialises processes, so
     /// two uploaders never get the same item. Items in `excluding` are skipped.
+    ///
+    /// An item found `uploading` is one whose last attempt never settled — its process was
+    /// killed or crashed, or its lease ran out. That is not the item's fault: the attempt is
+    /// given back (`attempts` counts only attempts that ended in a failure of the item) and
+    /// counted in `extra["interruptions"]` instead; after `maxInterruptions` in a row the item
+    /// fails (crash-loop protection).
     public func claim(lease: UploadLease, excluding: Set<Int64> = [], now: Int64 = MultipartUpload.nowMs()) async throws -> Claim {
         try await postbox.transaction { tx in
             let queue = try tx.uploadQueue
             var found: UploadItem?
             var earliest: Int64?
+            var crashLooping: [UploadItem] = []
             try queue.scan { item in
                 guard item.state == .queued || item.state == .uploading, !excluding.contains(item.id) else { return true }
                 // Leased and the lease is live (this process's other workers included): not ours.
                 if !item.leaseHolder.isEmpty, item.leaseUntil > now, UploadLeaseHolder.isAlive(item.leaseHolder) {
+                    return true
+                }
+                if item.state == .uploading, Self.interruptions(item) + 1 >= Self.maxInterruptions {
+                    crashLooping.append(item)
                     return true
                 }
                 if item.notBefore > now {
@@ -130,7 +149,21 @@ public final class UploadQueue: Sendable {
                 found = item
                 return false
             }
+            for var looping in crashLooping {
+                let count = Self.interruptions(looping) + 1
+                looping.extra[Self.interruptionsField] = String(count)
+                looping.attempts = max(0, looping.attempts - 1)
+                looping.leaseHolder = ""
+                looping.leaseUntil = 0
+                looping.state = .failed
+                looping.failureReason = "the uploading process ended \(count) times in a row while sending this item (killed or crashed each time); failed to stop a crash loop — re-enqueue it to try again"
+                try queue.set(looping)
+            }
             guard var item = found else { return earliest.map { .waiting(until: $0) } ?? .none }
+            if item.state == .uploading {
+                item.attempts = max(0, item.attempts - 1) // the unsettled attempt was not the item's failure
+                item.extra[Self.interruptionsField] = String(Self.interruptions(item) + 1)
+            }
             item.leaseHolder = lease.holder
             item.leaseUntil = now + lease.durationMs
             item.attempts += 1
@@ -162,6 +195,7 @@ public final class UploadQueue: Sendable {
             let queue = try tx.uploadQueue
             guard var item = try queue.get(itemId), item.leaseHolder == lease.holder else { return nil }
             if item.state == .sent { return .sent }
+            item.extra[Self.interruptionsField] = nil // the attempt settled: no crash loop
             item.leaseHolder = ""
             item.leaseUntil = 0
             switch outcome {
@@ -224,6 +258,10 @@ public final class UploadQueue: Sendable {
             }
             return removed
         }
+    }
+
+    static func interruptions(_ item: UploadItem) -> Int {
+        Int(item.extra[interruptionsField] ?? "") ?? 0
     }
 
     static func makeDirectory(_ path: String) throws {

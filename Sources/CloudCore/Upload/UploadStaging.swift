@@ -29,6 +29,10 @@ struct StagedCopy: Sendable {
 enum UploadStager {
     /// Checks `source` (exists, regular, readable, not empty, not too large) and stages it as
     /// `temporary` (inside the uploads directory). Returns what was staged.
+    ///
+    /// A symbolic link is followed: what is staged (hard-linked or copied) is the file it points
+    /// to, through the descriptor that was checked and hashed — never the link itself, which
+    /// could dangle once staged (a relative link) or be pointed elsewhere later.
     static func stage(source: String, temporary: String, mode: UploadStaging, secret: Bool) throws -> StagedCopy {
         var st = stat()
         guard stat(source, &st) == 0 else {
@@ -46,13 +50,19 @@ enum UploadStager {
         let input = Glibc.open(source, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw MultipartUploadError.fileUnreadable(path: source, reason: UploadIO.describe(errno)) }
         defer { close(input) }
+        // The file opened must be the one checked (a link may have been repointed meanwhile).
+        var opened = stat()
+        guard fstat(input, &opened) == 0, opened.st_ino == st.st_ino, opened.st_dev == st.st_dev else {
+            throw MultipartUploadError.fileChanged(item: 0, reason: "\(source) was replaced while being staged")
+        }
         // A read probe: some files open but cannot be read (EIO, EISDIR on odd file systems).
         var probe: UInt8 = 0
         if pread(input, &probe, 1, 0) < 0 { throw MultipartUploadError.fileUnreadable(path: source, reason: UploadIO.describe(errno)) }
 
         let wantLink = mode == .link || (mode == .auto && st.st_uid == geteuid())
         if wantLink {
-            if link(source, temporary) == 0 {
+            // Link the opened file's inode (not the path, which may be a symbolic link).
+            if linkat(AT_FDCWD, "/proc/self/fd/\(input)", AT_FDCWD, temporary, AT_SYMLINK_FOLLOW) == 0 {
                 do {
                     let sha = try UploadIO.sha256(fd: input, length: size)
                     let after = try UploadIO.stat(fd: input)

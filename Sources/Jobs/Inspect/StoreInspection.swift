@@ -22,6 +22,9 @@ public struct StoreInspection: Sendable {
         public var stats: StorageStats
     }
 
+    /// Why the root cannot be read at all (it does not exist, or is not a directory), or nil.
+    public func missingRoot() -> String? { StoreReading.missingRoot(root) }
+
     /// Accounts that exist under the root (`account-<id>/`), ascending.
     public func accounts() -> [Int64] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
@@ -29,29 +32,37 @@ public struct StoreInspection: Sendable {
     }
 
     /// The `limit` most recent runs of each job (or of `job` only), per account, newest first.
-    public func recentRuns(job: String? = nil, limit: Int) throws -> [AccountRun] {
+    public func recentRuns(job: String? = nil, limit: Int) throws(JobError) -> [AccountRun] {
         var runs: [AccountRun] = []
         for account in accounts() {
             let file = root.account(account).postboxFile.path
             guard FileManager.default.fileExists(atPath: file) else { continue }
-            let postbox = try Postbox(path: file, readOnly: true)
-            try postbox.readSync { tx in
-                for name in try tx.jobRuns.jobNames() where job == nil || job == name {
-                    runs += try tx.jobRuns.recent(job: name, limit: limit).map { AccountRun(account: account, run: $0) }
+            do {
+                let postbox = try StoreReading.openPostbox(file)
+                try postbox.readSync { tx in
+                    for name in try tx.jobRuns.jobNames() where job == nil || job == name {
+                        runs += try tx.jobRuns.recent(job: name, limit: limit).map { AccountRun(account: account, run: $0) }
+                    }
                 }
+            } catch {
+                throw StorageFailure.jobError(error, doing: "cannot read the runs of account \(account)")
             }
         }
         return runs
     }
 
     /// Cache usage of the given accounts (default: all), skipping accounts without a MediaBox.
-    public func cacheStats(accounts wanted: [Int64]? = nil) throws -> [AccountCache] {
+    public func cacheStats(accounts wanted: [Int64]? = nil) throws(JobError) -> [AccountCache] {
         var result: [AccountCache] = []
         for account in wanted ?? accounts() {
             let media = root.account(account).media.path
             guard FileManager.default.fileExists(atPath: media + "/storage") else { continue }
-            let stats = try MediaBox(basePath: media, readOnly: true).stats()
-            result.append(AccountCache(account: account, mediaPath: media, stats: stats))
+            do {
+                let stats = try MediaBox(basePath: media, readOnly: true).stats()
+                result.append(AccountCache(account: account, mediaPath: media, stats: stats))
+            } catch {
+                throw StorageFailure.jobError(error, doing: "cannot read the media cache of account \(account)")
+            }
         }
         return result
     }

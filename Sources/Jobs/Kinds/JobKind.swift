@@ -19,6 +19,10 @@ public protocol JobKind: Sendable {
     /// The log event the runner writes with each account's report (`cleanup.report`): the
     /// report's counters and details as fields.
     static var reportEvent: String { get }
+    /// Whether runs of this kind talk to the cloud. Their accounts need a valid `config.yaml`,
+    /// checked before any store is opened or created, even when a run would have nothing to
+    /// fetch (a misconfigured account is reported the day it is set up, not the day it has work).
+    static var usesCloud: Bool { get }
 
     func run(_ context: JobContext) async throws -> JobReport
 }
@@ -28,4 +32,5 @@ extension JobKind {
     public var summary: String { Self.summary }
     public var parameters: [any JobParameter] { Self.parameters }
     public var reportEvent: String { Self.reportEvent }
+    public var usesCloud: Bool { Self.usesCloud }
 }

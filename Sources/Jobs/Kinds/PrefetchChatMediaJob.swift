@@ -26,6 +26,7 @@ public struct PrefetchChatMediaJob: JobKind {
     public static let name = "prefetch-chat-media"
     public static let summary = "download media of recent messages by chat category, media type and size caps, within budgets"
     public static let reportEvent = "prefetch.report"
+    public static let usesCloud = true
 
     public static let peerCategories = Param<Set<PrefetchPeerCategory>>(
         "peerCategories", default: Set(PrefetchPeerCategory.allCases), doc: "chats whose media is prefetched")

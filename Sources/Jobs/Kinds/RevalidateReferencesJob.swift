@@ -16,6 +16,7 @@ public struct RevalidateReferencesJob: JobKind {
     public static let name = "revalidate-references"
     public static let summary = "refresh file references that expired or expire soon, one request per parent entity"
     public static let reportEvent = "revalidate.report"
+    public static let usesCloud = true
 
     public static let window = Param<Duration>(
         "window", default: .minutes(40), range: 0...(30 * 86_400),

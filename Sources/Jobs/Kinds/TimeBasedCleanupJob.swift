@@ -9,6 +9,7 @@ public struct TimeBasedCleanupJob: JobKind {
     public static let name = "time-based-cleanup"
     public static let summary = "TTL, then least-recently-used eviction of the media cache to its size (and count) limit"
     public static let reportEvent = "cleanup.report"
+    public static let usesCloud = false
 
     private static let ageRange: ClosedRange<Double> = 60...(3650 * 86_400)
 

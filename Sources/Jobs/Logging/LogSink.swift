@@ -7,6 +7,10 @@ import Foundation
 /// Several processes of one type may share the file: each line is a single `write(2)` with
 /// `O_APPEND`, rotation happens under an `flock` on `<process>.log.lock`, and a writer that finds
 /// the file rotated under it reopens it.
+///
+/// Files are opened, renamed and deleted relative to the log directory's descriptor, opened
+/// without following links (inside a data root: every component of the path), and the log file
+/// with `O_NOFOLLOW`: a symbolic link planted in the log directory is never written through.
 public final class LogSink: @unchecked Sendable {
     /// Where console (stderr) lines go.
     public enum ConsoleMode: Sendable, Hashable {
@@ -29,6 +33,9 @@ public final class LogSink: @unchecked Sendable {
         public var maxAge: Duration?
         public var minimumLevel: LogLevel
         public var console: ConsoleMode
+        /// The data root holding `directory`, if any: the directory is opened through its
+        /// no-follow walk.
+        public var root: DataRoot?
 
         public init(directory: URL?, process: String, maxFileSize: Int64 = 10 << 20, maxFiles: Int = 5,
                     maxAge: Duration? = .seconds(14 * 86_400), minimumLevel: LogLevel = .info, console: ConsoleMode = .auto) {
@@ -47,14 +54,18 @@ public final class LogSink: @unchecked Sendable {
     public let fileURL: URL?
     private let lock = NSLock()
     private var fd: Int32 = -1
+    /// The log directory, opened without following links (-1 for a console-only sink).
+    private var dirFD: Int32 = -1
     private let consoleHuman: Bool
     private let consoleJSON: Bool
     private let pid = Int64(getpid())
 
     /// A sink writing to `<root>/logs/<process>-logs/`.
     public convenience init(root: DataRoot, process: String, minimumLevel: LogLevel = .info, console: ConsoleMode = .auto) throws {
-        try self.init(configuration: Configuration(directory: root.logs(process: process), process: process,
-                                                   minimumLevel: minimumLevel, console: console))
+        var configuration = Configuration(directory: root.logs(process: process), process: process,
+                                          minimumLevel: minimumLevel, console: console)
+        configuration.root = root
+        try self.init(configuration: configuration)
     }
 
     public init(configuration: Configuration) throws {
@@ -66,7 +77,7 @@ public final class LogSink: @unchecked Sendable {
         case .off: consoleHuman = false; consoleJSON = false
         }
         if let directory = configuration.directory {
-            try DataRoot.makeDirectory(directory)
+            dirFD = try DataRoot.openDirectory(directory, in: configuration.root)
             fileURL = directory.appendingPathComponent("\(configuration.process).log")
             try openFile()
         } else {
@@ -74,7 +85,10 @@ public final class LogSink: @unchecked Sendable {
         }
     }
 
-    deinit { if fd >= 0 { close(fd) } }
+    deinit {
+        if fd >= 0 { close(fd) }
+        if dirFD >= 0 { close(dirFD) }
+    }
 
     /// Writes one event (after redaction). Never throws: a logging failure must not fail a job.
     public func write(level: LogLevel, job: String?, run: String?, event: String, fields: [String: LogValue], date: Date = Date()) {
@@ -117,19 +131,31 @@ public final class LogSink: @unchecked Sendable {
     // MARK: - File, rotation, retention (called with `lock` held)
 
     private func openFile() throws {
-        guard let path = fileURL?.path else { return }
-        let newFD = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
-        guard newFD >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        guard let url = fileURL, dirFD >= 0 else { return }
+        let newFD = openat(dirFD, url.lastPathComponent, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard newFD >= 0 else {
+            let e = errno
+            var st = stat()
+            if fstatat(dirFD, url.lastPathComponent, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFLNK {
+                throw DataRootError.symbolicLink(path: url.path)
+            }
+            throw DataRootError.cannotCreate(path: url.path, errno: e, holder: nil)
+        }
+        var st = stat()
+        guard fstat(newFD, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            close(newFD)
+            throw DataRootError.notARegularFile(path: url.path)
+        }
         if fd >= 0 { close(fd) }
         fd = newFD
     }
 
     private func appendToFile(_ line: String) {
-        guard let path = fileURL?.path else { return }
+        guard let name = fileURL?.lastPathComponent else { return }
         // Another process may have rotated the file: follow the name, not the old inode.
         var pathStat = stat()
         var fdStat = stat()
-        if fd < 0 || stat(path, &pathStat) != 0 || fstat(fd, &fdStat) != 0 || pathStat.st_ino != fdStat.st_ino {
+        if fd < 0 || fstatat(dirFD, name, &pathStat, AT_SYMLINK_NOFOLLOW) != 0 || fstat(fd, &fdStat) != 0 || pathStat.st_ino != fdStat.st_ino {
             try? openFile()
             if fd >= 0 { fstat(fd, &fdStat) }
         }
@@ -150,24 +176,24 @@ public final class LogSink: @unchecked Sendable {
 
     private func rotate() {
         guard let url = fileURL else { return }
-        let path = url.path
-        let lockFD = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let path = url.lastPathComponent
+        let lockFD = openat(dirFD, path + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if lockFD >= 0 { flock(lockFD, LOCK_EX) }
         defer { if lockFD >= 0 { flock(lockFD, LOCK_UN); close(lockFD) } }
         var current = stat()
         var mine = stat()
         // Rotate only if nobody did it meanwhile and the file is still too big.
-        if stat(path, &current) == 0, fstat(fd, &mine) == 0, current.st_ino == mine.st_ino,
+        if fstatat(dirFD, path, &current, AT_SYMLINK_NOFOLLOW) == 0, fstat(fd, &mine) == 0, current.st_ino == mine.st_ino,
            current.st_size > 0 {
             let keep = max(configuration.maxFiles, 0)
             if keep == 0 {
-                unlink(path)
+                unlinkat(dirFD, path, 0)
             } else {
-                unlink("\(path).\(keep)")
+                unlinkat(dirFD, "\(path).\(keep)", 0)
                 for index in stride(from: keep - 1, through: 1, by: -1) {
-                    rename("\(path).\(index)", "\(path).\(index + 1)")
+                    renameat(dirFD, "\(path).\(index)", dirFD, "\(path).\(index + 1)")
                 }
-                rename(path, "\(path).1")
+                renameat(dirFD, path, dirFD, "\(path).1")
             }
         }
         try? openFile()
@@ -177,19 +203,16 @@ public final class LogSink: @unchecked Sendable {
     /// Deletes rotated files beyond `maxFiles` or older than `maxAge`.
     private func prune() {
         guard let url = fileURL else { return }
-        let directory = url.deletingLastPathComponent()
         let base = url.lastPathComponent + "."
         let now = Date()
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
-        for name in names where name.hasPrefix(base) {
+        for name in TempBox.entries(of: dirFD) where name.hasPrefix(base) {
             guard let index = Int(name.dropFirst(base.count)) else { continue }
-            let full = directory.appendingPathComponent(name).path
             var info = stat()
             let tooOld: Bool
-            if let maxAge = configuration.maxAge, stat(full, &info) == 0 {
+            if let maxAge = configuration.maxAge, fstatat(dirFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0 {
                 tooOld = now.timeIntervalSince1970 - Double(info.st_mtim.tv_sec) > maxAge.jobSeconds
             } else { tooOld = false }
-            if index > configuration.maxFiles || tooOld { unlink(full) }
+            if index > configuration.maxFiles || tooOld { unlinkat(dirFD, name, 0) }
         }
     }
 }

@@ -9,17 +9,28 @@ import Foundation
 /// metrics directory itself stays 0700 like the rest of the root: grant the collector access with
 /// an ACL (`setfacl -m u:node_exporter:x <root>` and `setfacl -m u:node_exporter:rx <root>/metrics`),
 /// see docs/logging-and-metrics.md.
+///
+/// Every file operation is relative to the metrics directory's descriptor, opened without
+/// following links (inside a data root: every component of the path): a symbolic link planted
+/// as the directory is refused, and one planted as the `.prom` file is replaced, never written
+/// through.
 public struct MetricsWriter: Sendable {
     public let directory: URL
     public var fileMode: mode_t
+    /// The data root holding `directory`, when there is one: the directory is opened through its
+    /// no-follow walk.
+    private let root: DataRoot?
 
     public init(directory: URL, fileMode: mode_t = 0o644) {
         self.directory = directory
         self.fileMode = fileMode
+        self.root = nil
     }
 
     public init(root: DataRoot, fileMode: mode_t = 0o644) {
-        self.init(directory: root.metrics, fileMode: fileMode)
+        self.directory = root.metrics
+        self.fileMode = fileMode
+        self.root = root
     }
 
     /// `jobrun_<job>.prom`; job names are already `[A-Za-z0-9_-]`, anything else becomes `_`.
@@ -31,13 +42,14 @@ public struct MetricsWriter: Sendable {
     /// Renders and atomically replaces the job's metrics file. Returns its URL.
     @discardableResult
     public func write(_ metrics: RunMetrics) throws -> URL {
-        try DataRoot.makeDirectory(directory)
+        let dirFD = try DataRoot.openDirectory(directory, in: root)
+        defer { close(dirFD) }
         let url = fileURL(job: metrics.job)
         var snapshot = metrics
         if snapshot.lastSuccess == nil {
-            snapshot.lastSuccess = snapshot.outcome == .succeeded ? snapshot.finished : Self.previousLastSuccess(at: url)
+            snapshot.lastSuccess = snapshot.outcome == .succeeded ? snapshot.finished : Self.previousLastSuccess(in: dirFD, name: url.lastPathComponent)
         }
-        try Self.atomicWrite(render(snapshot), to: url, mode: fileMode)
+        try Self.atomicWrite(render(snapshot), in: dirFD, name: url.lastPathComponent, directoryPath: directory.path, mode: fileMode)
         return url
     }
 
@@ -81,9 +93,20 @@ public struct MetricsWriter: Sendable {
         return out
     }
 
-    /// Reads `jobrun_last_success_timestamp_seconds` from an existing file.
-    static func previousLastSuccess(at url: URL) -> Date? {
-        guard let text = try? String(contentsOf: url, encoding: .utf8) else { return nil }
+    /// Reads `jobrun_last_success_timestamp_seconds` from an existing file (not through a link).
+    static func previousLastSuccess(in dirFD: Int32, name: String) -> Date? {
+        let fd = openat(dirFD, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var data = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while data.count < 4 << 20 {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0, errno == EINTR { continue }
+            if n <= 0 { break }
+            data += buffer[0..<n]
+        }
+        let text = String(decoding: data, as: UTF8.self)
         for line in text.split(separator: "\n") where line.hasPrefix("jobrun_last_success_timestamp_seconds") {
             if let value = line.split(separator: " ").last.flatMap({ Double($0) }) { return Date(timeIntervalSince1970: value) }
         }
@@ -92,14 +115,26 @@ public struct MetricsWriter: Sendable {
 
     /// Temp file in the same directory, write, fsync, chmod, rename, fsync directory.
     public static func atomicWrite(_ text: String, to url: URL, mode: mode_t) throws {
-        let directory = url.deletingLastPathComponent().path
-        var template = Array("\(directory)/.\(url.lastPathComponent).tmp-XXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        let tempPath = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let dirFD = try DataRoot.openDirectory(url.deletingLastPathComponent(), in: nil)
+        defer { close(dirFD) }
+        try atomicWrite(text, in: dirFD, name: url.lastPathComponent, directoryPath: url.deletingLastPathComponent().path, mode: mode)
+    }
+
+    /// `atomicWrite` relative to the directory descriptor `dirFD`: the temp file is created
+    /// `O_EXCL | O_NOFOLLOW`, and `renameat` replaces whatever has the final name (a link
+    /// included) without following it.
+    static func atomicWrite(_ text: String, in dirFD: Int32, name: String, directoryPath: String, mode: mode_t) throws {
+        var fd: Int32 = -1
+        var tempName = ""
+        for _ in 0..<16 {
+            tempName = ".\(name).tmp-\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
+            fd = openat(dirFD, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if fd >= 0 || errno != EEXIST { break }
+        }
+        guard fd >= 0 else { throw MetricsWriteError(path: "\(directoryPath)/\(tempName)", errno: errno) }
         var ok = false
         defer {
-            if !ok { unlink(tempPath) }
+            if !ok { unlinkat(dirFD, tempName, 0) }
         }
         let bytes = Array(text.utf8)
         var offset = 0
@@ -109,7 +144,7 @@ public struct MetricsWriter: Sendable {
                 if errno == EINTR { continue }
                 let code = errno
                 close(fd)
-                throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
+                throw MetricsWriteError(path: "\(directoryPath)/\(tempName)", errno: code)
             }
             offset += written
         }
@@ -117,12 +152,19 @@ public struct MetricsWriter: Sendable {
         guard fsync(fd) == 0 else {
             let code = errno
             close(fd)
-            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
+            throw MetricsWriteError(path: "\(directoryPath)/\(tempName)", errno: code)
         }
         close(fd)
-        guard rename(tempPath, url.path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        guard renameat(dirFD, tempName, dirFD, name) == 0 else { throw MetricsWriteError(path: "\(directoryPath)/\(name)", errno: errno) }
         ok = true
-        let dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirFD >= 0 { fsync(dirFD); close(dirFD) }
+        fsync(dirFD)
     }
+}
+
+/// A metrics file could not be written: the path and the system's reason.
+public struct MetricsWriteError: Error, Sendable, CustomStringConvertible {
+    public let path: String
+    public let errno: Int32
+
+    public var description: String { "cannot write \(path): \(StorageFailure.describe(errno: errno))" }
 }

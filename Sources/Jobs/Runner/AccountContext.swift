@@ -45,12 +45,23 @@ public actor AccountContextPool {
     public init(root: DataRoot) { self.root = root }
 
     /// The shared context of account `id`, opening (and creating) its stores on first use.
-    public func context(for id: Int64) throws -> AccountContext {
+    ///
+    /// With `cloud`, the account's `config.yaml` is read and checked first: a missing or
+    /// invalid one is a `JobError.config` (exit 78) and nothing is opened or created. Storage
+    /// failures become a `JobError` with the path, the reason and their sysexits code
+    /// (`StorageFailure`): 73 a directory that cannot be created, 74 a full disk, 75 a busy store.
+    public func context(for id: Int64, cloud: Bool = false) throws -> AccountContext {
+        let paths = root.account(id)
+        if cloud { _ = try AccountCloudConfig.load(paths) }
         if let existing = contexts[id] { return existing }
         CloudCoreTypes.registerAll() // so every job decodes the cloud media stored in messages and peers
-        let paths = root.account(id)
-        try paths.createDirectories()
-        let context = try AccountContext(id: id, paths: paths)
+        let context: AccountContext
+        do {
+            try paths.createDirectories()
+            context = try AccountContext(id: id, paths: paths)
+        } catch {
+            throw StorageFailure.jobError(error, doing: "cannot open the stores of account \(id)")
+        }
         contexts[id] = context
         return context
     }

@@ -50,6 +50,11 @@ public struct JobRunner: Sendable {
                 return result
             }
             try await Failpoints.hit("after-lock")
+        } catch let error as JobError {
+            result.exitCode = error.exitCode // the lock file cannot be used (a planted link, a read-only root)
+            result.message = error.message
+            log.error("run.refused", ["reason": .string(error.message)])
+            return result
         } catch {
             result.outcome = .cancelled
             result.exitCode = .temporary
@@ -61,18 +66,23 @@ public struct JobRunner: Sendable {
         log.info("run.started", ["kind": .string(job.kind), "accounts": .array(job.accounts.map { .int($0) }), "dry_run": .bool(dryRun), "params": LogValue(job.params)])
         var contexts: [AccountContext] = []
         do {
-            for id in job.accounts { contexts.append(try await accounts.context(for: id)) }
+            for id in job.accounts { contexts.append(try await accounts.context(for: id, cloud: kind.usesCloud)) }
         } catch {
-            result.exitCode = .config
-            result.message = "cannot open the stores of the job's accounts: \(error)"
+            let failure = StorageFailure.jobError(error, doing: "cannot open the stores of the job's accounts")
+            result.exitCode = failure.exitCode
+            result.message = failure.message
             log.error("run.failed", ["error": .string(result.message!)])
             result.finished = Date()
             return result
         }
+        let pending = lock.pendingOutcome()
+        var closedAll = true
+        var startFailure: (any Error)?
         for context in contexts {
-            if job.concurrencyPolicy != .allow { await closeAbandonedRuns(context, job: job, log: log) }
-            await record(context, job: job, runId: runId, started: started, attempt: 1, end: nil)
+            if job.concurrencyPolicy != .allow { closedAll = await closeAbandonedRuns(context, job: job, pending: pending, log: log) && closedAll }
+            if let error = await record(context, job: job, runId: runId, started: started, attempt: 1, end: nil) { startFailure = startFailure ?? error }
         }
+        if pending != nil, closedAll { lock.clearPendingOutcome() }
         do { try await Failpoints.hit("after-start-record") } catch {
             result.outcome = .cancelled
             result.exitCode = .temporary
@@ -80,6 +90,14 @@ public struct JobRunner: Sendable {
 
         var attempt = 0
         while true {
+            if let startFailure, StorageFailure.isStorage(startFailure) {
+                // The store cannot take the run's start (a full disk): the work would fail the same way.
+                let failure = StorageFailure.jobError(startFailure, doing: "cannot record the run in the account's store")
+                result.outcome = .failed
+                result.exitCode = failure.exitCode
+                result.message = failure.message
+                break
+            }
             attempt += 1
             result.attempts = attempt
             var report = JobReport() // of this attempt: accounts done, plus a failure's partial report
@@ -120,10 +138,11 @@ public struct JobRunner: Sendable {
                 result.message = error.message
                 if !error.retryable { break }
             } catch {
+                let (code, reason) = StorageFailure.classify(error) // a full disk is 74 with the path, not a raw error
                 result.report = report
                 result.outcome = .failed
-                result.exitCode = .jobFailed
-                result.message = "\(error)"
+                result.exitCode = code
+                result.message = reason
             }
             guard attempt < job.retry.maxAttempts, !Task.isCancelled else { break }
             let delay = job.retry.delay(beforeRetry: attempt)
@@ -137,7 +156,17 @@ public struct JobRunner: Sendable {
 
         // 3. The record, the metrics and the log line.
         result.finished = Date()
-        for context in contexts { await record(context, job: job, runId: runId, started: started, attempt: attempt, end: result) }
+        var recorded = true
+        for context in contexts where await record(context, job: job, runId: runId, started: started, attempt: attempt, end: result) != nil { recorded = false }
+        if !recorded {
+            // The store cannot take the closing write (a full disk): leave the outcome in the
+            // lock file's allocated bytes so the next run records it instead of "abandoned".
+            let kept = lock.recordPendingOutcome(.init(runId: runId, outcome: result.outcome.record, exitCode: result.exitCode.rawValue,
+                                                       startedAtMs: Int64(started.timeIntervalSince1970 * 1000),
+                                                       endedAtMs: Int64(result.finished.timeIntervalSince1970 * 1000),
+                                                       attempts: Int32(attempt), message: result.message ?? ""))
+            log.warning("run.record_deferred", ["kept_in_lock_file": .bool(kept)])
+        }
         writeMetrics(job: job, result: result, log: log)
         var fields: [String: LogValue] = ["outcome": .string(result.outcome.rawValue), "exit_code": .int(Int64(result.exitCode.rawValue)),
                                           "duration_ms": .int(Int64(result.duration * 1000)), "attempts": .int(Int64(attempt))]
@@ -163,7 +192,9 @@ public struct JobRunner: Sendable {
         }
     }
 
-    private func record(_ context: AccountContext, job: JobFile, runId: String, started: Date, attempt: Int, end: RunResult?) async {
+    /// Writes the run's record; returns the error when the store could not take it.
+    @discardableResult
+    private func record(_ context: AccountContext, job: JobFile, runId: String, started: Date, attempt: Int, end: RunResult?) async -> (any Error)? {
         var run = JobRunRecord(runId: runId, job: job.name, kind: job.kind, startedAt: Int64(started.timeIntervalSince1970 * 1000),
                                pid: getpid(), attempt: Int32(attempt))
         if let end {
@@ -180,29 +211,53 @@ public struct JobRunner: Sendable {
                 try tx.jobRuns.set(record)
                 if end != nil { try tx.jobRuns.prune(job: record.job, keep: limit) }
             }
+            return nil
         } catch {
-            logger.with(job: job.name, run: runId).error("run.record_failed", ["error": .string("\(error)")])
+            logger.with(job: job.name, run: runId).error("run.record_failed", ["error": .string(StorageFailure.classify(error).1)])
+            return error
         }
     }
 
     /// Runs still marked `running` whose process died without recording an outcome (SIGKILL,
-    /// a crash, a power cut). Holding the job's lock proves no such run is alive.
-    private func closeAbandonedRuns(_ context: AccountContext, job: JobFile, log: JobLogger) async {
+    /// a crash, a power cut). Holding the job's lock proves no such run is alive. A run that
+    /// ended but could not write its record (`pending`, from the lock file) gets its real outcome.
+    /// False if the store could not be written.
+    private func closeAbandonedRuns(_ context: AccountContext, job: JobFile, pending: JobLock.PendingOutcome?, log: JobLogger) async -> Bool {
         let name = job.name
+        let kind = job.kind
         do {
             let closed = try await context.postbox.transaction { tx -> [String] in
                 var closed: [String] = []
-                for var run in try tx.jobRuns.recent(job: name, limit: 20) where run.outcome == .running {
-                    run.outcome = .failed
-                    run.message = "abandoned: pid \(run.pid) ended without recording an outcome (killed or crashed)"
+                let recent = try tx.jobRuns.recent(job: name, limit: 20)
+                if let pending, !recent.contains(where: { $0.runId == pending.runId }) {
+                    // Its start could not be recorded either: record the whole run now.
+                    var run = JobRunRecord(runId: pending.runId, job: name, kind: kind, startedAt: pending.startedAtMs, pid: pending.pid, attempt: pending.attempts)
+                    run.endedAt = pending.endedAtMs
+                    run.outcome = pending.outcome
+                    run.exitCode = pending.exitCode
+                    run.message = pending.message + (pending.message.isEmpty ? "" : " ") + "(recorded by the next run: the store could not be written when it ran)"
+                    try tx.jobRuns.set(run)
+                }
+                for var run in recent where run.outcome == .running {
+                    if let pending, pending.runId == run.runId {
+                        run.outcome = pending.outcome
+                        run.exitCode = pending.exitCode
+                        run.endedAt = pending.endedAtMs
+                        run.message = pending.message + (pending.message.isEmpty ? "" : " ") + "(recorded by the next run: the store could not be written when it ended)"
+                    } else {
+                        run.outcome = .failed
+                        run.message = "abandoned: pid \(run.pid) ended without recording an outcome (killed or crashed)"
+                    }
                     try tx.jobRuns.set(run)
                     closed.append(run.runId)
                 }
                 return closed
             }
-            for id in closed { log.warning("run.abandoned", ["abandoned_run": .string(id)]) }
+            for id in closed where id != pending?.runId { log.warning("run.abandoned", ["abandoned_run": .string(id)]) }
+            return true
         } catch {
-            log.error("run.record_failed", ["error": .string("\(error)")])
+            log.error("run.record_failed", ["error": .string(StorageFailure.classify(error).1)])
+            return false
         }
     }
 

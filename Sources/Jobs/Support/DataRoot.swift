@@ -1,13 +1,26 @@
 import Foundation
 import Postbox
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The data-root layout of DESIGN §3: one directory holds every account's Postbox and MediaBox,
 /// logs, temp and metrics. Directories are created 0700.
+///
+/// The root is a security boundary, the way sshd treats a user's `~/.ssh`: every directory
+/// under it is reached one component at a time relative to its parent's descriptor
+/// (`openat` with `O_NOFOLLOW`), so a symbolic link planted inside the root is refused, never
+/// followed; and the root and each directory under it must be owned by the user running jobrun
+/// and not writable by group or others (`JOBRUN_ALLOW_INSECURE_ROOT=1` accepts such a root).
+/// The root path itself may be a symbolic link: choosing it is the operator's decision.
 public struct DataRoot: Sendable, Hashable {
     /// Environment variable naming the root when `--root` is not given.
     public static let environmentVariable = "JOBRUN_ROOT"
     /// Root used when neither `--root` nor `JOBRUN_ROOT` is set (relative to the working directory).
     public static let defaultPath = "./data"
+    /// Set to `1` to accept a root (or a folder in it) owned by another user or writable by
+    /// group or others. Symbolic links inside the root are refused regardless.
+    public static let allowInsecureVariable = "JOBRUN_ALLOW_INSECURE_ROOT"
 
     public let url: URL
 
@@ -41,25 +54,194 @@ public struct DataRoot: Sendable, Hashable {
     /// Paths of one account.
     public func account(_ id: Int64) -> AccountPaths { AccountPaths(directory: url.appendingPathComponent("account-\(id)", isDirectory: true)) }
 
-    /// Creates the root and its shared directories (0700). Safe to call from several processes.
-    public func createDirectories(accounts: [Int64] = []) throws {
-        for directory in [url, accountsMetadata, logs, temp, metrics] { try Self.makeDirectory(directory) }
+    /// Creates the root and its shared directories (0700), checking that the root is a
+    /// directory this user owns and may write, and that nothing in it is a symbolic link or
+    /// writable by others. Safe to call from several processes.
+    public func createDirectories(accounts: [Int64] = []) throws(DataRootError) {
+        let rootFD = try openRoot(create: true)
+        defer { close(rootFD) }
+        if faccessat(rootFD, ".", W_OK, AT_EACCESS) != 0 {
+            throw .cannotCreate(path: path, errno: errno, holder: Self.holder(fd: rootFD, path: path))
+        }
+        for name in ["accounts-metadata", "logs", "temp", "metrics"] {
+            close(try Self.walk(from: rootFD, basePath: path, [name], create: true))
+        }
         for id in accounts { try account(id).createDirectories() }
     }
 
+    /// Opens the root directory (creating it, and missing parents, 0700 when `create`) and
+    /// checks its owner and mode. The caller closes the descriptor.
+    public func openRoot(create: Bool) throws(DataRootError) -> Int32 {
+        var fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd < 0, errno == ENOENT, create {
+            try Self.makeParents(url)
+            fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        }
+        guard fd >= 0 else {
+            let e = errno
+            if e == ENOTDIR || e == EEXIST, Self.fileType(path) != nil, Self.fileType(path) != S_IFDIR { throw .notADirectory(path: path) }
+            throw .cannotCreate(path: path, errno: e, holder: Self.nearestHolder(of: url))
+        }
+        do { try Self.check(fd: fd, path: path) } catch {
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    /// Opens the directory `components` below the root, one component at a time without
+    /// following symbolic links, creating missing ones 0700 when `create`, and checking each
+    /// one's owner and mode. The caller closes the descriptor.
+    public func openDirectory(_ components: [String], create: Bool = true) throws(DataRootError) -> Int32 {
+        let rootFD = try openRoot(create: create)
+        defer { close(rootFD) }
+        return try Self.walk(from: rootFD, basePath: path, components, create: create)
+    }
+
+    /// The components of `directory` below the root, or nil when it is not inside the root.
+    public func components(of directory: URL) -> [String]? {
+        let base = url.standardizedFileURL.pathComponents
+        let full = directory.standardizedFileURL.pathComponents
+        guard full.count >= base.count, Array(full.prefix(base.count)) == base else { return nil }
+        return Array(full.dropFirst(base.count))
+    }
+
+    /// Opens `directory` for `*at` calls: through the no-follow walk when it lies inside
+    /// `root`, otherwise `mkdir -p` and an `O_NOFOLLOW` open of its last component.
+    public static func openDirectory(_ directory: URL, in root: DataRoot?) throws(DataRootError) -> Int32 {
+        if let root, let components = root.components(of: directory) { return try root.openDirectory(components) }
+        try makeDirectory(directory)
+        let fd = open(directory.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            let e = errno
+            if fileType(directory.path) == S_IFLNK { throw .symbolicLink(path: directory.path) }
+            throw .cannotCreate(path: directory.path, errno: e, holder: nearestHolder(of: directory))
+        }
+        return fd
+    }
+
     /// `mkdir -p` with mode 0700 for every directory it creates (existing ones are left alone).
-    public static func makeDirectory(_ directory: URL, mode: mode_t = 0o700) throws {
+    /// The directory itself must not be a symbolic link.
+    public static func makeDirectory(_ directory: URL, mode: mode_t = 0o700) throws(DataRootError) {
+        switch fileType(directory.path) {
+        case S_IFDIR?: return
+        case S_IFLNK?: throw .symbolicLink(path: directory.path)
+        case nil: break
+        default: throw .notADirectory(path: directory.path)
+        }
+        try makeParents(directory, mode: mode)
+    }
+
+    private static func makeParents(_ directory: URL, mode: mode_t = 0o700) throws(DataRootError) {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory) {
             if isDirectory.boolValue { return }
-            throw CocoaError(.fileWriteFileExists, userInfo: [NSFilePathErrorKey: directory.path])
+            throw .notADirectory(path: directory.path)
         }
         let parent = directory.deletingLastPathComponent()
-        if parent.path != directory.path { try makeDirectory(parent, mode: mode) }
+        if parent.path != directory.path { try makeParents(parent, mode: mode) }
         if mkdir(directory.path, mode) != 0, errno != EEXIST {
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO, userInfo: [NSFilePathErrorKey: directory.path])
+            throw .cannotCreate(path: directory.path, errno: errno, holder: nearestHolder(of: parent))
         }
         chmod(directory.path, mode) // umask may have removed bits; 0700 is what we want anyway
+    }
+
+    // MARK: - The no-follow walk
+
+    /// Walks `components` from `baseFD` (whose path is `basePath`) without following links.
+    static func walk(from baseFD: Int32, basePath: String, _ components: [String], create: Bool, mode: mode_t = 0o700) throws(DataRootError) -> Int32 {
+        var fd = dup(baseFD)
+        guard fd >= 0 else { throw .cannotCreate(path: basePath, errno: errno, holder: nil) }
+        var path = basePath
+        for name in components where !name.isEmpty && name != "." {
+            let parentPath = path
+            path += "/" + name
+            var created = false
+            var next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0, errno == ENOENT, create {
+                if mkdirat(fd, name, mode) == 0 { created = true } else if errno != EEXIST {
+                    let e = errno
+                    let holder = holder(fd: fd, path: parentPath)
+                    close(fd)
+                    throw .cannotCreate(path: path, errno: e, holder: holder)
+                }
+                next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            }
+            if next < 0 {
+                let e = errno
+                var st = stat()
+                let type = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_mode & S_IFMT : 0
+                let holder = holder(fd: fd, path: parentPath)
+                close(fd)
+                if type == S_IFLNK { throw .symbolicLink(path: path) }
+                if type != 0, type != S_IFDIR { throw .notADirectory(path: path) }
+                throw .cannotCreate(path: path, errno: e, holder: holder)
+            }
+            close(fd)
+            fd = next
+            if created { fchmod(fd, mode) }
+            do { try check(fd: fd, path: path) } catch {
+                close(fd)
+                throw error
+            }
+        }
+        return fd
+    }
+
+    /// Refuses a directory owned by another user or writable by group or others (unless
+    /// `JOBRUN_ALLOW_INSECURE_ROOT=1`).
+    static func check(fd: Int32, path: String) throws(DataRootError) {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw .cannotCreate(path: path, errno: errno, holder: nil) }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { throw .notADirectory(path: path) }
+        if allowsInsecure { return }
+        if st.st_uid != geteuid() {
+            throw .insecure(path: path, reason: "it is owned by \(userName(st.st_uid)), not by \(userName(geteuid())) who runs jobrun")
+        }
+        if st.st_mode & 0o022 != 0 {
+            throw .insecure(path: path, reason: "it is writable by \(st.st_mode & 0o020 != 0 ? "its group" : "others")\(st.st_mode & 0o022 == 0o022 ? " and others" : "") (mode \(octal(st.st_mode & 0o7777)))")
+        }
+    }
+
+    static var allowsInsecure: Bool {
+        guard let value = getenv(allowInsecureVariable) else { return false }
+        return String(cString: value) == "1"
+    }
+
+    /// "`/srv/root` is owned by alice (uid 1000) with mode 0755".
+    static func holder(fd: Int32, path: String) -> String? {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        return "\(path) is owned by \(userName(st.st_uid)) with mode \(octal(st.st_mode & 0o7777))"
+    }
+
+    /// The owner and mode of the nearest existing directory at or above `url`.
+    static func nearestHolder(of url: URL) -> String? {
+        var current = url
+        while true {
+            var st = stat()
+            if stat(current.path, &st) == 0 {
+                return "\(current.path) is owned by \(userName(st.st_uid)) with mode \(octal(st.st_mode & 0o7777))"
+            }
+            let parent = current.deletingLastPathComponent()
+            if parent.path == current.path { return nil }
+            current = parent
+        }
+    }
+
+    static func fileType(_ path: String) -> mode_t? {
+        var st = stat()
+        return lstat(path, &st) == 0 ? st.st_mode & S_IFMT : nil
+    }
+
+    static func userName(_ uid: uid_t) -> String {
+        if let pw = getpwuid(uid), let name = pw.pointee.pw_name { return "\(String(cString: name)) (uid \(uid))" }
+        return "uid \(uid)"
+    }
+
+    static func octal(_ mode: mode_t) -> String {
+        let digits = String(mode, radix: 8)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 }
 
@@ -79,7 +261,14 @@ public struct AccountPaths: Sendable, Hashable {
     /// `uploads/`: staged files of the upload queue.
     public var uploads: URL { directory.appendingPathComponent("uploads", isDirectory: true) }
 
-    public func createDirectories() throws {
-        for dir in [directory, postbox, postboxDatabase, media] { try DataRoot.makeDirectory(dir) }
+    /// The data root holding this account.
+    public var root: DataRoot { DataRoot(url: directory.deletingLastPathComponent()) }
+
+    /// Creates the account's directories (0700) through the root's no-follow walk.
+    public func createDirectories() throws(DataRootError) {
+        let root = self.root
+        let account = directory.lastPathComponent
+        close(try root.openDirectory([account, "postbox", "db"]))
+        close(try root.openDirectory([account, "postbox", "media"]))
     }
 }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Per-launch scratch space: `<root>/temp/<process>/<launch-id>/`, removed by `close()` (or when
 /// the value is released), and swept by the next launch if the owner died.
@@ -6,6 +9,10 @@ import Foundation
 /// Ownership is an `flock` held on `<launch-id>/.owner` for the life of the process, not a pid
 /// check, so pid reuse cannot keep a dead launch's directory alive or get a live one removed:
 /// a sweeper that can take the lock knows the owner is gone.
+///
+/// Every removal works relative to directory descriptors opened without following links
+/// (`openat` with `O_NOFOLLOW`, `unlinkat`): a symbolic link planted in `temp/` is refused or
+/// removed as a link, and nothing outside the data root is ever deleted through one.
 public final class TempBox: @unchecked Sendable {
     public let process: String
     /// `<pid>-<random>`: unique per launch, readable in `ls`.
@@ -13,6 +20,8 @@ public final class TempBox: @unchecked Sendable {
     public let directory: URL
     private let lock = NSLock()
     private var ownerFD: Int32
+    /// `temp/<process>/`, opened without following links; removal of the box goes through it.
+    private var parentFD: Int32
     private var counter = 0
     private static let ownerFile = ".owner"
 
@@ -20,14 +29,26 @@ public final class TempBox: @unchecked Sendable {
     public init(root: DataRoot, process: String, sweep: Bool = true) throws {
         self.process = process
         let parent = root.temp(process: process)
-        try DataRoot.makeDirectory(parent)
-        if sweep { _ = Self.sweepStale(in: parent) }
+        parentFD = try DataRoot.openDirectory(parent, in: root)
+        if sweep { _ = Self.sweepStale(parentFD: parentFD, parentPath: parent.path) }
         launchID = "\(getpid())-\(UInt32.random(in: 0...UInt32.max).hexPadded)"
         directory = parent.appendingPathComponent(launchID, isDirectory: true)
-        try DataRoot.makeDirectory(directory)
-        ownerFD = open(directory.appendingPathComponent(Self.ownerFile).path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        ownerFD = -1
+        guard mkdirat(parentFD, launchID, 0o700) == 0 else {
+            let e = errno
+            Foundation.close(parentFD)
+            throw DataRootError.cannotCreate(path: directory.path, errno: e, holder: nil)
+        }
+        let boxFD = openat(parentFD, launchID, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        if boxFD >= 0 {
+            ownerFD = openat(boxFD, Self.ownerFile, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            Foundation.close(boxFD)
+        }
         guard ownerFD >= 0, flock(ownerFD, LOCK_EX | LOCK_NB) == 0 else {
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            let e = errno
+            _ = Self.removeTree(parentFD: parentFD, name: launchID)
+            Foundation.close(parentFD)
+            throw DataRootError.cannotCreate(path: directory.appendingPathComponent(Self.ownerFile).path, errno: e, holder: nil)
         }
         let pid = "\(getpid())\n"
         _ = pid.withCString { Foundation.write(ownerFD, $0, strlen($0)) }
@@ -49,32 +70,47 @@ public final class TempBox: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard ownerFD >= 0 else { return }
-        try? FileManager.default.removeItem(at: directory)
+        _ = Self.removeTree(parentFD: parentFD, name: launchID)
         Foundation.close(ownerFD)
+        Foundation.close(parentFD)
         ownerFD = -1
+        parentFD = -1
     }
 
     /// Removes launch directories under `parent` whose owner lock is not held (owner dead), and
-    /// leftovers without an owner file. Returns what was removed.
+    /// leftovers without an owner file. Returns what was removed. A `parent` that is a symbolic
+    /// link is not swept.
     @discardableResult
     public static func sweepStale(in parent: URL) -> [URL] {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: parent.path) else { return [] }
+        let fd = open(parent.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return [] }
+        defer { Foundation.close(fd) }
+        return sweepStale(parentFD: fd, parentPath: parent.path)
+    }
+
+    static func sweepStale(parentFD: Int32, parentPath: String) -> [URL] {
         var removed: [URL] = []
-        for name in names {
-            let url = parent.appendingPathComponent(name, isDirectory: true)
-            let owner = url.appendingPathComponent(ownerFile).path
-            let fd = open(owner, O_RDWR | O_CLOEXEC)
+        for name in entries(of: parentFD) {
+            let url = URL(fileURLWithPath: parentPath).appendingPathComponent(name, isDirectory: true)
+            var st = stat()
+            guard fstatat(parentFD, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+            guard (st.st_mode & S_IFMT) == S_IFDIR else {
+                // Not a launch directory (a planted link or file): remove the entry itself, once old.
+                if Date().timeIntervalSince1970 - Double(st.st_mtim.tv_sec) >= 60, unlinkat(parentFD, name, 0) == 0 { removed.append(url) }
+                continue
+            }
+            let boxFD = openat(parentFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard boxFD >= 0 else { continue }
+            let fd = openat(boxFD, ownerFile, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
+            Foundation.close(boxFD)
             if fd < 0 {
                 // No owner file: a half-created or foreign entry. Leave very young ones alone.
-                if let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
-                   let modified = attributes[.modificationDate] as? Date, Date().timeIntervalSince(modified) < 60 {
-                    continue
-                }
+                if Date().timeIntervalSince1970 - Double(st.st_mtim.tv_sec) < 60 { continue }
             } else if flock(fd, LOCK_EX | LOCK_NB) != 0 {
                 Foundation.close(fd) // owner alive
                 continue
             }
-            if (try? FileManager.default.removeItem(at: url)) != nil { removed.append(url) }
+            if removeTree(parentFD: parentFD, name: name) { removed.append(url) }
             if fd >= 0 { Foundation.close(fd) }
         }
         return removed
@@ -83,8 +119,44 @@ public final class TempBox: @unchecked Sendable {
     /// Sweeps every process type's temp directory under the root.
     @discardableResult
     public static func sweepStale(root: DataRoot) -> [URL] {
-        guard let processes = try? FileManager.default.contentsOfDirectory(atPath: root.temp.path) else { return [] }
-        return processes.flatMap { sweepStale(in: root.temp(process: $0)) }
+        guard let tempFD = try? root.openDirectory(["temp"], create: false) else { return [] }
+        defer { Foundation.close(tempFD) }
+        var removed: [URL] = []
+        for name in entries(of: tempFD) {
+            let fd = openat(tempFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            removed += sweepStale(parentFD: fd, parentPath: root.temp(process: name).path)
+            Foundation.close(fd)
+        }
+        return removed
+    }
+
+    /// The names in the directory `fd` (without `.` and `..`).
+    static func entries(of fd: Int32) -> [String] {
+        let dup = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dup >= 0, let dir = fdopendir(dup) else { return [] }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Removes `name` under `parentFD`: a directory recursively through descriptors, anything
+    /// else (a symbolic link included) as the entry itself. True if it is gone.
+    @discardableResult
+    static func removeTree(parentFD: Int32, name: String, depth: Int = 0) -> Bool {
+        if unlinkat(parentFD, name, 0) == 0 { return true }
+        guard errno == EISDIR || errno == EPERM, depth < 64 else { return errno == ENOENT }
+        let fd = openat(parentFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        for child in entries(of: fd) { removeTree(parentFD: fd, name: child, depth: depth + 1) }
+        Foundation.close(fd)
+        return unlinkat(parentFD, name, AT_REMOVEDIR) == 0 || errno == ENOENT
     }
 }
 

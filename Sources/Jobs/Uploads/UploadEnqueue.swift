@@ -16,7 +16,7 @@ public enum UploadEnqueue {
             try paths.createDirectories()
             postbox = try Postbox(directory: paths.postboxDatabase.path)
         } catch {
-            throw JobError("cannot open account \(account) under \(root.path): \(SystemErrorText.describe(error))", retryable: false)
+            throw StorageFailure.jobError(error, doing: "cannot open account \(account) under \(root.path)")
         }
         let queue = UploadQueue(postbox: postbox, directory: paths.uploads.path)
         do {
@@ -25,7 +25,7 @@ public enum UploadEnqueue {
             if case .staging = error { throw JobError(error.description, retryable: false) }
             throw JobError(error.description, exitCode: .usage, retryable: false)
         } catch {
-            throw JobError("cannot enqueue \(request.path): \(error)", retryable: false)
+            throw StorageFailure.jobError(error, doing: "cannot enqueue \(request.path)")
         }
     }
 }

@@ -35,14 +35,18 @@ public final class Postbox: @unchecked Sendable {
     /// Opens the store at `path` (a file; its directory is created 0700), checks the schema
     /// version and runs pending migrations. A read-only store never writes, never blocks a
     /// writer, and fails with a clear error if the file does not exist.
+    /// `immutable` (read-only only) opens a file nobody can be writing without the WAL's
+    /// shared-memory file, e.g. on a read-only mount.
     public init(path: String, readOnly: Bool = false, synchronous: SqliteValueBox.Synchronous = .normal,
-                migrations: [PostboxMigration] = PostboxMigration.all) throws {
+                migrations: [PostboxMigration] = PostboxMigration.all, immutable: Bool = false) throws {
         self.path = path
         self.isReadOnly = readOnly
         if readOnly && !FileManager.default.fileExists(atPath: path) {
             throw PostboxError.sqlite(path: path, code: 14, message: "no database here yet (run a job first)")
         }
-        self.valueBox = try SqliteValueBox(path: path, options: .init(readOnly: readOnly, synchronous: synchronous))
+        var options = SqliteValueBox.Options(readOnly: readOnly, synchronous: synchronous)
+        options.immutable = immutable
+        self.valueBox = try SqliteValueBox(path: path, options: options)
         self.queue = DispatchQueue(label: "postbox:\(path)")
         let vb = valueBox
         let st = state

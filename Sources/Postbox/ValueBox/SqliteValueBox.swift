@@ -21,6 +21,9 @@ public final class SqliteValueBox: ValueBox {
         public var busyTimeoutMilliseconds: Int32
         /// SQLite page cache size in KiB.
         public var cacheSizeKiB: Int
+        /// Read-only without the WAL's shared-memory file (`immutable=1`): only for a file
+        /// nobody can be writing, e.g. on a read-only mount.
+        public var immutable = false
         public init(readOnly: Bool = false, synchronous: Synchronous = .normal, busyTimeoutMilliseconds: Int32 = 60_000, cacheSizeKiB: Int = 16 * 1024) {
             self.readOnly = readOnly
             self.synchronous = synchronous
@@ -73,7 +76,9 @@ public final class SqliteValueBox: ValueBox {
         }
         var handle: OpaquePointer?
         let flags = options.readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
-        let rc = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
+        let rc = options.readOnly && options.immutable
+            ? sqlite3_open_v2("file:\(Self.uriEscaped(path))?immutable=1", &handle, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nil)
+            : sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             sqlite3_close_v2(handle)
@@ -119,6 +124,10 @@ public final class SqliteValueBox: ValueBox {
         getStatements.removeAll()
         setStatements.removeAll()
         for i in controlStatements.indices { controlStatements[i] = nil }
+    }
+
+    private static func uriEscaped(_ path: String) -> String {
+        path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "?#%"))) ?? path
     }
 
     private static func checkHeader(path: String) throws {

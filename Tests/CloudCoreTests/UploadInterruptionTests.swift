@@ -1,0 +1,49 @@
+import CloudCore
+import Foundation
+import Postbox
+import XCTest
+
+/// Attempts count failures of the item, not deaths of the uploader: an attempt that never
+/// settled (its process killed) is given back, and crash-loop protection is a separate count.
+final class UploadInterruptionTests: XCTestCase {
+    /// Marks `id` as leased by a process that no longer exists (a SIGKILLed uploader).
+    func abandon(_ id: Int64, in f: UploadFixture) async throws {
+        try await f.postbox.transaction { tx in
+            var it = try tx.uploadQueue.get(id)!
+            it.leaseHolder = "\(UploadLeaseHolder.current(tag: "x").split(separator: "/")[0])/999999/1/dead"
+            try tx.uploadQueue.set(it)
+        }
+    }
+
+    func testKilledAttemptsAreGivenBackAndACrashLoopFailsTheItemSeparately() async throws {
+        let f = try await UploadFixture.start()
+        addTeardownBlock { await f.stop() }
+        let a = try await f.queue.enqueue(UploadRequest(path: try f.makeFile("a.bin", size: 100), peerId: f.peer))
+        let lease = UploadLease(holder: UploadLeaseHolder.current(tag: "t"), duration: 60)
+
+        // Killed mid-attempt again and again: attempts stay at the one in progress.
+        for kill in 1...UploadQueue.maxInterruptions {
+            guard case .item(let taken) = try await f.queue.claim(lease: lease) else { return XCTFail("kill \(kill)") }
+            XCTAssertEqual(taken.attempts, 1, "after \(kill - 1) killed attempts")
+            try await abandon(a.id, in: f)
+        }
+        // One more death: the crash loop is cut, with a reason of its own.
+        guard case .none = try await f.queue.claim(lease: lease) else { return XCTFail("a crash-looping item is not handed out again") }
+        let failed = try await f.item(a.id)
+        XCTAssertEqual(failed.state, .failed)
+        XCTAssertEqual(failed.attempts, 0, "no attempt of the item failed")
+        XCTAssertTrue(failed.failureReason?.contains("ended \(UploadQueue.maxInterruptions) times in a row") == true, failed.failureReason ?? "")
+
+        // A settled attempt resets the count; a real failure still spends an attempt.
+        let b = try await f.queue.enqueue(UploadRequest(path: try f.makeFile("b.bin", size: 100), peerId: f.peer))
+        guard case .item = try await f.queue.claim(lease: lease) else { return XCTFail() }
+        try await abandon(b.id, in: f)
+        guard case .item(let again) = try await f.queue.claim(lease: lease) else { return XCTFail() }
+        XCTAssertEqual(again.extra[UploadQueue.interruptionsField], "1")
+        let state = try await f.queue.settle(b.id, lease: lease, outcome: .retry(reason: "boom", backoff: 0, maxAttempts: 3))
+        XCTAssertEqual(state, .queued)
+        let settled = try await f.item(b.id)
+        XCTAssertEqual(settled.attempts, 1)
+        XCTAssertNil(settled.extra[UploadQueue.interruptionsField])
+    }
+}
