@@ -77,12 +77,9 @@ func runRevalidateBenchmark(parents: Int, perParent: Int, concurrency: Int, clou
     var revalidationOptions = RevalidationOptions()
     revalidationOptions.maxConcurrentCalls = concurrency
     let context = RevalidationContext(client: client, postbox: postbox, options: revalidationOptions)
-    var passOptions = ReferenceRevalidationPass.Options()
-    passOptions.requestRate = nil
-    passOptions.concurrency = concurrency
-    passOptions.maxParents = 10_000_000
-    passOptions.requestTimeout = 120
-    passOptions.parentKinds = [.message]
+    let passOptions = ReferenceRevalidationPass.Options(
+        window: 3600, referenceTTL: 3600, parentKinds: [.message], batchSize: 100, requestRate: nil, concurrency: concurrency,
+        maxParents: 10_000_000, requestTimeout: 120)
     let report = try await ReferenceRevalidationPass(context: context, postbox: postbox, options: passOptions).run()
     let counters: CountersResponse = try await adminCall(client, "GET", "counters", body: Optional<Int>.none)
     let bundleParents = counters.parents.filter { $0.key.hasPrefix("message:\(peer):") }

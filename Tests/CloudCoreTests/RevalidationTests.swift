@@ -121,10 +121,9 @@ final class RevalidationTests: XCTestCase {
         f.fx.server.expireReferences()
         f.fx.server.resetCounters()
 
-        var options = ReferenceRevalidationPass.Options()
-        options.parentKinds = [.message]
-        options.requestRate = nil
-        options.maxParents = 100_000
+        let options = ReferenceRevalidationPass.Options(
+            window: 3600, referenceTTL: 3600, parentKinds: [.message], batchSize: 100, requestRate: nil, concurrency: 4,
+            maxParents: 100_000, requestTimeout: 30)
         let pass = ReferenceRevalidationPass(context: f.context(), postbox: f.postbox, options: options)
         let (selected, _) = try await pass.select()
         var perPeer: [PeerId: Int] = [:]

@@ -38,6 +38,8 @@ final class SyncHistoryIntegrationTests: XCTestCase {
         XCTAssertTrue(missing.stderr.contains("account-0/config.yaml"), missing.stderr)
 
         let account = h.root + "/account-0"
+        XCTAssertFalse(FileManager.default.fileExists(atPath: account), "a refused run creates nothing")
+        try FileManager.default.createDirectory(atPath: account, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         // A typo in it: exit 78 naming file, line and column, and the keys it knows.
         try "datacenter:\n  1: http://127.0.0.1:1\n".write(toFile: account + "/config.yaml", atomically: true, encoding: .utf8)
         let typo = try h.run(["run", "sync"])

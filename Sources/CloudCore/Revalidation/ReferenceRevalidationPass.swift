@@ -6,27 +6,39 @@ import Postbox
 /// a window, groups them by parent, and refreshes them through the account's
 /// `RevalidationContext` (messages of one peer in batches), counting outcomes per parent kind.
 public struct ReferenceRevalidationPass: Sendable {
-    /// What to refresh and how fast.
+    /// What to refresh and how fast. The job's values come from the `revalidate-references`
+    /// kind's parameters; the pass has no defaults of its own for them.
     public struct Options: Sendable {
         /// Refresh references that expire within this many seconds (or already have).
-        public var window: Double = 3600
+        public var window: Double
         /// How long a reference lives after it was obtained, in seconds.
-        public var referenceTTL: Double = 3600
-        public var parentKinds: Set<MediaParent.Kind> = Set(MediaParent.Kind.allCases)
+        public var referenceTTL: Double
+        public var parentKinds: Set<MediaParent.Kind>
         /// Messages of one peer per call (≤ 100).
-        public var batchSize = 100
+        public var batchSize: Int
         /// Calls per second, at most; nil = unlimited.
-        public var requestRate: Double? = 10
+        public var requestRate: Double?
         /// Calls in flight.
-        public var concurrency = 4
+        public var concurrency: Int
         /// Parents refreshed per pass, at most.
-        public var maxParents = 10_000
+        public var maxParents: Int
         /// A batch's waiters get an error after this many seconds.
-        public var requestTimeout: Double = 30
+        public var requestTimeout: Double
         /// Only count what would be refreshed.
-        public var dryRun = false
+        public var dryRun: Bool
 
-        public init() {}
+        public init(window: Double, referenceTTL: Double, parentKinds: Set<MediaParent.Kind>, batchSize: Int, requestRate: Double?,
+                    concurrency: Int, maxParents: Int, requestTimeout: Double, dryRun: Bool = false) {
+            self.window = window
+            self.referenceTTL = referenceTTL
+            self.parentKinds = parentKinds
+            self.batchSize = batchSize
+            self.requestRate = requestRate
+            self.concurrency = concurrency
+            self.maxParents = maxParents
+            self.requestTimeout = requestTimeout
+            self.dryRun = dryRun
+        }
 
         /// The longest window that still leaves a just-refreshed reference out of the next
         /// selection: `referenceTTL` less a margin of a minute (half the lifetime when that is

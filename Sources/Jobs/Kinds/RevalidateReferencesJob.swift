@@ -99,17 +99,10 @@ public struct RevalidateReferencesJob: JobKind {
 
     /// The job's `params` as pass options: every field set from a parameter.
     static func options(_ p: JobParams, referenceTTL: Double, dryRun: Bool) -> ReferenceRevalidationPass.Options {
-        var o = ReferenceRevalidationPass.Options()
-        o.window = seconds(p[window])
-        o.referenceTTL = referenceTTL
-        o.parentKinds = p[parentKinds]
-        o.batchSize = p[batchSize]
-        o.requestRate = p[requestRate]
-        o.concurrency = p[concurrency]
-        o.maxParents = p[maxParents]
-        o.requestTimeout = seconds(p[requestTimeout])
-        o.dryRun = dryRun
-        return o
+        ReferenceRevalidationPass.Options(
+            window: seconds(p[window]), referenceTTL: referenceTTL, parentKinds: p[parentKinds], batchSize: p[batchSize],
+            requestRate: p[requestRate], concurrency: p[concurrency], maxParents: p[maxParents],
+            requestTimeout: seconds(p[requestTimeout]), dryRun: dryRun)
     }
 
     static func seconds(_ d: Duration) -> Double {
