@@ -71,7 +71,7 @@ let package = Package(
         .testTarget(name: "MediaBoxTests", dependencies: ["MediaBox", "TestSupport"]),
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore", "CloudCrypto", "CloudServer", "TestSupport"]),
         .testTarget(name: "CloudServerTests", dependencies: ["CloudServer", "CloudProtocol", "CloudCrypto", "TestSupport"]),
-        .testTarget(name: "JobsTests", dependencies: ["Jobs", "TestSupport"], exclude: ["ExampleKind/count-messages.yaml"]),
+        .testTarget(name: "JobsTests", dependencies: ["Jobs", "TestSupport", .product(name: "Yams", package: "Yams")], exclude: ["ExampleKind/count-messages.yaml"]),
         .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "Postbox", "MediaBox", "TestSupport"]),
     ]
 )

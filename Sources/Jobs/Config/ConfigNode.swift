@@ -78,7 +78,9 @@ extension ConfigNode {
     public static func parse(yaml: String, file: String) throws(JobFileErrors) -> ConfigNode? {
         let node: Node?
         do {
-            node = try Yams.compose(yaml: yaml)
+            // No resolver rules: plain scalars are typed by `PlainScalarResolver`, which does not
+            // compile regular expressions at every start.
+            node = try Yams.compose(yaml: yaml, .basic)
         } catch let error as YamlError {
             throw JobFileErrors(yamlErrors(error, yaml: yaml, file: file))
         } catch {
@@ -117,6 +119,7 @@ extension ConfigNode {
                 type = .string
             } else {
                 switch Tag.Name(rawValue: node.tag.rawValue) {
+                case .str: type = PlainScalarResolver.resolve(scalar.string) // implicit (or an explicit !!str)
                 case .int: type = .int
                 case .float: type = .float
                 case .bool: type = .bool
