@@ -27,7 +27,7 @@ public struct JobCatalog: Sendable {
             names = try fm.contentsOfDirectory(atPath: directory.path)
         } catch {
             return JobCatalog(jobs: [], errors: [JobFileError(SourcePosition(file: directory.path, line: 1, column: 1),
-                                                             "cannot read jobs directory: \(SystemErrorText.describe(error))",
+                                                             "cannot read jobs directory: \(StorageFailure.classify(error).1)",
                                                              expected: "a directory of *.yaml job files")], directory: directory, kinds: kinds)
         }
         let files = names.filter { ($0.hasSuffix(".yaml") || $0.hasSuffix(".yml")) && !$0.hasPrefix(".") }.sorted()

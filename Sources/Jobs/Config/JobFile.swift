@@ -87,7 +87,7 @@ public struct JobFile: Sendable, Hashable {
             throw JobFileErrors([JobFileError(origin, "job file is larger than \(ByteSize.human(Int64(error.limit)))",
                                               expected: "a job file of a few kilobytes")])
         } catch {
-            throw JobFileErrors([JobFileError(origin, "cannot read job file: \(SystemErrorText.describe(error))",
+            throw JobFileErrors([JobFileError(origin, "cannot read job file: \(StorageFailure.classify(error).1)",
                                               expected: "a readable YAML file")])
         }
         guard let text = String(data: data, encoding: .utf8) else {
