@@ -13,6 +13,13 @@ final class RunnerIntegrationTests: XCTestCase {
         let lockFile = h.root + "/locks/cleanup.lock"
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline, (try? String(contentsOfFile: lockFile, encoding: .utf8))?.contains("\(holder.pid)") != true { usleep(50_000) }
+        // The holder takes its lock before it records its start: wait for the record too, so the
+        // kill below always finds a started run to abandon (a loaded machine may be slow here).
+        func holderRecorded() -> Bool {
+            guard let postbox = try? Postbox(path: h.root + "/account-0/postbox/db/db.sqlite", readOnly: true) else { return false }
+            return (try? postbox.readSync { try $0.jobRuns.recent(job: "cleanup", limit: 10) })?.contains { $0.pid == holder.pid } == true
+        }
+        while Date() < deadline, !holderRecorded() { usleep(50_000) }
         let second = try h.run(["run", "cleanup"])
         XCTAssertEqual(second.status, 75, "a second run of a Forbid job exits EX_TEMPFAIL: \(second.stderr)")
         XCTAssertTrue(second.stderr.contains("already running") && second.stderr.contains("pid \(holder.pid)"), second.stderr)

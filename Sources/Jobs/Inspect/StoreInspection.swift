@@ -23,7 +23,14 @@ public struct StoreInspection: Sendable {
     }
 
     /// Why the root cannot be read at all (it does not exist, or is not a directory), or nil.
-    public func missingRoot() -> String? { StoreReading.missingRoot(root) }
+    public func missingRoot() -> String? {
+        var st = stat()
+        guard stat(root.path, &st) == 0 else {
+            return "no data root at \(root.path): \(StorageFailure.describe(errno: errno)) (give --root or set \(DataRoot.environmentVariable))"
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { return "\(root.path) is not a directory (give --root the data root)" }
+        return nil
+    }
 
     /// Accounts that exist under the root (`account-<id>/`), ascending.
     public func accounts() -> [Int64] {
@@ -38,7 +45,7 @@ public struct StoreInspection: Sendable {
             let file = root.account(account).postboxFile.path
             guard FileManager.default.fileExists(atPath: file) else { continue }
             do {
-                let postbox = try StoreReading.openPostbox(file)
+                let postbox = try Self.openPostbox(file)
                 try postbox.readSync { tx in
                     for name in try tx.jobRuns.jobNames() where job == nil || job == name {
                         runs += try tx.jobRuns.recent(job: name, limit: limit).map { AccountRun(account: account, run: $0) }
@@ -65,5 +72,25 @@ public struct StoreInspection: Sendable {
             }
         }
         return result
+    }
+
+    /// Opens the Postbox at `path` read-only. A WAL database needs its `-shm` file; when the
+    /// directory cannot take it (a read-only file system or a directory nobody may write), the
+    /// store is opened as immutable instead: nothing can be writing it then.
+    static func openPostbox(_ path: String) throws -> Postbox {
+        do {
+            return try Postbox(path: path, readOnly: true)
+        } catch {
+            guard directoryIsFrozen((path as NSString).deletingLastPathComponent) else { throw error }
+            return try Postbox(path: path, readOnly: true, immutable: true)
+        }
+    }
+
+    /// True when nobody can create files in `directory`: a read-only mount, or no write bit at all.
+    static func directoryIsFrozen(_ directory: String) -> Bool {
+        var fs = statvfs()
+        if statvfs(directory, &fs) == 0, fs.f_flag & UInt(ST_RDONLY) != 0 { return true }
+        var st = stat()
+        return stat(directory, &st) == 0 && st.st_mode & 0o222 == 0
     }
 }
