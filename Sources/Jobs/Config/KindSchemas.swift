@@ -38,6 +38,8 @@ extension JobParamsSchema {
                   doc: "ignore history older than this on a first sync"),
         ParamSpec("fillHoles", .bool, default: .bool(true),
                   doc: "fill known gaps in already-synced history"),
+        ParamSpec("refillTrimmed", .bool, default: .bool(false),
+                  doc: "also fetch again the ranges history-retention dropped (with `peers`, on request)"),
         ParamSpec("concurrency", .int, default: .int(4), range: 1...32,
                   doc: "peers synced in parallel"),
         ParamSpec("requestRate", .double, default: .double(20), range: 0.1...1000,

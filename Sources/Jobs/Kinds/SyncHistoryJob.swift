@@ -59,6 +59,7 @@ public struct SyncHistoryJob: JobKindRunner {
         o.pageSize = Int(p.int("pageSize") ?? 100)
         o.lookback = p.duration("lookback").map { $0.components.seconds }
         o.fillHoles = p.bool("fillHoles") ?? true
+        o.refillTrimmed = p.bool("refillTrimmed") ?? false
         o.concurrency = Int(p.int("concurrency") ?? 4)
         o.requestRate = p.double("requestRate")
         o.dryRun = dryRun
