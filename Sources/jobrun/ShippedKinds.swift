@@ -8,5 +8,6 @@ enum ShippedKinds {
         .uploadQueue: UploadQueueJob(),
         .revalidateReferences: RevalidateReferencesJob(),
         .prefetchChatMedia: PrefetchChatMediaJob(),
+        .historyRetention: HistoryRetentionJob(),
     ])
 }

@@ -12,10 +12,12 @@ struct StatsCommand: ParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Option(help: "Only this account.") var account: Int64?
     @Option(help: "Peers listed (largest first).") var top = 20
+    @Flag(help: "Postbox database usage instead: bytes per table and per peer, WAL, free pages.") var database = false
 
     func run() throws {
         let root = options.dataRoot
         let accounts = account.map { [$0] } ?? AccountContextPool(root: root).existingAccounts()
+        if database { return try databaseStats(root: root, accounts: accounts) }
         var json: [LogValue] = []
         for id in accounts {
             let media = root.account(id).media.path
@@ -45,6 +47,18 @@ struct StatsCommand: ParsableCommand {
                     .map { "\($0.key.contentType.description) \(ByteSize.human($0.value.bytes))" }.joined(separator: ", ")
                 print("    \(String(peer.rawValue).padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))  [\(types)]")
             }
+        }
+        if options.json { printJSON(.array(json)) } else if accounts.isEmpty { print("no accounts under \(root.path)") }
+    }
+
+    private func databaseStats(root: DataRoot, accounts: [Int64]) throws {
+        var json: [LogValue] = []
+        for id in accounts {
+            let path = root.account(id).postboxDatabase.path + "/db.sqlite"
+            guard FileManager.default.fileExists(atPath: path) else { continue }
+            let usage: DatabaseUsage
+            do { usage = try DatabaseUsageReport.read(path: path) } catch { throw fail(.config, "\(path): \(error)") }
+            if options.json { json.append(DatabaseUsageReport.json(usage, account: id, top: top)) } else { DatabaseUsageReport.lines(usage, account: id, top: top).forEach { print($0) } }
         }
         if options.json { printJSON(.array(json)) } else if accounts.isEmpty { print("no accounts under \(root.path)") }
     }

@@ -5,6 +5,7 @@ public enum JobKind: String, Sendable, Hashable, CaseIterable, CustomStringConve
     case revalidateReferences = "revalidate-references"
     case uploadQueue = "upload-queue"
     case timeBasedCleanup = "time-based-cleanup"
+    case historyRetention = "history-retention"
 
     public var description: String { rawValue }
 
@@ -16,6 +17,7 @@ public enum JobKind: String, Sendable, Hashable, CaseIterable, CustomStringConve
         case .revalidateReferences: return .revalidateReferences
         case .uploadQueue: return .uploadQueue
         case .timeBasedCleanup: return .timeBasedCleanup
+        case .historyRetention: return HistoryRetentionJob.schema
         }
     }
 
