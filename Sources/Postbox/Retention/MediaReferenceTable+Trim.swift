@@ -18,6 +18,7 @@ extension MediaReferenceTable {
         }
         guard !victims.isEmpty else { return (0, 0) }
         var bytes: Int64 = 0
+        var decoder = PostboxRowDecoder(MediaReferenceRecord.self)
         for key in victims {
             let resourceId = key.string(from: parentLength)
             let primary = ValueBoxKey(string: resourceId)
@@ -26,8 +27,7 @@ extension MediaReferenceTable {
             var sameParent = false
             _ = try valueBox.withValue(table, key: primary) { raw in
                 stored = raw.count
-                var d = PostboxRowDecoder(MediaReferenceRecord.self)
-                let record = try d.decode(raw)
+                let record = try decoder.decode(raw)
                 obtainedAt = record.obtainedAt
                 sameParent = record.parent.key == key.prefix(parentLength)
             }
