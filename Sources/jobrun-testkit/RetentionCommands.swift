@@ -52,7 +52,7 @@ let retentionCommands: [String: TestkitCommand] = [
         policy.maxMessagesPerPeer = maxPerPeer > 0 ? maxPerPeer : nil
         policy.keepNewest = keep
         policy.batchSize = batch
-        policy.vacuumStepPages = 64
+        policy.vacuumStepBytes = 256 << 10
         policy.sizeLimit = args.count > 4 ? Int64(args[4]) : nil
         let report = try HistoryRetention(postbox: postbox, policy: policy).run()
         emit("done \(report.messagesRemoved)")

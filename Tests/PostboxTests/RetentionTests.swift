@@ -24,7 +24,7 @@ final class RetentionTests: XCTestCase {
         policy.sizeLimit = limit
         policy.keepNewest = keep
         policy.batchSize = 500
-        policy.vacuumStepPages = 256
+        policy.vacuumStepBytes = 1 << 20
         let report = try HistoryRetention(postbox: postbox, policy: policy).run()
 
         XCTAssertTrue(report.underLimit, "\(report.databaseBytesAfter) > \(limit)")

@@ -53,8 +53,7 @@ public struct HistoryRetentionJob: JobKindRunner {
         policy.excludedCategories = Set(PeerCategory.allCases.filter { classes.contains($0.storageClass) })
         policy.uploadRetention = p.duration("uploadRetention").map { $0.components.seconds }
         policy.batchSize = Int(p.int("batchSize") ?? 2_000)
-        let pageSize = (try? context.account.postbox.pageSizeBytes()) ?? 4096
-        policy.vacuumStepPages = Int(max(1, (p.bytes("vacuumStep") ?? 8 * Self.MiB) / max(1, pageSize)))
+        policy.vacuumStepBytes = p.bytes("vacuumStep") ?? 8 * Self.MiB
         policy.walSizeLimit = p.bytes("walLimit") ?? 64 * Self.MiB
         policy.dryRun = context.dryRun || (p.bool("dryRun") ?? false)
         try Task.checkCancellation()

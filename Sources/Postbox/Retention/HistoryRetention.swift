@@ -307,15 +307,16 @@ public struct HistoryRetention: Sendable {
         }
     }
 
-    /// Returns every free page to the file system, `vacuumStepPages` per step (each its own
+    /// Returns every free page to the file system, `vacuumStepBytes` per step (each its own
     /// short write transaction), with a passive checkpoint every few steps so the WAL does not
     /// grow with the vacuum.
     private func reclaim(_ report: inout HistoryRetentionReport, shouldStop: () -> Bool) throws {
         let pageSize = try postbox.pageSizeBytes()
+        let stepPages = Int(max(1, policy.vacuumStepBytes / max(1, pageSize)))
         var steps = 0
         while try postbox.freePageCount() > 0 {
             if shouldStop() { throw CancellationError() }
-            let released = try postbox.reclaimFreePages(policy.vacuumStepPages)
+            let released = try postbox.reclaimFreePages(stepPages)
             if released == 0 { break }
             report.bytesReclaimed += released * pageSize
             steps += 1

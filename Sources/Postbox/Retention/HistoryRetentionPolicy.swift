@@ -23,8 +23,8 @@ public struct HistoryRetentionPolicy: Sendable {
     public var uploadRetention: Int64?
     /// Messages visited per write transaction: bounds how long another writer waits.
     public var batchSize: Int = 2_000
-    /// Free pages returned to the file system per step (one short write transaction each).
-    public var vacuumStepPages: Int = 2_048
+    /// Free space returned to the file system per step (one short write transaction each).
+    public var vacuumStepBytes: Int64 = 8 << 20
     /// The WAL is cut back to this size after checkpoints.
     public var walSizeLimit: Int64 = 64 << 20
     /// Report what would be dropped, change nothing.
