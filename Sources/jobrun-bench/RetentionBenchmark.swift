@@ -256,6 +256,8 @@ final class RawRetention {
         let reference = prepare("DELETE FROM t7 WHERE key = ?")
         let byTime = prepare("DELETE FROM t8 WHERE key = ?")
         let byParent = prepare("DELETE FROM t9 WHERE key >= ? AND key < ?")
+        // Postbox creates a table on its first write; the store has had no hole yet.
+        try exec("CREATE TABLE IF NOT EXISTS t6 (key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID")
         let hole = prepare("INSERT OR REPLACE INTO t6 (key, value) VALUES (?, ?)")
         let count = prepare("SELECT count(*) FROM t3 WHERE key >= ? AND key < ?")
         defer { [messagesRange, idRange, media, reference, byTime, byParent, hole, count].forEach { sqlite3_finalize($0) } }
