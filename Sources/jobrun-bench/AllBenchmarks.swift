@@ -45,6 +45,7 @@ struct AllBench: ParsableCommand {
                 ("download", ["--small-files", "300", "--large-files", "2", "--large-mb", "50", "--rss-gib", "1"]),
                 ("upload", ["--large-mb", "100", "--small-files", "100", "--rounds", "1"]),
                 ("revalidate", ["--parents", "100", "--per-parent", "100"]),
+                ("retention", ["--messages", "200000"]),
             ]
         }
         return [
@@ -54,6 +55,7 @@ struct AllBench: ParsableCommand {
             ("download", []),
             ("upload", full ? [] : ["--large-mb", "500"]),
             ("revalidate", []),
+            ("retention", []),
         ]
     }
 

@@ -13,6 +13,7 @@ func emit(_ line: String) {
 let commands: [String: TestkitCommand] = postboxCommands
     .merging(mediaBoxCommands) { first, _ in first }
     .merging(cloudCommands) { first, _ in first }
+    .merging(retentionCommands) { first, _ in first }
 
 let args = Array(CommandLine.arguments.dropFirst())
 guard let name = args.first, let command = commands[name] else {

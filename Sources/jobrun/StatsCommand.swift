@@ -11,11 +11,14 @@ struct StatsCommand: ParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Option(help: "Only this account.") var account: Int64?
     @Option(help: "Peers listed (largest first).") var top = 20
+    @Flag(help: "Postbox database usage instead: bytes per table and per peer, WAL, free pages.") var database = false
 
     func run() throws {
         let root = options.dataRoot
+        let inspection = StoreInspection(root: root)
+        if database { return try databaseStats(inspection) }
         let caches: [StoreInspection.AccountCache]
-        do { caches = try StoreInspection(root: root).cacheStats(accounts: account.map { [$0] }) } catch { throw fail(error.exitCode, error.message) }
+        do { caches = try inspection.cacheStats(accounts: account.map { [$0] }) } catch { throw fail(error.exitCode, error.message) }
         var json: [LogValue] = []
         for cache in caches {
             let (id, media, stats) = (cache.account, cache.mediaPath, cache.stats)
@@ -44,6 +47,18 @@ struct StatsCommand: ParsableCommand {
             }
         }
         if options.json { printJSON(.array(json)) } else if caches.isEmpty { print("no media caches under \(root.path)") }
+    }
+
+    private func databaseStats(_ inspection: StoreInspection) throws {
+        let usages: [StoreInspection.AccountDatabase]
+        do { usages = try inspection.databaseUsage(accounts: account.map { [$0] }) } catch { throw fail(error.exitCode, error.message) }
+        if options.json {
+            printJSON(.array(usages.map { DatabaseUsageReport.json($0.usage, account: $0.account, top: top) }))
+        } else if usages.isEmpty {
+            print("no Postbox databases under \(inspection.root.path)")
+        } else {
+            for entry in usages { DatabaseUsageReport.lines(entry.usage, account: entry.account, top: top).forEach { print($0) } }
+        }
     }
 
     private func usage(_ u: StorageUsage) -> LogValue { .object(["bytes": .int(u.bytes), "files": .int(u.count)]) }

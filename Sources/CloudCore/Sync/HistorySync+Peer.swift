@@ -26,8 +26,11 @@ extension HistorySync {
             let cutoff = options.lookback.map { clock() - $0 }
             try await fetchNewest(peer: peer, above: 0, budget: max(1, options.initialMessages), cutoff: cutoff, firstSync: true, report: &report)
         }
-        if options.fillHoles {
-            let holes = try await postbox.read { tx in try tx.holes.holes(peer: peer) }
+        if options.fillHoles || options.refillTrimmed {
+            let (gaps, trimmed) = (options.fillHoles, options.refillTrimmed)
+            let holes = try await postbox.read { tx in
+                try tx.holes.entries(peer: peer).filter { $0.kind == .gap ? gaps : trimmed }.map(\.range)
+            }
             report.holesFound += holes.count
             for hole in holes.reversed() {
                 try await fill(peer: peer, hole: hole, report: &report)

@@ -48,7 +48,7 @@ public final class HistorySync: Sendable {
         report.add(perPeer)
         let ids = dialogs.map { PeerId($0.peer.id) }
         report.holesOpen = try await postbox.read { tx in
-            try ids.reduce(0) { $0 + (try tx.holes.holes(peer: $1).count) }
+            try ids.reduce(0) { $0 + (try tx.holes.entries(peer: $1).filter { $0.kind == .gap }.count) }
         }
         return report
     }

@@ -20,6 +20,9 @@ public struct HistorySyncOptions: Sendable, Equatable {
     public var lookback: Int64? = 30 * 86_400
     /// Fill known gaps (`HistoryHoleTable`) after the newest messages.
     public var fillHoles: Bool = true
+    /// Also fetch again the ranges history retention dropped (`.trimmed` holes) of the chosen
+    /// peers; otherwise those stay holes until asked for.
+    public var refillTrimmed: Bool = false
     /// Peers synced in parallel.
     public var concurrency: Int = 4
     /// API requests per second, at most (`nil`: unlimited).

@@ -32,6 +32,12 @@ public struct StoreInspection: Sendable {
         return nil
     }
 
+    /// Postbox usage of one account: bytes per table and per peer, WAL, free pages.
+    public struct AccountDatabase: Sendable {
+        public var account: Int64
+        public var usage: DatabaseUsage
+    }
+
     /// Accounts that exist under the root (`account-<id>/`), ascending.
     public func accounts() -> [Int64] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
@@ -69,6 +75,21 @@ public struct StoreInspection: Sendable {
                 result.append(AccountCache(account: account, mediaPath: media, stats: stats))
             } catch {
                 throw StorageFailure.jobError(error, doing: "cannot read the media cache of account \(account)")
+            }
+        }
+        return result
+    }
+
+    /// Postbox usage of the given accounts (default: all), skipping accounts without a Postbox.
+    public func databaseUsage(accounts wanted: [Int64]? = nil) throws(JobError) -> [AccountDatabase] {
+        var result: [AccountDatabase] = []
+        for account in wanted ?? accounts() {
+            let file = root.account(account).postboxFile.path
+            guard FileManager.default.fileExists(atPath: file) else { continue }
+            do {
+                result.append(AccountDatabase(account: account, usage: try Self.openPostbox(file).databaseUsage(perPeer: true)))
+            } catch {
+                throw StorageFailure.jobError(error, doing: "cannot read the database of account \(account)")
             }
         }
         return result

@@ -17,6 +17,7 @@ public struct JobKindRegistry: Sendable {
         RevalidateReferencesJob(),
         UploadQueueJob(),
         TimeBasedCleanupJob(),
+        HistoryRetentionJob(),
     ])
 
     public func kind(named name: String) -> (any JobKind)? { kinds.first { $0.name == name } }

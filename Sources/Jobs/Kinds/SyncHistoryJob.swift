@@ -27,12 +27,14 @@ public struct SyncHistoryJob: JobKind {
     public static let lookback = Param<Duration>(
         "lookback", default: .days(30), range: 60...(3650 * 86_400), doc: "ignore history older than this on a first sync")
     public static let fillHoles = Param<Bool>("fillHoles", default: true, doc: "fill known gaps in already-synced history")
+    public static let refillTrimmed = Param<Bool>(
+        "refillTrimmed", default: false, doc: "also fetch again the ranges history-retention dropped (with `peers`, on request)")
     public static let concurrency = Param<Int>("concurrency", default: 4, range: 1...32, doc: "peers synced in parallel")
     public static let requestRate = Param<Double>(
         "requestRate", default: 20, range: 0.1...1000, doc: "API requests per second, at most")
 
     public static let parameters: [any JobParameter] = [
-        peerCategories, peers, maxPeers, initialMessages, pageSize, lookback, fillHoles, concurrency, requestRate,
+        peerCategories, peers, maxPeers, initialMessages, pageSize, lookback, fillHoles, refillTrimmed, concurrency, requestRate,
     ]
 
     public init() {}
@@ -86,6 +88,7 @@ public struct SyncHistoryJob: JobKind {
         o.pageSize = p[pageSize]
         o.lookback = p[lookback].wholeSeconds
         o.fillHoles = p[fillHoles]
+        o.refillTrimmed = p[refillTrimmed]
         o.concurrency = p[concurrency]
         o.requestRate = p[requestRate]
         o.dryRun = dryRun

@@ -499,3 +499,116 @@ public final class SqliteValueBox: ValueBox {
 let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 /// SQLite's "the buffer outlives the statement step" destructor.
 let SQLITE_STATIC = unsafeBitCast(0, to: sqlite3_destructor_type.self)
+
+// MARK: - Space accounting and reclamation
+
+/// How much of the file one SQLite b-tree (a table `t<id>`, its index, or SQLite's own) uses.
+public struct SqliteTableSpace: Sendable, Equatable {
+    /// The b-tree's name as SQLite knows it (`t2`, `sqlite_autoindex_t7_1`, `sqlite_schema`).
+    public var name: String
+    /// Pages of the file it occupies, and their bytes.
+    public var pages: Int64
+    public var bytes: Int64
+    /// Bytes of keys and values stored in it (the rest of `bytes` is page headers and slack).
+    public var payload: Int64
+    /// Rows (leaf cells).
+    public var rows: Int64
+}
+
+extension SqliteValueBox {
+    /// `PRAGMA page_size`.
+    public func pageSize() throws -> Int64 { try queryInt("PRAGMA page_size") }
+    /// `PRAGMA page_count`: pages in the database file (free ones included).
+    public func pageCount() throws -> Int64 { try queryInt("PRAGMA page_count") }
+    /// `PRAGMA freelist_count`: pages inside the file that hold nothing.
+    public func freePageCount() throws -> Int64 { try queryInt("PRAGMA freelist_count") }
+    /// `PRAGMA auto_vacuum`: 0 none, 1 full, 2 incremental.
+    public func autoVacuumMode() throws -> Int64 { try queryInt("PRAGMA auto_vacuum") }
+
+    /// Whether this SQLite was built with the `dbstat` virtual table.
+    public func hasDbstat() -> Bool {
+        (try? queryInt("SELECT count(*) FROM pragma_module_list WHERE name='dbstat'")).map { $0 > 0 } ?? false
+    }
+
+    /// Space per b-tree from the `dbstat` virtual table (reads every page: seconds on a
+    /// gigabyte file). Nil when this SQLite has no `dbstat`.
+    public func tableSpace() throws -> [SqliteTableSpace]? {
+        guard hasDbstat() else { return nil }
+        // Index b-trees (WITHOUT ROWID tables among them) keep entries in interior cells too.
+        let indexTrees = Set(try queryStrings("SELECT name FROM sqlite_master WHERE type='index' OR (type='table' AND sql LIKE '%WITHOUT ROWID%')"))
+        let stmt = try prepare("SELECT name, count(*), sum(pgsize), sum(payload), sum(CASE WHEN pagetype='leaf' THEN ncell ELSE 0 END), sum(CASE WHEN pagetype='internal' THEN ncell ELSE 0 END) FROM dbstat GROUP BY name")
+        defer { sqlite3_finalize(stmt) }
+        var out: [SqliteTableSpace] = []
+        while try step(stmt) {
+            let name = sqlite3_column_text(stmt, 0).map { String(cString: $0) } ?? ""
+            let rows = sqlite3_column_int64(stmt, 4) + (indexTrees.contains(name) ? sqlite3_column_int64(stmt, 5) : 0)
+            out.append(SqliteTableSpace(name: name, pages: sqlite3_column_int64(stmt, 1), bytes: sqlite3_column_int64(stmt, 2),
+                                        payload: sqlite3_column_int64(stmt, 3), rows: rows))
+        }
+        return out
+    }
+
+    /// Rows and stored key + value bytes of `table`, counted row by row: the estimate used where
+    /// `dbstat` is missing (page overhead is not included).
+    public func estimatedPayload(_ table: ValueBoxTable) throws -> (rows: Int64, bytes: Int64) {
+        guard knownTableExists(table) else { return (0, 0) }
+        let stmt = try prepare("SELECT count(*), coalesce(sum(length(key)) + sum(length(value)), 0) FROM t\(table.id)")
+        defer { sqlite3_finalize(stmt) }
+        guard try step(stmt) else { return (0, 0) }
+        return (sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1))
+    }
+
+    private func knownTableExists(_ table: ValueBoxTable) -> Bool {
+        ((try? queryInt("SELECT count(*) FROM sqlite_master WHERE name='t\(table.id)'")) ?? 0) > 0
+    }
+
+    /// Returns up to `pages` free pages to the file system (`PRAGMA incremental_vacuum(N)`): one
+    /// short write transaction of its own, so other writers wait at most one step. Must be
+    /// called outside a transaction. Returns the pages released (0 when the file has no free
+    /// pages, or when it was not created with incremental auto-vacuum).
+    @discardableResult
+    public func incrementalVacuum(pages: Int) throws -> Int64 {
+        let before = try freePageCount()
+        guard before > 0, try autoVacuumMode() == 2 else { return 0 }
+        try exec("PRAGMA incremental_vacuum(\(max(1, pages)))")
+        return max(0, before - (try freePageCount()))
+    }
+
+    /// How a WAL checkpoint went: whether it could not finish (readers or a writer in the way),
+    /// frames in the WAL, and frames copied into the database file.
+    public struct CheckpointResult: Sendable, Equatable {
+        public var busy: Bool
+        public var logFrames: Int64
+        public var checkpointedFrames: Int64
+    }
+
+    /// `PRAGMA wal_checkpoint(PASSIVE | TRUNCATE)`. TRUNCATE waits for readers and writers on the
+    /// busy handler, so it runs here with the busy timeout lowered to `maxWaitMilliseconds`: a
+    /// long reader makes it report `busy` instead of holding up other writers for the store's
+    /// whole busy timeout.
+    @discardableResult
+    public func walCheckpoint(truncate: Bool, maxWaitMilliseconds: Int32 = 250) throws -> CheckpointResult {
+        guard let db else { throw PostboxError.sqlite(path: path, code: SQLITE_MISUSE, message: "database is closed") }
+        if truncate { sqlite3_busy_timeout(db, maxWaitMilliseconds) }
+        defer { if truncate { sqlite3_busy_timeout(db, options.busyTimeoutMilliseconds) } }
+        let stmt = try prepare("PRAGMA wal_checkpoint(\(truncate ? "TRUNCATE" : "PASSIVE"))")
+        defer { sqlite3_finalize(stmt) }
+        let rc = sqlite3_step(stmt)
+        if rc == SQLITE_BUSY || rc == SQLITE_LOCKED { return CheckpointResult(busy: true, logFrames: -1, checkpointedFrames: -1) }
+        guard rc == SQLITE_ROW else { throw error(rc) }
+        return CheckpointResult(busy: sqlite3_column_int64(stmt, 0) != 0, logFrames: sqlite3_column_int64(stmt, 1),
+                                checkpointedFrames: sqlite3_column_int64(stmt, 2))
+    }
+
+    /// `PRAGMA journal_size_limit`: after a checkpoint resets the WAL, SQLite truncates the file
+    /// to at most this many bytes instead of keeping its high-water size.
+    public func setJournalSizeLimit(_ bytes: Int64) throws {
+        _ = try queryStrings("PRAGMA journal_size_limit=\(bytes)")
+    }
+
+    /// Size of the `-wal` file in bytes (0 when there is none).
+    public func walFileBytes() -> Int64 {
+        var st = stat()
+        return stat(path + "-wal", &st) == 0 ? Int64(st.st_size) : 0
+    }
+}

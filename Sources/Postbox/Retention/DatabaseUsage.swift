@@ -1,0 +1,123 @@
+import Foundation
+
+/// Where the bytes of a Postbox file go: per table, per peer, free pages and the WAL.
+public struct DatabaseUsage: Sendable {
+    /// How per-table figures were obtained.
+    public enum Source: String, Sendable {
+        /// SQLite's `dbstat` virtual table: real pages, headers and slack included.
+        case dbstat
+        /// Key and value bytes counted row by row (this SQLite has no `dbstat`): a lower bound.
+        case estimate
+    }
+
+    public struct TableUsage: Sendable {
+        /// The Postbox table (`messages`, `messageIdIndex`, …) or SQLite's own b-tree name.
+        public var name: String
+        /// The SQLite b-tree (`t2`, `sqlite_schema`, …).
+        public var sqliteName: String
+        public var pages: Int64
+        public var bytes: Int64
+        /// Key and value bytes stored.
+        public var payload: Int64
+        public var rows: Int64
+    }
+
+    public struct PeerUsage: Sendable {
+        public var peer: PeerId
+        public var messages: Int64
+        /// Bytes of the peer's message rows and their id index entries (keys and values).
+        public var bytes: Int64
+    }
+
+    public var path: String
+    public var source: Source
+    public var pageSize: Int64
+    public var pageCount: Int64
+    public var freePages: Int64
+    /// The database file and its WAL as they are on disk now.
+    public var fileBytes: Int64
+    public var walBytes: Int64
+    /// Largest first.
+    public var tables: [TableUsage]
+    /// Largest first (empty unless asked for).
+    public var peers: [PeerUsage]
+
+    /// Bytes of the file that hold data (pages in use).
+    public var usedBytes: Int64 { (pageCount - freePages) * pageSize }
+    public var freeBytes: Int64 { freePages * pageSize }
+}
+
+extension Postbox {
+    /// How the file's bytes are spent: per table from `dbstat` (or a row-by-row estimate where
+    /// SQLite lacks it), per peer from the message rows (`perPeer`), free pages and WAL size.
+    /// Reads the whole file; runs in a read transaction, so it never blocks a writer.
+    public func databaseUsage(perPeer: Bool = true) throws -> DatabaseUsage {
+        try queue.sync {
+            let vb = valueBox
+            try vb.beginRead()
+            defer { vb.rollback() }
+            let names = Dictionary(uniqueKeysWithValues: PostboxTableId.allCases.map { ("t\($0.rawValue)", "\($0)") })
+            var tables: [DatabaseUsage.TableUsage] = []
+            let source: DatabaseUsage.Source
+            if let space = try vb.tableSpace() {
+                source = .dbstat
+                for s in space {
+                    tables.append(.init(name: names[s.name] ?? s.name, sqliteName: s.name, pages: s.pages, bytes: s.bytes, payload: s.payload, rows: s.rows))
+                }
+            } else {
+                source = .estimate
+                for id in PostboxTableId.allCases {
+                    let (rows, bytes) = try vb.estimatedPayload(id.table)
+                    if rows > 0 { tables.append(.init(name: "\(id)", sqliteName: "t\(id.rawValue)", pages: 0, bytes: bytes, payload: bytes, rows: rows)) }
+                }
+            }
+            tables.sort { $0.bytes > $1.bytes }
+            var peers: [PeerId: DatabaseUsage.PeerUsage] = [:]
+            if perPeer {
+                try vb.range(PostboxTableId.messages.table, .all, limit: .max) { key, value in
+                    let peer = PeerId(key.getInt64(0))
+                    peers[peer, default: .init(peer: peer, messages: 0, bytes: 0)].messages += 1
+                    peers[peer, default: .init(peer: peer, messages: 0, bytes: 0)].bytes += Int64(key.length + value.count + 20)
+                    return true
+                }
+            }
+            return DatabaseUsage(path: path, source: source, pageSize: try vb.pageSize(), pageCount: try vb.pageCount(),
+                                 freePages: try vb.freePageCount(), fileBytes: fileSize() - vb.walFileBytes(), walBytes: vb.walFileBytes(),
+                                 tables: tables, peers: peers.values.sorted { $0.bytes != $1.bytes ? $0.bytes > $1.bytes : $0.peer < $1.peer })
+        }
+    }
+
+    /// Bytes of the database in pages (free ones included), whatever the WAL still holds: the
+    /// size the file has once the WAL is checkpointed.
+    public func databaseBytes() throws -> Int64 {
+        try queue.sync { try valueBox.pageCount() * valueBox.pageSize() }
+    }
+
+    /// Free pages in the file.
+    public func freePageCount() throws -> Int64 { try queue.sync { try valueBox.freePageCount() } }
+
+    /// Returns up to `pages` free pages to the file system in one short write transaction of its
+    /// own (incremental auto-vacuum). Returns the pages released.
+    public func reclaimFreePages(_ pages: Int) throws -> Int64 {
+        if isReadOnly { throw PostboxError.readOnly(path: path) }
+        return try queue.sync { try valueBox.incrementalVacuum(pages: pages) }
+    }
+
+    /// Copies the WAL into the database file: `truncate` also empties the WAL file, waiting at
+    /// most `maxWaitMilliseconds` for readers (else it reports busy and leaves the WAL to the
+    /// next checkpoint).
+    @discardableResult
+    public func checkpointWAL(truncate: Bool, maxWaitMilliseconds: Int32 = 250) throws -> SqliteValueBox.CheckpointResult {
+        try queue.sync { try valueBox.walCheckpoint(truncate: truncate, maxWaitMilliseconds: maxWaitMilliseconds) }
+    }
+
+    /// Caps the WAL file at `bytes` after each checkpoint of this connection.
+    public func limitWALSize(_ bytes: Int64) throws {
+        try queue.sync { try valueBox.setJournalSizeLimit(bytes) }
+    }
+}
+
+extension Postbox {
+    /// Bytes per page of the file.
+    public func pageSizeBytes() throws -> Int64 { try queue.sync { try valueBox.pageSize() } }
+}
