@@ -106,6 +106,7 @@ extension ServerCore {
         }
         guard let m = msg else { try? FileManager.default.removeItem(at: dest); throw CloudError(.peerIdInvalid) }
         uploads.consumed(f.id)
+        if config.partHashesAtStart, let file = file(newId) { bytes.computePartHashes([file]) }
         return m
     }
 
