@@ -36,6 +36,8 @@ extension ServerCore {
         case "POST faults":
             faults.update(try await HTTPSupport.decode(FaultConfig.self, from: &request))
             return HTTPSupport.json(faults.config)
+        case "GET part-hashes":
+            return HTTPSupport.json(PartHashesStatus(pending: bytes.partHashesPending))
         case "GET dataset":
             return HTTPSupport.json(listing())
         case "GET files/*":
@@ -115,4 +117,9 @@ extension ServerCore {
                            })
         }
     }
+}
+
+/// `GET /admin/part-hashes`: files whose part hashes are still being computed.
+struct PartHashesStatus: Codable, Sendable {
+    let pending: Int
 }

@@ -24,6 +24,10 @@ public struct CloudServerConfig: Sendable {
     /// Where uploaded parts and files go; `nil` = a fresh directory under the system temp dir,
     /// removed on `stop()`.
     public var uploadDirectory: String?
+    /// Compute every file's part hashes (`X-Part-SHA256` of the parts clients are told to use)
+    /// in the background from start-up, and an uploaded file's once it is sent, instead of on
+    /// the first request for each part. `GET /admin/part-hashes` reports the files still pending.
+    public var partHashesAtStart = false
 
     public init() {}
 }

@@ -1,4 +1,5 @@
 import CloudCrypto
+import CloudProtocol
 import Foundation
 
 /// Produces the served bytes of any file range: generated, secret container (IGE, cached) or
@@ -31,6 +32,56 @@ final class FileBytes: Sendable {
     }
 
     init(seed: UInt64) { generator = ByteGenerator(seed: seed) }
+
+    // MARK: part hashes kept with the files
+
+    /// Files whose part hashes are still being computed in the background.
+    private let hashingBacklog = Locked<Int>(0)
+    private static let hashingQueue = DispatchQueue(label: "cloudd.part-hashes", qos: .utility)
+
+    /// Files not yet through `computePartHashes` (0 once every file has its part hashes).
+    var partHashesPending: Int { hashingBacklog.withLock { $0 } }
+
+    /// The parts a client is told to use for a file (`FilePartRules.preferredPartSize`), whose
+    /// hashes a server keeps with the file: one part for a file of at most 1 MiB (whatever power
+    /// of two the client picks to cover it, the part holds the same bytes), 128 KiB parts below
+    /// 10 MiB, 1 MiB parts above.
+    static func standardParts(size: Int64) -> [(offset: Int64, count: Int)] {
+        guard size > 0 else { return [] }
+        if size <= FilePartRules.maxPartSize { return [(0, Int(size))] }
+        let step = FilePartRules.preferredPartSize(fileSize: size)
+        return stride(from: Int64(0), to: size, by: Int(step)).map { ($0, Int(min(step, size - $0))) }
+    }
+
+    /// Computes the part hashes of `files` (plain, not secret) on a background queue, one file after
+    /// the other, smallest first, so answers to `upload.getFile` find them in memory instead of
+    /// hashing the bytes they send (as a file server keeps its part hashes with the file). Parts
+    /// already hashed by a request are skipped; a request for a part not hashed yet hashes it itself.
+    func computePartHashes(_ files: [ServerFile]) {
+        // CDN files are verified by block hashes; secret containers are built (and kept) only
+        // when first served.
+        let todo = files.filter { f in
+            if case .secret = f.source { return false }
+            return !f.cdn
+        }.sorted { ($0.size, $0.id) < ($1.size, $1.id) }
+        guard !todo.isEmpty else { return }
+        hashingBacklog.withLock { $0 += todo.count }
+        Self.hashingQueue.async {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(FilePartRules.maxPartSize), alignment: 16)
+            defer { buffer.deallocate() }
+            for file in todo {
+                for (offset, count) in Self.standardParts(size: file.size) {
+                    let key = PartKey(fileId: file.id, offset: offset, count: count, encrypted: false)
+                    if self.partHashes.withLock({ $0[key] }) != nil { continue }
+                    let slice = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+                    guard (try? self.read(file, offset: offset, into: slice)) != nil else { break }
+                    let h = SHA256.hash(bytes: UnsafeRawBufferPointer(slice)).hexString
+                    self.partHashes.withLock { $0[key] = h }
+                }
+                self.hashingBacklog.withLock { $0 -= 1 }
+            }
+        }
+    }
 
     /// Writes the served bytes `offset..<offset+buffer.count` of `file` into `buffer`
     /// (the caller clamps to the file size).

@@ -26,6 +26,7 @@ final class ServerCore: Sendable {
         bytes = FileBytes(seed: config.seed)
         uploads = try UploadStore(directory: uploadDirectory)
         cdn = CdnFiles(secret: secret)
+        if config.partHashesAtStart { bytes.computePartHashes(dataset.withLock { Array($0.files.values) }) }
     }
 
     func file(_ id: Int64) -> ServerFile? { dataset.withLock { $0.files[id] } }

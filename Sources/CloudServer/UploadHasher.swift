@@ -1,12 +1,15 @@
 import CloudCrypto
 import CloudProtocol
 import Foundation
+import NIOCore
 
 /// The running SHA-256 of one upload, so `sendMedia` need not read the whole file: the contiguous
 /// prefix of stored parts is hashed as it grows (parts arriving in order right after they are
 /// stored; a part that arrived early once the gap before it is filled), each part read back once
 /// from the upload's file (`UploadPartsFile`, page cache) on a dispatch queue, never on the
-/// cooperative pool or an event loop. Re-sending a part that was already hashed restarts from
+/// cooperative pool or an event loop. A part that is the next in order when it arrives is hashed
+/// from the request's own buffers instead (`offer`), while they are in memory: no read-back, and
+/// `sendMedia` finds the digest ready. Re-sending a part that was already hashed restarts from
 /// part 0 (rare: a retry whose answer was lost).
 final class UploadHasher: @unchecked Sendable {
     // @unchecked Sendable: the fields below are guarded by `lock`, except `sha`, only touched
@@ -35,12 +38,36 @@ final class UploadHasher: @unchecked Sendable {
     init(file: UploadPartsFile) { self.file = file }
 
     /// A part was stored (written in full) with `generation`; `nil`: the part is gone again.
-    func stored(part: Int, generation: Int?) {
+    /// With `startWorker: false` the caller follows up with `offer` (no background read-back of
+    /// a part it can hash from its own buffers).
+    func stored(part: Int, generation: Int?, startWorker: Bool = true) {
         lock.lock()
         stored[part] = generation
         if part < hashed.count { stale = true }
         if let r = result, part < r.generations.count { result = nil }
         blocked = false
+        let start = startWorker && claimWorker()
+        lock.unlock()
+        if start { Self.queue.async { self.run() } }
+    }
+
+    /// The bytes of a part just stored with `generation`, still in the request's buffers: if it
+    /// is the next part to hash and no worker runs, it is hashed here, without reading it back;
+    /// then (either way) the worker continues with whatever is waiting.
+    func offer(part: Int, generation: Int, chunks: [ByteBuffer]) {
+        lock.lock()
+        if !busy, !cancelled, !stale, !blocked, result == nil, hashed.count == part, stored[part] == generation {
+            busy = true
+            lock.unlock()
+            for chunk in chunks { chunk.withUnsafeReadableBytes { sha.update($0) } }
+            lock.lock()
+            if !stale, stored[part] == generation, hashed.count == part {
+                hashed.append(generation)
+            } else {
+                stale = true
+            }
+            busy = false
+        }
         let start = claimWorker()
         lock.unlock()
         if start { Self.queue.async { self.run() } }

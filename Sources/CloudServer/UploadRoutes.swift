@@ -28,7 +28,8 @@ extension ServerCore {
         while true {
             let file = uploads.partsFile(fileId)
             guard try file.write(part: part, chunks: body.chunks, size: body.size, hint: hint) == .written else { continue }
-            try uploads.record(fileId: fileId, part: part, size: body.size, totalParts: total, big: big, file: file)
+            let (hasher, generation) = try uploads.record(fileId: fileId, part: part, size: body.size, totalParts: total, big: big, file: file)
+            hasher.offer(part: part, generation: generation, chunks: body.chunks)
             break
         }
         return HTTPSupport.json(OkResponse())
@@ -106,6 +107,7 @@ extension ServerCore {
         }
         guard let m = msg else { try? FileManager.default.removeItem(at: dest); throw CloudError(.peerIdInvalid) }
         uploads.consumed(f.id)
+        if config.partHashesAtStart, let file = file(newId) { bytes.computePartHashes([file]) }
         return m
     }
 

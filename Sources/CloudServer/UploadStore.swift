@@ -61,7 +61,10 @@ final class UploadStore: Sendable {
 
     /// A part was written to `file`: it is stored now (replacing an earlier copy). Throws (and
     /// drops the part, whose earlier copy was overwritten) if it no longer fits the upload.
-    func record(fileId: Int64, part: Int, size: Int, totalParts: Int?, big: Bool, file: UploadPartsFile) throws {
+    /// Records a stored part; returns the upload's hasher and the part's generation, for the
+    /// caller to `offer` the part's bytes to (the hasher's worker is not started for it).
+    @discardableResult
+    func record(fileId: Int64, part: Int, size: Int, totalParts: Int?, big: Bool, file: UploadPartsFile) throws -> (UploadHasher, Int) {
         try state.withLock { s in
             guard s.files[fileId] === file else {
                 // Sent or forgotten while the part was written: its bytes went with the old file.
@@ -86,7 +89,8 @@ final class UploadStore: Sendable {
             s.nextGeneration += 1
             let hasher = s.hashers[fileId] ?? UploadHasher(file: file)
             s.hashers[fileId] = hasher
-            hasher.stored(part: part, generation: s.nextGeneration)
+            hasher.stored(part: part, generation: s.nextGeneration, startWorker: false)
+            return (hasher, s.nextGeneration)
         }
     }
 

@@ -38,6 +38,8 @@ struct Cloudd: AsyncParsableCommand {
     @Option(help: "Resources in one bundle message (0 = none).") var bundle: Int = 0
     @Option(help: "Number of bundle messages (each with --bundle documents).") var bundles: Int = 1
     @Option(help: "Directory for uploaded parts/files (default: a temp dir removed on exit).") var uploadDir: String?
+    @Flag(inversion: .prefixedNo, help: "Compute every file's part hashes in the background from start-up (GET /admin/part-hashes tells when done), not per request.")
+    var partHashesAtStart = true
 
     func run() async throws {
         var config = CloudServerConfig()
@@ -49,6 +51,7 @@ struct Cloudd: AsyncParsableCommand {
         config.cdnFraction = cdnFraction
         config.cdnReuploadFraction = cdnReuploadFraction
         config.uploadDirectory = uploadDir
+        config.partHashesAtStart = partHashesAtStart
         guard let bw = BulkFileSpec.parseSize(bandwidth), let maxMedia = BulkFileSpec.parseSize(maxMediaSize) else {
             throw ValidationError("bad size in --bandwidth or --max-media-size")
         }

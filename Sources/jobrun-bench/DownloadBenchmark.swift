@@ -82,7 +82,9 @@ final class BenchCloud: @unchecked Sendable {
             }
             let (p, dcURLs) = try launchCloudd(executable, args)
             print("server: cloudd child process (pid \(p.processIdentifier))")
-            return BenchCloud(dcURLs: dcURLs, process: p, server: nil)
+            let cloud = BenchCloud(dcURLs: dcURLs, process: p, server: nil)
+            try await cloud.waitForPartHashes()
+            return cloud
         }
         var c = CloudServerConfig()
         c.seed = 7
@@ -91,15 +93,34 @@ final class BenchCloud: @unchecked Sendable {
         c.dataset.messagesPerPeer = 2
         c.dataset.bulkFiles = [BulkFileSpec(count: smallFiles, minSize: 10_000, maxSize: 200_000)]
         c.dataset.bigFiles = big
+        c.partHashesAtStart = true
         let server = try await CloudServer.start(c)
         print("server: in-process CloudServer (its memory counts in this process's RSS)")
-        return BenchCloud(dcURLs: server.dcURLs.map(\.absoluteString), process: nil, server: server)
+        let cloud = BenchCloud(dcURLs: server.dcURLs.map(\.absoluteString), process: nil, server: server)
+        try await cloud.waitForPartHashes()
+        return cloud
     }
 
     private init(dcURLs: [String], process: Process?, server: CloudServer?) {
         self.dcURLs = dcURLs
         self.process = process
         self.server = server
+    }
+
+    /// Waits (untimed) until cloudd holds every file's part hashes, as a file server does for
+    /// files at rest: the timed downloads then measure serving, not cloudd's start-up hashing.
+    func waitForPartHashes() async throws {
+        struct Status: Decodable { let pending: Int }
+        let transport = try CurlTransport()
+        let start = DispatchTime.now().uptimeNanoseconds
+        while true {
+            let r = try await transport.get(dcURLs[0] + "/admin/part-hashes")
+            guard r.status == 200 else { return }   // an older cloudd hashes per request
+            let pending = try JSONDecoder().decode(Status.self, from: r.body).pending
+            if pending == 0 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        print("server: part hashes ready after \(fmt(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)) s (untimed)")
     }
 
     func stop() async {

@@ -104,6 +104,26 @@ final class TransactionTests: XCTestCase {
         XCTAssertEqual(try b.readSync { try $0.peers.get(PeerId(1))?.title }, "v2", "b's cached v1 must be dropped")
     }
 
+    func testWriteTransactionsNoticeAnotherConnectionsCommit() throws {
+        let dir = TemporaryDirectory()
+        let a = try Postbox(path: dir.file("db.sqlite"))
+        let b = try Postbox(path: dir.file("db.sqlite"))
+        try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v1")) }
+        // b caches v1 in a write transaction, and writes something of its own.
+        XCTAssertEqual(try b.transactionSync { tx -> String? in
+            try tx.peers.set(Peer(id: PeerId(2), category: .group, title: "b"))
+            return try tx.peers.get(PeerId(1))?.title
+        }, "v1")
+        XCTAssertEqual(try b.transactionSync { try $0.peers.get(PeerId(1))?.title }, "v1", "its own commit keeps b's cache")
+        try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v2")) }
+        XCTAssertEqual(try b.transactionSync { try $0.peers.get(PeerId(1))?.title }, "v2", "b's cached v1 must be dropped")
+        XCTAssertEqual(try b.readSync { try $0.peers.get(PeerId(1))?.title }, "v2")
+        try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v3")) }
+        XCTAssertEqual(try b.readSync { try $0.peers.get(PeerId(1))?.title }, "v3")
+        XCTAssertEqual(try b.transactionSync { try $0.peers.get(PeerId(1))?.title }, "v3")
+        XCTAssertEqual(try a.readSync { try $0.peers.get(PeerId(2))?.title }, "b")
+    }
+
     func testSchemaVersionAndMigrationHook() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("db.sqlite")

@@ -21,10 +21,12 @@ struct PartRequests: Sendable {
         return h
     }
 
-    private func post<Body: Encodable>(_ url: String, _ body: Body, maxSize: Int) async throws -> HTTPResponse {
+    private func post<Body: Encodable>(_ url: String, _ body: Body, maxSize: Int, hashBody: Bool = false) async throws -> HTTPResponse {
         let data = try JSONEncoder().encode(body)
-        return try await transport.send(HTTPRequest(url: url, method: .post, headers: headers(json: true), body: .data(data),
-                                                    destination: .collect(maxSize: maxSize), timeout: configuration.requestTimeout))
+        var request = HTTPRequest(url: url, method: .post, headers: headers(json: true), body: .data(data),
+                                  destination: .collect(maxSize: maxSize), timeout: configuration.requestTimeout)
+        request.hashBody = hashBody
+        return try await transport.send(request)
     }
 
     /// Checks a raw part answer against the part asked for; the verified part or a retry.
@@ -39,7 +41,9 @@ struct PartRequests: Sendable {
         guard let hex = response.header(CloudHeader.partSHA256) else {
             return .retry(reason: "part answer without \(CloudHeader.partSHA256)", badAnswer: true)
         }
-        guard SHA256.hash(response.body).hexString == hex.lowercased() else {
+        // Hashed by the transport as the bytes arrived (any other transport: hashed here).
+        let digest = response.bodySHA256 ?? SHA256.hash(response.body)
+        guard let expectedDigest = Data(hexString: hex), digest == expectedDigest else {
             return .retry(reason: "part checksum mismatch (corrupt part)", badAnswer: true)
         }
         return .data(PartData(data: response.body, fileSize: size))
@@ -49,7 +53,7 @@ struct PartRequests: Sendable {
     func getFile(baseURL: String, location: FileLocation, reference: FileReference, part: PartSpec) async throws -> PartOutcome {
         let request = GetFileRequest(location: location, fileReference: reference.bytes, offset: part.offset, limit: part.limit)
         let response = try await post(baseURL + CloudMethod.getFile.path, request,
-                                      maxSize: max(Int(part.limit), Self.maxJSONAnswer))
+                                      maxSize: max(Int(part.limit), Self.maxJSONAnswer), hashBody: true)
         guard response.status == 200 else {
             if ErrorAnswer.name(response) == .fileReferenceExpired { return .referenceExpired(reference) }
             return ErrorAnswer.outcome(response, resourceId: resourceId)
@@ -72,7 +76,7 @@ struct PartRequests: Sendable {
                     hashes: @Sendable (Range<Int64>) async throws -> [Int64: Data]) async throws -> PartOutcome {
         let response = try await post(session.baseURL + CloudMethod.getCdnFile.path,
                                       GetCdnFileRequest(fileToken: session.redirect.fileToken, offset: part.offset, limit: part.limit),
-                                      maxSize: max(Int(part.limit), 64 << 10))
+                                      maxSize: max(Int(part.limit), 64 << 10), hashBody: true)
         guard response.status == 200 else {
             switch ErrorAnswer.name(response) {
             case .fileReuploadNeeded: return .reuploadNeeded(generation: generation)

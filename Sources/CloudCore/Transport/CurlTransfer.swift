@@ -1,4 +1,5 @@
 import CCurl
+import CloudCrypto
 import Foundation
 
 /// The state of one request while the loop runs it: the continuation to resume, the body sink,
@@ -34,10 +35,15 @@ final class CurlTransfer: @unchecked Sendable {
     private var statusChecked = false
     /// Body goes to the destination (2xx, or collect); otherwise kept as a short error body.
     private var deliver = true
-    // Collected bytes (malloc'd so the final Data can adopt them without a copy).
+    // Collected bytes (malloc'd, or a pooled part buffer, so the final Data can adopt them
+    // without a copy).
     private var buffer: UnsafeMutableRawPointer?
     private var bufferCount = 0
     private var bufferCapacity = 0
+    /// `buffer` came from `BodyBufferPool` (returned there, never freed).
+    private var bufferPooled = false
+    /// Running SHA-256 of the delivered body (`request.hashBody`).
+    private var bodyHasher: BodyHasher?
 
     /// Bytes of a non-2xx body kept when streaming to a file or sink.
     static let errorBodyLimit = 64 << 10
@@ -53,11 +59,18 @@ final class CurlTransfer: @unchecked Sendable {
         case .sink(let maxLength, _): bodyLimit = maxLength
         case .discard: bodyLimit = nil
         }
+        if request.hashBody { bodyHasher = BodyHasher() }
     }
 
     deinit {
         if let headerList { curl_slist_free_all(headerList) }
-        free(buffer)
+        releaseBuffer()
+    }
+
+    private func releaseBuffer() {
+        if bufferPooled, let buffer { BodyBufferPool.shared.give(buffer) } else { free(buffer) }
+        buffer = nil
+        bufferPooled = false
     }
 
     /// Marks the transfer cancelled (any thread).
@@ -118,8 +131,16 @@ final class CurlTransfer: @unchecked Sendable {
         case .discard:
             break
         }
+        bodyHasher?.sha.update(UnsafeRawBufferPointer(start: bytes, count: count))
         received += Int64(count)
         return count
+    }
+
+    /// The SHA-256 of the delivered body, if the request asked for it. Call once.
+    func takeBodySHA256() -> Data? {
+        guard let h = bodyHasher else { return nil }
+        bodyHasher = nil
+        return h.finish()
     }
 
     /// First body bytes: decide where they go and check declared size and range. False aborts.
@@ -143,14 +164,30 @@ final class CurlTransfer: @unchecked Sendable {
             return false
         }
         if case .collect = request.destination, declared > 0 {
-            reserve(Int(declared))
+            if bufferCount == 0, BodyBufferPool.fits(Int(declared)), let pooled = BodyBufferPool.shared.take() {
+                releaseBuffer()
+                buffer = pooled
+                bufferPooled = true
+                bufferCapacity = BodyBufferPool.bufferSize
+            } else {
+                reserve(Int(declared))
+            }
         }
         return true
     }
 
     private func reserve(_ capacity: Int) {
         guard capacity > bufferCapacity else { return }
-        buffer = realloc(buffer, capacity)
+        if bufferPooled, let pooled = buffer {
+            // More than declared: move to a malloc'd buffer.
+            let grown = malloc(capacity)!
+            grown.copyMemory(from: pooled, byteCount: bufferCount)
+            BodyBufferPool.shared.give(pooled)
+            bufferPooled = false
+            buffer = grown
+        } else {
+            buffer = realloc(buffer, capacity)
+        }
         bufferCapacity = capacity
     }
 
@@ -169,6 +206,10 @@ final class CurlTransfer: @unchecked Sendable {
         let count = bufferCount
         bufferCount = 0
         bufferCapacity = 0
+        if bufferPooled {
+            bufferPooled = false
+            return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { p, _ in BodyBufferPool.shared.give(p) })
+        }
         return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
     }
 
@@ -180,6 +221,7 @@ final class CurlTransfer: @unchecked Sendable {
         if bytes.count >= 5, bytes[0] == UInt8(ascii: "H"), bytes[1] == UInt8(ascii: "T"),
            bytes[2] == UInt8(ascii: "T"), bytes[3] == UInt8(ascii: "P"), bytes[4] == UInt8(ascii: "/") {
             headers.removeAll(keepingCapacity: true)
+            if bodyHasher != nil { bodyHasher = BodyHasher() }
             return
         }
         guard let split = bytes.firstIndex(of: colon) else { return } // blank line ends the head
@@ -239,5 +281,52 @@ final class CurlTransfer: @unchecked Sendable {
         guard position >= 0, position <= request.body.length else { return false }
         uploadPosition = position
         return true
+    }
+}
+
+/// An incremental SHA-256 owned by one transfer (loop thread only).
+final class BodyHasher {
+    var sha = SHA256()
+
+    /// The digest of everything fed so far.
+    func finish() -> Data {
+        var done = SHA256()
+        swap(&done, &sha)
+        return done.finalize()
+    }
+}
+
+/// Reusable buffers for collected bodies of a file part's size (256 KiB to 1 MiB). A download
+/// holds only a few parts at once; these buffers are mapped once and reused, and at most
+/// `keep` idle ones are kept. With malloc instead, whose mmap threshold rises to 1 MiB after
+/// the first such buffer is freed, freed part buffers would stay resident in per-thread arenas.
+final class BodyBufferPool: @unchecked Sendable {
+    // @unchecked Sendable: `idle` is guarded by `lock`.
+    static let shared = BodyBufferPool()
+    static let bufferSize = 1 << 20
+    /// Idle buffers kept for reuse; more are unmapped when given back.
+    static let keep = 8
+
+    private let lock = NSLock()
+    private var idle: [UnsafeMutableRawPointer] = []
+
+    /// Whether a body of `count` bytes is collected into a pooled buffer.
+    static func fits(_ count: Int) -> Bool { count >= 256 << 10 && count <= bufferSize }
+
+    /// An idle buffer, or a newly mapped one; nil if none can be mapped.
+    func take() -> UnsafeMutableRawPointer? {
+        if let p = lock.withLock({ idle.popLast() }) { return p }
+        let p = mmap(nil, Self.bufferSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        guard let p, p != MAP_FAILED else { return nil }
+        return p
+    }
+
+    func give(_ p: UnsafeMutableRawPointer) {
+        let kept = lock.withLock { () -> Bool in
+            guard idle.count < Self.keep else { return false }
+            idle.append(p)
+            return true
+        }
+        if !kept { munmap(p, Self.bufferSize) }
     }
 }

@@ -98,6 +98,9 @@ public struct HTTPRequest: Sendable {
     public var destination: ResponseDestination
     /// Total time allowed, overriding ``TransportConfiguration/requestTimeout``.
     public var timeout: Double?
+    /// Compute the SHA-256 of the delivered body as it arrives, while each chunk is still in
+    /// the CPU cache (``HTTPResponse/bodySHA256``), instead of reading the body again afterwards.
+    public var hashBody = false
 
     public init(
         url: String,

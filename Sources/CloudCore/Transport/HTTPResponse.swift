@@ -20,6 +20,9 @@ public struct HTTPResponse: Sendable {
     public var newConnections: Int
     /// Seconds from start to end of the transfer (`CURLINFO_TOTAL_TIME`).
     public var totalTime: Double
+    /// SHA-256 of the body bytes delivered (collected, written or handed to the sink), when the
+    /// request asked for it (``HTTPRequest/hashBody``).
+    public var bodySHA256: Data?
 
     public init(status: Int, headers: [HTTPHeader], body: Data, bytesReceived: Int64,
                 effectiveURL: String, httpVersion: Int, newConnections: Int, totalTime: Double) {

@@ -191,7 +191,7 @@ final class TransportLoop: @unchecked Sendable {
         case CURL_HTTP_VERSION_3: version = 3
         default: version = 0
         }
-        let response = HTTPResponse(
+        var response = HTTPResponse(
             status: easy.infoLong(CURLINFO_RESPONSE_CODE),
             headers: transfer.headers,
             body: transfer.takeBody(),
@@ -200,6 +200,7 @@ final class TransportLoop: @unchecked Sendable {
             httpVersion: version,
             newConnections: easy.infoLong(CURLINFO_NUM_CONNECTS),
             totalTime: Double(easy.infoOffset(CURLINFO_TOTAL_TIME_T)) / 1_000_000)
+        response.bodySHA256 = transfer.takeBodySHA256()
         finish(transfer, with: .success(response))
     }
 

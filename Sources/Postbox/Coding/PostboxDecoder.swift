@@ -2,7 +2,9 @@ import Foundation
 
 /// Reads records written by `PostboxEncoder`. Fields are found by name, so unknown fields are
 /// skipped and missing ones read as `nil`; a field of an unexpected type also reads as `nil`.
-/// The structure is validated when the decoder is made, so lookups never read out of bounds.
+/// The structure is validated before any field is read, so lookups never read out of bounds:
+/// when the decoder is made, or — for the rows of a `PostboxRowDecoder` — field by field as
+/// `forEachField` reaches them (one pass instead of two), or at the first lookup by name.
 public final class PostboxDecoder {
     /// One copy of the record, shared by the decoders of its nested objects.
     final class Storage {
@@ -40,6 +42,14 @@ public final class PostboxDecoder {
     /// The field after the last one found: lookups start there, since fields are usually read
     /// in the order they were written, and wrap around once.
     @exclusivity(unchecked) private var nextField = 0
+    /// False for a row not indexed yet (`reset(borrowing:start:end:)`): `forEachField` validates
+    /// each field as it reads it, a lookup by name validates and indexes the whole row first.
+    @exclusivity(unchecked) private var indexed = true
+    /// The structural error a lookup by name found while indexing a row (a lookup cannot throw;
+    /// it reads `nil` and `PostboxRowDecoder` throws this after the type's initializer returns).
+    @exclusivity(unchecked) private var deferredError: PostboxError?
+    /// Every field of the row has been validated (walked to the end, or indexed).
+    @exclusivity(unchecked) private var checked = true
 
     /// A decoder over the fields in `storage[start..<end]` (validated).
     init(storage: Storage?, bytes: UnsafeRawPointer, start: Int, end: Int) throws {
@@ -58,13 +68,38 @@ public final class PostboxDecoder {
         end = 0
     }
 
-    /// Points this decoder at the fields in `bytes[start..<end]` (a lent buffer) and validates them.
-    func reset(borrowing bytes: UnsafeRawPointer, start: Int, end: Int) throws {
+    /// Points this decoder at the fields in `bytes[start..<end]` (a lent buffer). They are
+    /// validated as they are read (see `indexed`), not here.
+    func reset(borrowing bytes: UnsafeRawPointer, start: Int, end: Int) {
         self.storage = nil
         self.bytes = bytes
         self.start = start
         self.end = end
-        try validate()
+        fieldCount = 0
+        nextField = 0
+        indexed = false
+        checked = false
+        deferredError = nil
+    }
+
+    /// After a row's type has read it: throws what a lookup found wrong, and validates the rest
+    /// of a row the type did not walk to its end, so a malformed row never decodes.
+    func finishRow() throws {
+        if let deferredError { throw deferredError }
+        if !checked { try validate() }
+    }
+
+    /// Validates and indexes a row on its first lookup by name; a malformed row reads as having
+    /// no fields and records the error for `PostboxRowDecoder`.
+    private func indexRow() {
+        indexed = true
+        checked = true
+        do {
+            try validate()
+        } catch {
+            fieldCount = 0
+            deferredError = error as? PostboxError ?? PostboxError.decoding("\(error)")
+        }
     }
 
     /// Decodes a root record of type `T` (as written by `encodeRootObject`).
@@ -183,6 +218,42 @@ public final class PostboxDecoder {
         return word
     }
 
+    /// The field starting at `p`: its identity word, payload offset and the offset after it,
+    /// after checking that it lies inside the record.
+    @inline(__always)
+    private func field(at p: Int) throws -> (word: UInt64, payload: Int, next: Int) {
+        // Offsets are at most `end` (an Int32 length plus a small header) plus a 255-byte name
+        // plus an Int32 length: far from overflowing Int, so wrapping arithmetic is exact here.
+        let end = self.end
+        let bytes = self.bytes
+        let keyLength = Int(bytes.load(fromByteOffset: p, as: UInt8.self))
+        let payload = p &+ 2 &+ keyLength
+        guard payload <= end else { throw PostboxError.decoding("truncated field name at byte \(p)") }
+        let type = bytes.load(fromByteOffset: payload &- 1, as: UInt8.self)
+        let size: Int
+        // Fixed-size payloads first (most fields), without the general switch.
+        if type <= 3 {
+            size = type == 2 ? 1 : (type == 0 ? 4 : 8)
+            guard payload &+ size <= end else { throw PostboxError.decoding("truncated or unknown field (type \(type)) at byte \(p)") }
+        } else {
+            guard let s = payloadSize(type, at: payload) else {
+                throw PostboxError.decoding("truncated or unknown field (type \(type)) at byte \(p)")
+            }
+            size = s
+        }
+        let word: UInt64
+        if p &+ 9 <= end {
+            // The name's first bytes in one load (it may run into later bytes of the record,
+            // never past its end), masked to the name's length, at most six bytes.
+            let loaded = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: p &+ 1, as: UInt64.self))
+            let mask: UInt64 = keyLength >= 6 ? 0xffff_ffff_ffff : (1 &<< UInt64(8 &* keyLength)) &- 1
+            word = UInt64(type) | UInt64(truncatingIfNeeded: keyLength) &<< 8 | (loaded & mask) &<< 16
+        } else {
+            word = Self.pack(type: type, name: bytes + p + 1, length: keyLength)
+        }
+        return (word, payload, payload &+ size)
+    }
+
     /// Checks that every field lies inside the record and indexes them.
     private func validate() throws {
         fieldCount = 0
@@ -191,38 +262,11 @@ public final class PostboxDecoder {
             moreKeys.removeAll(keepingCapacity: true)
             moreOffsets.removeAll(keepingCapacity: true)
         }
-        // Offsets are at most `end` (an Int32 length plus a small header) plus a 255-byte name
-        // plus an Int32 length: far from overflowing Int, so wrapping arithmetic is exact here.
         var p = start
         let end = self.end
-        let bytes = self.bytes
         var count = 0
         while p < end {
-            let keyLength = Int(bytes.load(fromByteOffset: p, as: UInt8.self))
-            let payload = p &+ 2 &+ keyLength
-            guard payload <= end else { throw PostboxError.decoding("truncated field name at byte \(p)") }
-            let type = bytes.load(fromByteOffset: payload &- 1, as: UInt8.self)
-            let size: Int
-            // Fixed-size payloads first (most fields), without the general switch.
-            if type <= 3 {
-                size = type == 2 ? 1 : (type == 0 ? 4 : 8)
-                guard payload &+ size <= end else { throw PostboxError.decoding("truncated or unknown field (type \(type)) at byte \(p)") }
-            } else {
-                guard let s = payloadSize(type, at: payload) else {
-                    throw PostboxError.decoding("truncated or unknown field (type \(type)) at byte \(p)")
-                }
-                size = s
-            }
-            let word: UInt64
-            if p &+ 9 <= end {
-                // The name's first bytes in one load (it may run into later bytes of the record,
-                // never past its end), masked to the name's length, at most six bytes.
-                let loaded = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: p &+ 1, as: UInt64.self))
-                let mask: UInt64 = keyLength >= 6 ? 0xffff_ffff_ffff : (1 &<< UInt64(8 &* keyLength)) &- 1
-                word = UInt64(type) | UInt64(truncatingIfNeeded: keyLength) &<< 8 | (loaded & mask) &<< 16
-            } else {
-                word = Self.pack(type: type, name: bytes + p + 1, length: keyLength)
-            }
+            let (word, payload, next) = try field(at: p)
             if count < Self.inlineFields {
                 fieldKeys[count] = word
                 fieldOffsets[count] = payload
@@ -231,7 +275,7 @@ public final class PostboxDecoder {
                 moreOffsets.append(payload)
             }
             count &+= 1
-            p = payload &+ size
+            p = next
         }
         fieldCount = count
     }
@@ -251,6 +295,7 @@ public final class PostboxDecoder {
 
     @inline(__always)
     private func find(_ name: UnsafeRawBufferPointer, _ type: UInt8) -> Int? {
+        if !indexed { indexRow() }
         let n = name.count
         guard n < 256 else { return nil }
         let wanted = Self.pack(type: type, name: name.baseAddress, length: n)
@@ -290,12 +335,24 @@ public final class PostboxDecoder {
         name.withUTF8Buffer { pack(type: type.rawValue, name: UnsafeRawPointer($0.baseAddress), length: $0.count) }
     }
 
-    /// Calls `body` with each field's identity word and payload offset, in written order — the
-    /// index built when the record was validated — so a type decoded in bulk reads every field
-    /// in one pass instead of one lookup per name. Words of names longer than six bytes are
-    /// not unique: such names must be looked up by name.
+    /// Calls `body` with each field's identity word and payload offset, in written order, so a
+    /// type decoded in bulk reads every field in one pass instead of one lookup per name. A row
+    /// not indexed yet is validated field by field as it is walked: `body` only ever sees a
+    /// field that lies inside the record, and a malformed field throws when it is reached.
+    /// Words of names longer than six bytes are not unique: such names must be looked up by name.
     @inline(__always)
-    func forEachField(_ body: (UInt64, Int) throws -> Void) rethrows {
+    func forEachField(_ body: (UInt64, Int) throws -> Void) throws {
+        if !indexed {
+            var p = start
+            let end = self.end
+            while p < end {
+                let (word, payload, next) = try field(at: p)
+                try body(word, payload)
+                p = next
+            }
+            checked = true
+            return
+        }
         let count = fieldCount
         var i = 0
         while i < count {
@@ -454,7 +511,9 @@ public struct PostboxRowDecoder<T: PostboxCoding> {
         let (base, length) = try PostboxDecoder.rootHeader(buffer, expecting: hash, T.self)
         if !isKnownUniquelyReferenced(&decoder) { decoder = PostboxDecoder() }
         let decoder = Unmanaged.passUnretained(self.decoder)
-        try decoder._withUnsafeGuaranteedRef { try $0.reset(borrowing: base, start: 8, end: 8 + length) }
-        return try decoder._withUnsafeGuaranteedRef { try T(decoder: $0) }
+        decoder._withUnsafeGuaranteedRef { $0.reset(borrowing: base, start: 8, end: 8 + length) }
+        let value = try decoder._withUnsafeGuaranteedRef { try T(decoder: $0) }
+        try decoder._withUnsafeGuaranteedRef { try $0.finishRow() }
+        return value
     }
 }

@@ -19,6 +19,10 @@ public final class Postbox: @unchecked Sendable {
     let valueBox: SqliteValueBox
     private let state = TransactionState()
     private var lastDataVersion: Int64 = -1
+    /// The pager's data version after this connection's last write check or commit: a write
+    /// transaction (which holds the lock from `begin()`) compares it instead of running
+    /// `PRAGMA data_version`, and its own commit does not count as a change.
+    private var lastPagerVersion: UInt32?
     private var observers: [UUID: AsyncStream<PostboxChanges>.Continuation] = [:]
 
     let metadataTable: MetadataTable
@@ -142,10 +146,18 @@ public final class Postbox: @unchecked Sendable {
         state.changes = PostboxChanges()
         let tx = Transaction(postbox: self, state: state)
         do {
-            try refreshCachesIfChanged()
+            if let version = valueBox.pagerDataVersion() {
+                if version != lastPagerVersion {
+                    for t in tables { t.clearMemoryCache() }
+                    lastPagerVersion = version
+                }
+            } else {
+                try refreshCachesIfChanged()
+            }
             let result = try body(tx)
             for t in tables { try t.beforeCommit() }
             try valueBox.commit()
+            lastPagerVersion = valueBox.pagerDataVersion()
             state.isActive = false
             let changes = state.changes
             if !changes.isEmpty { for c in observers.values { c.yield(changes) } }
@@ -154,6 +166,7 @@ public final class Postbox: @unchecked Sendable {
             state.isActive = false
             valueBox.rollback()
             for t in tables { t.clearMemoryCache() }
+            lastPagerVersion = nil
             throw error
         }
     }

@@ -288,6 +288,16 @@ public final class SqliteValueBox: ValueBox {
         return sqlite3_column_int64(stmt, 0)
     }
 
+    /// The pager's data version (`SQLITE_FCNTL_DATA_VERSION`): a function call instead of a
+    /// statement. Unlike `dataVersion()` it also changes on this connection's own commits, and it
+    /// is current only while the database is locked (inside `begin()`'s write transaction, or
+    /// right after `commit()`). Nil if the file control is not available.
+    public func pagerDataVersion() -> UInt32? {
+        var version: UInt32 = 0
+        guard sqlite3_file_control(db, "main", SQLITE_FCNTL_DATA_VERSION, &version) == SQLITE_OK else { return nil }
+        return version
+    }
+
     // MARK: Tables
 
     private func ensureTable(_ table: ValueBoxTable) throws {
