@@ -41,28 +41,38 @@ let package = Package(
         // Client: transport (libcurl multi), resources, MultipartFetch/Upload, revalidation, sync.
         .target(name: "CloudCore", dependencies: ["MediaBox", "Postbox", "CloudProtocol", "CloudCrypto", "CCurl"]),
         // Job files, job kinds, scheduler, locks, logs, metrics.
-        .target(name: "Jobs", dependencies: [
-            "CloudCore", "MediaBox", "Postbox",
-            .product(name: "Yams", package: "Yams"),
-        ]),
+        .target(
+            name: "Jobs",
+            dependencies: [
+                "CloudCore", "MediaBox", "Postbox",
+                .product(name: "Yams", package: "Yams"),
+            ]),
         // Reference cloud server (in-process for tests, `cloudd` executable for everyone else).
-        .target(name: "CloudServer", dependencies: [
-            "CloudProtocol", "CloudCrypto",
-            .product(name: "Hummingbird", package: "hummingbird"),
-        ]),
-        .executableTarget(name: "cloudd", dependencies: [
-            "CloudServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
+        .target(
+            name: "CloudServer",
+            dependencies: [
+                "CloudProtocol", "CloudCrypto",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]),
+        .executableTarget(
+            name: "cloudd",
+            dependencies: [
+                "CloudServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         // The CLI. It does not link the reference server: `jobrun demo` starts the `cloudd`
         // executable built beside it.
-        .executableTarget(name: "jobrun", dependencies: [
-            "Jobs", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
+        .executableTarget(
+            name: "jobrun",
+            dependencies: [
+                "Jobs", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         // Benchmarks against peers (raw SQLite, find, curl, aria2c) in one invocation.
-        .executableTarget(name: "jobrun-bench", dependencies: [
-            "Jobs", "CloudCore", "MediaBox", "Postbox", "CSQLite", "CloudServer",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
+        .executableTarget(
+            name: "jobrun-bench",
+            dependencies: [
+                "Jobs", "CloudCore", "MediaBox", "Postbox", "CSQLite", "CloudServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         // Child processes for crash and concurrency tests (SIGKILL mid-transaction, two writers).
         .executableTarget(name: "jobrun-testkit", dependencies: ["Postbox", "MediaBox", "CloudCore", "CloudProtocol"]),
 
@@ -71,7 +81,8 @@ let package = Package(
         .testTarget(name: "MediaBoxTests", dependencies: ["MediaBox", "TestSupport"]),
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore", "CloudCrypto", "CloudServer", "TestSupport"]),
         .testTarget(name: "CloudServerTests", dependencies: ["CloudServer", "CloudProtocol", "CloudCrypto", "TestSupport"]),
-        .testTarget(name: "JobsTests", dependencies: ["Jobs", "TestSupport", .product(name: "Yams", package: "Yams")], exclude: ["ExampleKind/count-messages.yaml"]),
+        .testTarget(
+            name: "JobsTests", dependencies: ["Jobs", "TestSupport", .product(name: "Yams", package: "Yams")], exclude: ["ExampleKind/count-messages.yaml"]),
         .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "Postbox", "MediaBox", "TestSupport"]),
     ]
 )

@@ -63,10 +63,12 @@ public struct FaultConfig: Codable, Hashable, Sendable {
     /// Share of API calls given the `malformed` answer.
     public var malformedRate: Double?
 
-    public init(latencyMs: Int? = nil, bandwidthBytesPerSecond: Int64? = nil, errorRate: Double? = nil,
-                floodWaitRate: Double? = nil, floodWaitSeconds: Int? = nil, corruptRate: Double? = nil,
-                dropRate: Double? = nil, failRevalidation: Bool? = nil, malformed: MalformedAnswer? = nil,
-                malformedRate: Double? = nil) {
+    public init(
+        latencyMs: Int? = nil, bandwidthBytesPerSecond: Int64? = nil, errorRate: Double? = nil,
+        floodWaitRate: Double? = nil, floodWaitSeconds: Int? = nil, corruptRate: Double? = nil,
+        dropRate: Double? = nil, failRevalidation: Bool? = nil, malformed: MalformedAnswer? = nil,
+        malformedRate: Double? = nil
+    ) {
         self.latencyMs = latencyMs
         self.bandwidthBytesPerSecond = bandwidthBytesPerSecond
         self.errorRate = errorRate
@@ -121,8 +123,10 @@ public struct FileInfo: Codable, Hashable, Sendable {
     /// The location to use with `upload.getFile` (reference from a parent).
     public var location: FileLocation
 
-    public init(id: Int64, dcId: Int, type: FileLocationType, size: Int64, sha256: String, plaintextSHA256: String?,
-                cdn: Bool, cdnNeedsReupload: Bool, parents: [String], plainPath: String, location: FileLocation) {
+    public init(
+        id: Int64, dcId: Int, type: FileLocationType, size: Int64, sha256: String, plaintextSHA256: String?,
+        cdn: Bool, cdnNeedsReupload: Bool, parents: [String], plainPath: String, location: FileLocation
+    ) {
         self.id = id
         self.dcId = dcId
         self.type = type
@@ -153,8 +157,10 @@ public struct DatasetListing: Codable, Hashable, Sendable {
     /// Every file id with size and DC, without hashes.
     public var files: [FileSummary]
 
-    public init(peers: [Peer], messageCounts: [String: Int], stickerSetIds: [Int64], wallpaperIds: [Int64],
-                stories: [String], benchPeerId: Int64?, bundleMessage: String?, files: [FileSummary]) {
+    public init(
+        peers: [Peer], messageCounts: [String: Int], stickerSetIds: [Int64], wallpaperIds: [Int64],
+        stories: [String], benchPeerId: Int64?, bundleMessage: String?, files: [FileSummary]
+    ) {
         self.peers = peers
         self.messageCounts = messageCounts
         self.stickerSetIds = stickerSetIds

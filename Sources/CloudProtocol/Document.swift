@@ -28,9 +28,11 @@ public struct Document: Codable, Hashable, Sendable {
     public var location: FileLocation
     public var fileReference: Data
 
-    public init(id: Int64, accessHash: Int64, dcId: Int, kind: DocumentKind, size: Int64, mimeType: String,
-                fileName: String? = nil, duration: Int? = nil, stickerSetId: Int64? = nil, date: Int64,
-                location: FileLocation, fileReference: Data) {
+    public init(
+        id: Int64, accessHash: Int64, dcId: Int, kind: DocumentKind, size: Int64, mimeType: String,
+        fileName: String? = nil, duration: Int? = nil, stickerSetId: Int64? = nil, date: Int64,
+        location: FileLocation, fileReference: Data
+    ) {
         self.id = id
         self.accessHash = accessHash
         self.dcId = dcId

@@ -1,10 +1,10 @@
 /// The kind of file a `FileLocation` points at; mirrors Telegram's `InputFileLocation` variants.
 public enum FileLocationType: String, Codable, Sendable, CaseIterable {
-    case photo            // one size variant of a message/story photo
-    case document         // document, video, voice, sticker, wallpaper, uploaded file
-    case peerPhoto        // a peer's avatar (small or big)
+    case photo  // one size variant of a message/story photo
+    case document  // document, video, voice, sticker, wallpaper, uploaded file
+    case peerPhoto  // a peer's avatar (small or big)
     case stickerSetThumb  // a sticker set's thumbnail
-    case secret           // an AES-256-IGE encrypted secret-chat file (no reference needed)
+    case secret  // an AES-256-IGE encrypted secret-chat file (no reference needed)
 }
 
 /// Where a file lives: enough for `upload.getFile` to find it and for the client to route it.

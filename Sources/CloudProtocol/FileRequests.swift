@@ -67,7 +67,8 @@ public struct CdnRedirect: Codable, Hashable, Sendable {
     /// Hashes of the first blocks (up to `CdnHashWindow.blocks` of them, from offset 0).
     public var fileHashes: [CdnFileHash]
 
-    public init(cdnDcId: Int, cdnURL: String, masterDcId: Int, fileToken: Data, encryptionKey: Data, encryptionIv: Data, size: Int64, fileHashes: [CdnFileHash]) {
+    public init(cdnDcId: Int, cdnURL: String, masterDcId: Int, fileToken: Data, encryptionKey: Data, encryptionIv: Data, size: Int64, fileHashes: [CdnFileHash])
+    {
         self.cdnDcId = cdnDcId
         self.cdnURL = cdnURL
         self.masterDcId = masterDcId

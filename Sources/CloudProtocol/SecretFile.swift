@@ -21,8 +21,10 @@ public struct SecretFile: Codable, Hashable, Sendable {
     public var fileName: String?
     public var location: FileLocation
 
-    public init(id: Int64, accessHash: Int64, dcId: Int, size: Int64, decryptedSize: Int64, key: Data, iv: Data,
-                keyFingerprint: Int32, mimeType: String, fileName: String? = nil, location: FileLocation) {
+    public init(
+        id: Int64, accessHash: Int64, dcId: Int, size: Int64, decryptedSize: Int64, key: Data, iv: Data,
+        keyFingerprint: Int32, mimeType: String, fileName: String? = nil, location: FileLocation
+    ) {
         self.id = id
         self.accessHash = accessHash
         self.dcId = dcId

@@ -8,11 +8,14 @@ extension ServerCore {
     func admin(_ request: inout Request, path: [Substring]) async throws -> Response {
         let post = request.method == .post
         let p = path.map(String.init)
-        let route = (post ? "POST " : "GET ") + p.enumerated().map { i, seg in
-            // Variable segments (ids, names) become "*".
-            (p.first == "files" || p.first == "uploads" || p.first == "plain-uploads" || p.first == "messages" || (p.first == "counters" && i == 2)) && i > 0
-                && !(p.first == "messages" && (seg == "add" || seg == "delete")) && !(p.first == "uploads" && seg == "forget") ? "*" : seg
-        }.joined(separator: "/")
+        let route =
+            (post ? "POST " : "GET ")
+            + p.enumerated().map { i, seg in
+                // Variable segments (ids, names) become "*".
+                (p.first == "files" || p.first == "uploads" || p.first == "plain-uploads" || p.first == "messages" || (p.first == "counters" && i == 2))
+                    && i > 0
+                    && !(p.first == "messages" && (seg == "add" || seg == "delete")) && !(p.first == "uploads" && seg == "forget") ? "*" : seg
+            }.joined(separator: "/")
         switch route {
         case "GET counters":
             return HTTPSupport.json(counters.snapshot())
@@ -78,9 +81,10 @@ extension ServerCore {
     func fileInfo(_ id: Int64) throws -> FileInfo? {
         guard let f = file(id) else { return nil }
         let h = try bytes.sha256(f)
-        return FileInfo(id: f.id, dcId: f.dcId, type: f.location.type, size: f.size, sha256: h.served,
-                        plaintextSHA256: h.plain, cdn: f.cdn, cdnNeedsReupload: f.cdnNeedsReupload && !cdn.isOnCdn(f),
-                        parents: f.parents, plainPath: "/plain/\(f.id)", location: f.location)
+        return FileInfo(
+            id: f.id, dcId: f.dcId, type: f.location.type, size: f.size, sha256: h.served,
+            plaintextSHA256: h.plain, cdn: f.cdn, cdnNeedsReupload: f.cdnNeedsReupload && !cdn.isOnCdn(f),
+            parents: f.parents, plainPath: "/plain/\(f.id)", location: f.location)
     }
 
     /// Appends messages (dated now or later); `nil` for an unknown peer.
@@ -107,14 +111,15 @@ extension ServerCore {
 
     func listing() -> DatasetListing {
         dataset.withLock { ds in
-            DatasetListing(peers: ds.peers,
-                           messageCounts: Dictionary(uniqueKeysWithValues: ds.messages.map { (String($0.key), $0.value.count) }),
-                           stickerSetIds: ds.stickerSets.keys.sorted(), wallpaperIds: ds.wallpapers.keys.sorted(),
-                           stories: ds.stories.keys.sorted(), benchPeerId: ds.benchPeerId, bundleMessage: ds.bundleMessage,
-                           files: ds.files.keys.sorted().map { id in
-                               let f = ds.files[id]!
-                               return FileSummary(id: id, dcId: f.dcId, type: f.location.type, size: f.size, cdn: f.cdn, parent: f.parents.first)
-                           })
+            DatasetListing(
+                peers: ds.peers,
+                messageCounts: Dictionary(uniqueKeysWithValues: ds.messages.map { (String($0.key), $0.value.count) }),
+                stickerSetIds: ds.stickerSets.keys.sorted(), wallpaperIds: ds.wallpapers.keys.sorted(),
+                stories: ds.stories.keys.sorted(), benchPeerId: ds.benchPeerId, bundleMessage: ds.bundleMessage,
+                files: ds.files.keys.sorted().map { id in
+                    let f = ds.files[id]!
+                    return FileSummary(id: id, dcId: f.dcId, type: f.location.type, size: f.size, cdn: f.cdn, parent: f.parents.first)
+                })
         }
     }
 }

@@ -29,4 +29,3 @@ enum ByteRange {
         return .partial(start..<min(end + 1, size))
     }
 }
-

@@ -102,8 +102,9 @@ public final class CloudServer: Sendable {
             let admin: String
             let pid: Int32
         }
-        let r = Ready(dcs: dcURLs.enumerated().map { DcOption(id: $0.offset + 1, url: $0.element.absoluteString) },
-                      cdn: DcOption(id: ServerCore.cdnDcId, url: cdnURL.absoluteString), admin: adminURL.absoluteString, pid: getpid())
+        let r = Ready(
+            dcs: dcURLs.enumerated().map { DcOption(id: $0.offset + 1, url: $0.element.absoluteString) },
+            cdn: DcOption(id: ServerCore.cdnDcId, url: cdnURL.absoluteString), admin: adminURL.absoluteString, pid: getpid())
         return String(decoding: try! HTTPSupport.encoder.encode(r), as: UTF8.self)
     }
 

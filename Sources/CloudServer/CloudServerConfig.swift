@@ -91,9 +91,11 @@ public struct BulkFileSpec: Sendable, Hashable {
     /// Bytes from `123`, `10K`/`10KB` (×1000), `10KiB` (×1024), `100M`/`MB`, `MiB`, `2G`/`GB`, `GiB`.
     public static func parseSize(_ s: String) -> Int64? {
         let t = s.trimmingCharacters(in: .whitespaces)
-        let units: [(String, Int64)] = [("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30),
-                                        ("KB", 1_000), ("MB", 1_000_000), ("GB", 1_000_000_000),
-                                        ("K", 1_000), ("M", 1_000_000), ("G", 1_000_000_000)]
+        let units: [(String, Int64)] = [
+            ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30),
+            ("KB", 1_000), ("MB", 1_000_000), ("GB", 1_000_000_000),
+            ("K", 1_000), ("M", 1_000_000), ("G", 1_000_000_000),
+        ]
         for (suffix, mult) in units where t.hasSuffix(suffix) {
             guard let v = Double(t.dropLast(suffix.count)), v >= 0 else { return nil }
             return Int64(v * Double(mult))

@@ -29,8 +29,9 @@ final class Counters: Sendable {
     /// How often each part offset of one file was served (getFile / getCdnFile).
     func partOffsets(_ id: Int64) -> FilePartCounters {
         state.withLock { s in
-            FilePartCounters(fileId: id, parts: s.fileParts[id] ?? 0, bytes: s.fileBytes[id] ?? 0,
-                             offsets: Dictionary(uniqueKeysWithValues: (s.partOffsets[id] ?? [:]).map { (String($0.key), $0.value) }))
+            FilePartCounters(
+                fileId: id, parts: s.fileParts[id] ?? 0, bytes: s.fileBytes[id] ?? 0,
+                offsets: Dictionary(uniqueKeysWithValues: (s.partOffsets[id] ?? [:]).map { (String($0.key), $0.value) }))
         }
     }
 
@@ -38,10 +39,11 @@ final class Counters: Sendable {
 
     func snapshot() -> CountersResponse {
         state.withLock { s in
-            CountersResponse(methods: s.methods, parents: s.parents,
-                             fileParts: Dictionary(uniqueKeysWithValues: s.fileParts.map { (String($0.key), $0.value) }),
-                             fileBytes: Dictionary(uniqueKeysWithValues: s.fileBytes.map { (String($0.key), $0.value) }),
-                             errors: s.errors)
+            CountersResponse(
+                methods: s.methods, parents: s.parents,
+                fileParts: Dictionary(uniqueKeysWithValues: s.fileParts.map { (String($0.key), $0.value) }),
+                fileBytes: Dictionary(uniqueKeysWithValues: s.fileBytes.map { (String($0.key), $0.value) }),
+                errors: s.errors)
         }
     }
 }

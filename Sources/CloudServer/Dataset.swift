@@ -53,17 +53,20 @@ struct Dataset: Sendable {
     // MARK: File registry
 
     /// Registers a new file of `size` bytes and returns its location.
-    mutating func addFile(type: FileLocationType, size: Int64, parent: ParentEntity, thumbSize: String? = nil,
-                          peerId: Int64? = nil, source: FileSource = .generated, dcId: Int? = nil, allowCdn: Bool = true,
-                          servedSize: Int64? = nil) -> FileLocation {
+    mutating func addFile(
+        type: FileLocationType, size: Int64, parent: ParentEntity, thumbSize: String? = nil,
+        peerId: Int64? = nil, source: FileSource = .generated, dcId: Int? = nil, allowCdn: Bool = true,
+        servedSize: Int64? = nil
+    ) -> FileLocation {
         nextFileId += 1
         let id = nextFileId
         let dc = dcId ?? Int(rng.next() % UInt64(dcCount)) + 1
         let loc = FileLocation(type: type, id: id, accessHash: rng.jsonSafeNonZero(), dcId: dc, thumbSize: thumbSize, peerId: peerId)
         let cdn = allowCdn && type != .secret && rng.chance(cdnFraction)
         let reupload = cdn && rng.chance(cdnReuploadFraction)
-        files[id] = ServerFile(location: loc, size: servedSize ?? size, source: source, cdn: cdn,
-                               cdnNeedsReupload: reupload, parents: [parent.key])
+        files[id] = ServerFile(
+            location: loc, size: servedSize ?? size, source: source, cdn: cdn,
+            cdnNeedsReupload: reupload, parents: [parent.key])
         return loc
     }
 
@@ -92,8 +95,10 @@ struct Dataset: Sendable {
         return Photo(id: rng.jsonSafeNonZero(), accessHash: rng.jsonSafeNonZero(), dcId: dc, date: date, sizes: sizes, fileReference: Data())
     }
 
-    mutating func makeDocument(kind: DocumentKind, size: Int64, parent: ParentEntity, date: Int64, name: String? = nil,
-                               stickerSetId: Int64? = nil, dcId: Int? = nil, allowCdn: Bool = true) -> Document {
+    mutating func makeDocument(
+        kind: DocumentKind, size: Int64, parent: ParentEntity, date: Int64, name: String? = nil,
+        stickerSetId: Int64? = nil, dcId: Int? = nil, allowCdn: Bool = true
+    ) -> Document {
         let loc = addFile(type: .document, size: size, parent: parent, dcId: dcId, allowCdn: allowCdn)
         let mime: String
         let ext: String
@@ -107,9 +112,10 @@ struct Dataset: Sendable {
         case .wallpaper: mime = "image/jpeg"; ext = "jpg"
         }
         let duration: Int? = (kind == .video || kind == .voice || kind == .audio) ? Int(1 + rng.next() % 300) : nil
-        return Document(id: loc.id, accessHash: loc.accessHash, dcId: loc.dcId, kind: kind, size: size, mimeType: mime,
-                        fileName: name ?? "\(kind.rawValue)-\(loc.id).\(ext)", duration: duration, stickerSetId: stickerSetId,
-                        date: date, location: loc, fileReference: Data())
+        return Document(
+            id: loc.id, accessHash: loc.accessHash, dcId: loc.dcId, kind: kind, size: size, mimeType: mime,
+            fileName: name ?? "\(kind.rawValue)-\(loc.id).\(ext)", duration: duration, stickerSetId: stickerSetId,
+            date: date, location: loc, fileReference: Data())
     }
 
     mutating func makeSecretFile(parent: ParentEntity, size plainSize: Int64) -> SecretFile {
@@ -117,11 +123,13 @@ struct Dataset: Sendable {
         var key = Data(count: 32), iv = Data(count: 32)
         for i in 0..<32 { key[i] = UInt8(truncatingIfNeeded: keyRng.next()); iv[i] = UInt8(truncatingIfNeeded: keyRng.next()) }
         let container = (plainSize + 15) / 16 * 16
-        let loc = addFile(type: .secret, size: plainSize, parent: parent, source: .secret(key: key, iv: iv, plainSize: plainSize),
-                          allowCdn: false, servedSize: container)
-        return SecretFile(id: loc.id, accessHash: loc.accessHash, dcId: loc.dcId, size: container, decryptedSize: plainSize,
-                          key: key, iv: iv, keyFingerprint: SecretFileKey.fingerprint(key: key, iv: iv),
-                          mimeType: "application/octet-stream", fileName: "secret-\(loc.id).bin", location: loc)
+        let loc = addFile(
+            type: .secret, size: plainSize, parent: parent, source: .secret(key: key, iv: iv, plainSize: plainSize),
+            allowCdn: false, servedSize: container)
+        return SecretFile(
+            id: loc.id, accessHash: loc.accessHash, dcId: loc.dcId, size: container, decryptedSize: plainSize,
+            key: key, iv: iv, keyFingerprint: SecretFileKey.fingerprint(key: key, iv: iv),
+            mimeType: "application/octet-stream", fileName: "secret-\(loc.id).bin", location: loc)
     }
 
     /// One random media item for a message of `peer` (or nil for a text message).
@@ -141,7 +149,8 @@ struct Dataset: Sendable {
         case 80..<87:
             return MessageMedia(document: makeDocument(kind: .voice, size: rng.logUniform(4_000, 150_000), parent: parent, date: date))
         case 87..<90:
-            return MessageMedia(document: makeDocument(kind: .audio, size: rng.logUniform(500_000, min(6 << 20, config.maxMediaSize)), parent: parent, date: date))
+            return MessageMedia(
+                document: makeDocument(kind: .audio, size: rng.logUniform(500_000, min(6 << 20, config.maxMediaSize)), parent: parent, date: date))
         default:
             // A sticker from an existing set (shared file, one more parent), else a gif.
             let setIds = stickerSets.keys.sorted()
@@ -159,8 +168,10 @@ struct Dataset: Sendable {
 
     /// Appends a new message (next id) to a peer's history.
     @discardableResult
-    mutating func appendMessage(peerId: Int64, date: Int64, text: String? = nil, withMedia: Bool = true,
-                                media explicit: [MessageMedia]? = nil, randomId: Int64? = nil) -> Message? {
+    mutating func appendMessage(
+        peerId: Int64, date: Int64, text: String? = nil, withMedia: Bool = true,
+        media explicit: [MessageMedia]? = nil, randomId: Int64? = nil
+    ) -> Message? {
         guard let peer = peer(peerId) else { return nil }
         let id = nextMessageId[peerId, default: 1]
         nextMessageId[peerId] = id + 1
@@ -168,8 +179,9 @@ struct Dataset: Sendable {
         var media: [MessageMedia] = explicit ?? []
         if explicit == nil, withMedia, let m = makeRandomMedia(peer: peer, parent: parent, date: date) { media = [m] }
         let fromId: Int64? = peer.kind == .channel ? nil : (rng.chance(0.5) ? peerId : 1)
-        let msg = Message(id: id, peerId: peerId, date: date, fromId: fromId, text: text ?? "message \(id) in \(peer.title)",
-                          media: media, randomId: randomId)
+        let msg = Message(
+            id: id, peerId: peerId, date: date, fromId: fromId, text: text ?? "message \(id) in \(peer.title)",
+            media: media, randomId: randomId)
         messages[peerId, default: []].append(msg)
         return msg
     }

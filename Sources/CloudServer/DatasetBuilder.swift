@@ -16,19 +16,23 @@ enum DatasetBuilder {
             let parent = ParentEntity.stickerSet(id: setId)
             var stickers: [Document] = []
             for _ in 0..<config.stickersPerSet {
-                stickers.append(ds.makeDocument(kind: .sticker, size: ds.rng.logUniform(8_000, 64_000), parent: parent, date: base - 86_400 * 30, stickerSetId: setId))
+                stickers.append(
+                    ds.makeDocument(kind: .sticker, size: ds.rng.logUniform(8_000, 64_000), parent: parent, date: base - 86_400 * 30, stickerSetId: setId))
             }
             let thumbSize = ds.rng.logUniform(2_000, 12_000)
             let thumbLoc = ds.addFile(type: .stickerSetThumb, size: thumbSize, parent: parent, thumbSize: "s")
-            ds.stickerSets[setId] = StickerSet(id: setId, accessHash: ds.rng.jsonSafeNonZero(), shortName: "set\(s)", title: "Sticker set \(s)",
-                                               thumb: PhotoSize(type: "s", w: 100, h: 100, size: thumbSize, location: thumbLoc),
-                                               stickers: stickers, fileReference: Data())
+            ds.stickerSets[setId] = StickerSet(
+                id: setId, accessHash: ds.rng.jsonSafeNonZero(), shortName: "set\(s)", title: "Sticker set \(s)",
+                thumb: PhotoSize(type: "s", w: 100, h: 100, size: thumbSize, location: thumbLoc),
+                stickers: stickers, fileReference: Data())
         }
 
         // Wallpapers.
         for w in 0..<config.wallpapers {
             let wid = Int64(700 + w)
-            let doc = ds.makeDocument(kind: .wallpaper, size: ds.rng.logUniform(150_000, 1_500_000), parent: .wallpaper(id: wid), date: base - 86_400 * 60, name: "wallpaper-\(w).jpg")
+            let doc = ds.makeDocument(
+                kind: .wallpaper, size: ds.rng.logUniform(150_000, 1_500_000), parent: .wallpaper(id: wid), date: base - 86_400 * 60, name: "wallpaper-\(w).jpg"
+            )
             ds.wallpapers[wid] = Wallpaper(id: wid, slug: "wp\(w)", document: doc)
         }
 
@@ -51,9 +55,12 @@ enum DatasetBuilder {
                 for s in 0..<config.storiesPerPeer {
                     let sid = Int32(s + 1)
                     let parent = ParentEntity.story(peerId: pid, storyId: sid)
-                    let media: MessageMedia = s % 2 == 0
+                    let media: MessageMedia =
+                        s % 2 == 0
                         ? MessageMedia(photo: ds.makePhoto(parent: parent, date: base - 3_600))
-                        : MessageMedia(document: ds.makeDocument(kind: .video, size: ds.rng.logUniform(200_000, min(3 << 20, config.maxMediaSize)), parent: parent, date: base - 3_600))
+                        : MessageMedia(
+                            document: ds.makeDocument(
+                                kind: .video, size: ds.rng.logUniform(200_000, min(3 << 20, config.maxMediaSize)), parent: parent, date: base - 3_600))
                     ds.stories["\(pid):\(sid)"] = Story(id: sid, peerId: pid, date: base - 3_600, expireDate: base + 86_400 - 3_600, media: media)
                 }
             }
@@ -103,9 +110,10 @@ enum DatasetBuilder {
         let bigSize = ds.rng.logUniform(30_000, 150_000)
         let small = ds.addFile(type: .peerPhoto, size: smallSize, parent: parent, thumbSize: "a", peerId: peerId, dcId: dc)
         let big = ds.addFile(type: .peerPhoto, size: bigSize, parent: parent, thumbSize: "c", peerId: peerId, dcId: dc)
-        return PeerPhoto(photoId: ds.rng.jsonSafeNonZero(), dcId: dc,
-                         small: PhotoSize(type: "a", w: 160, h: 160, size: smallSize, location: small),
-                         big: PhotoSize(type: "c", w: 640, h: 640, size: bigSize, location: big),
-                         fileReference: Data())
+        return PeerPhoto(
+            photoId: ds.rng.jsonSafeNonZero(), dcId: dc,
+            small: PhotoSize(type: "a", w: 160, h: 160, size: smallSize, location: small),
+            big: PhotoSize(type: "c", w: 640, h: 640, size: bigSize, location: big),
+            fileReference: Data())
     }
 }

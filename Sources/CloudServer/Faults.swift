@@ -46,10 +46,11 @@ final class Faults: Sendable {
 
     var config: FaultConfig {
         let k = current
-        return FaultConfig(latencyMs: k.latencyMs, bandwidthBytesPerSecond: k.bandwidth, errorRate: k.errorRate,
-                           floodWaitRate: k.floodWaitRate, floodWaitSeconds: k.floodWaitSeconds, corruptRate: k.corruptRate,
-                           dropRate: k.dropRate, failRevalidation: k.failRevalidation, malformed: k.malformed,
-                           malformedRate: k.malformedRate)
+        return FaultConfig(
+            latencyMs: k.latencyMs, bandwidthBytesPerSecond: k.bandwidth, errorRate: k.errorRate,
+            floodWaitRate: k.floodWaitRate, floodWaitSeconds: k.floodWaitSeconds, corruptRate: k.corruptRate,
+            dropRate: k.dropRate, failRevalidation: k.failRevalidation, malformed: k.malformed,
+            malformedRate: k.malformedRate)
     }
 
     /// Error injection for an API or part call.

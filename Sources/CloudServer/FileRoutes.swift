@@ -10,7 +10,8 @@ extension ServerCore {
         let body = try await HTTPSupport.decode(GetFileRequest.self, from: &request)
         if let e = FilePartRules.validate(offset: body.offset, limit: body.limit) { throw CloudError(e) }
         guard let file = file(body.location.id), file.location.accessHash == body.location.accessHash,
-              file.location.type == body.location.type else {
+            file.location.type == body.location.type
+        else {
             throw CloudError(.locationInvalid)
         }
         guard file.dcId == dc else { throw CloudError(.fileMigrate(file.dcId)) }
@@ -19,10 +20,11 @@ extension ServerCore {
         }
         if file.cdn {
             let cdnURL = urls.withLock { $0.cdn }
-            let redirect = CdnRedirect(cdnDcId: ServerCore.cdnDcId, cdnURL: cdnURL, masterDcId: file.dcId,
-                                       fileToken: cdn.token(fileId: file.id), encryptionKey: cdn.key(fileId: file.id),
-                                       encryptionIv: cdn.iv(fileId: file.id), size: file.size,
-                                       fileHashes: try hashes(file, from: 0))
+            let redirect = CdnRedirect(
+                cdnDcId: ServerCore.cdnDcId, cdnURL: cdnURL, masterDcId: file.dcId,
+                fileToken: cdn.token(fileId: file.id), encryptionKey: cdn.key(fileId: file.id),
+                encryptionIv: cdn.iv(fileId: file.id), size: file.size,
+                fileHashes: try hashes(file, from: 0))
             var r = HTTPSupport.json(GetFileRedirect(cdnRedirect: redirect))
             r.headers[HTTPField.Name(CloudHeader.result)!] = "cdnRedirect"
             return r
@@ -37,8 +39,9 @@ extension ServerCore {
             throw CloudError(.fileTokenInvalid)
         }
         guard cdn.isOnCdn(file) else { throw CloudError(.fileReuploadNeeded) }
-        return try partResponse(file, offset: body.offset, limit: body.limit,
-                                encrypt: (cdn.key(fileId: file.id), cdn.iv(fileId: file.id)))
+        return try partResponse(
+            file, offset: body.offset, limit: body.limit,
+            encrypt: (cdn.key(fileId: file.id), cdn.iv(fileId: file.id)))
     }
 
     func getCdnFileHashes(_ request: inout Request, dc: Int) async throws -> Response {
@@ -98,7 +101,8 @@ extension ServerCore {
         headers[HTTPField.Name(CloudHeader.fileSize)!] = String(file.size)
         headers[HTTPField.Name(CloudHeader.partSHA256)!] = sha
         let k = faults.current
-        return Response(status: .ok, headers: headers,
-                        body: HTTPSupport.partBody(buffer, corrupt: faults.rollCorrupt(), drop: faults.rollDrop(), bandwidth: k.bandwidth))
+        return Response(
+            status: .ok, headers: headers,
+            body: HTTPSupport.partBody(buffer, corrupt: faults.rollCorrupt(), drop: faults.rollDrop(), bandwidth: k.bandwidth))
     }
 }

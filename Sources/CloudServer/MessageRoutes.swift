@@ -7,8 +7,10 @@ import Hummingbird
 extension ServerCore {
     func getConfig(dc: Int) -> Response {
         let u = urls.withLock { $0 }
-        return HTTPSupport.json(ConfigResponse(thisDc: dc, dcs: u.dcs.keys.sorted().map { DcOption(id: $0, url: u.dcs[$0]!) },
-                                               cdn: DcOption(id: ServerCore.cdnDcId, url: u.cdn), referenceTTL: references.ttlSeconds))
+        return HTTPSupport.json(
+            ConfigResponse(
+                thisDc: dc, dcs: u.dcs.keys.sorted().map { DcOption(id: $0, url: u.dcs[$0]!) },
+                cdn: DcOption(id: ServerCore.cdnDcId, url: u.cdn), referenceTTL: references.ttlSeconds))
     }
 
     func getDialogs(_ request: inout Request) async throws -> Response {

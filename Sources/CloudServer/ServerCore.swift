@@ -19,8 +19,10 @@ final class ServerCore: Sendable {
     init(config: CloudServerConfig, uploadDirectory: String) throws {
         self.config = config
         let secret = SHA256.hash(Data("cloudd-secret-\(config.seed)".utf8) + SecureRandom.bytes(16))
-        dataset = Locked(DatasetBuilder.build(seed: config.seed, config: config.dataset, dcCount: config.dcCount,
-                                              cdnFraction: config.cdnFraction, cdnReuploadFraction: config.cdnReuploadFraction))
+        dataset = Locked(
+            DatasetBuilder.build(
+                seed: config.seed, config: config.dataset, dcCount: config.dcCount,
+                cdnFraction: config.cdnFraction, cdnReuploadFraction: config.cdnReuploadFraction))
         references = References(ttlSeconds: config.referenceTTL, secret: secret)
         faults = Faults(config.faults)
         bytes = FileBytes(seed: config.seed)
@@ -57,7 +59,9 @@ final class ServerCore: Sendable {
         var s = s
         let ref = references.issue(for: .stickerSet(id: s.id))
         s.fileReference = ref
-        s.stickers = s.stickers.map { var d = $0; d.fileReference = ref; return d }
+        s.stickers = s.stickers.map {
+            var d = $0; d.fileReference = ref; return d
+        }
         return s
     }
 

@@ -89,7 +89,9 @@ extension ServerCore {
 
         // No copy at send time: the parts' file (each part already at its offset) is truncated to
         // the total and renamed into place.
-        let newId = dataset.withLock { ds -> Int64 in ds.nextFileId += 1; return ds.nextFileId }
+        let newId = dataset.withLock { ds -> Int64 in
+            ds.nextFileId += 1; return ds.nextFileId
+        }
         let dest = uploads.directory.appendingPathComponent("files/\(newId)")
         try hasher.file.finish(partSizes: sizes, to: dest.path)
         bytes.knownSHA256(fileId: newId, served: shaHex)
@@ -99,11 +101,13 @@ extension ServerCore {
             let parent = ParentEntity.message(peerId: body.peerId, messageId: mid)
             let loc = FileLocation(type: .document, id: newId, accessHash: ds.rng.jsonSafeNonZero(), dcId: dc)
             ds.files[newId] = ServerFile(location: loc, size: total, source: .disk(path: dest.path), cdn: false, cdnNeedsReupload: false, parents: [parent.key])
-            let doc = Document(id: newId, accessHash: loc.accessHash, dcId: dc, kind: .file, size: total,
-                               mimeType: body.mimeType ?? "application/octet-stream", fileName: f.name,
-                               date: Int64(Date().timeIntervalSince1970), location: loc, fileReference: Data())
-            return ds.appendMessage(peerId: body.peerId, date: Int64(Date().timeIntervalSince1970), text: body.caption ?? "",
-                                    media: [MessageMedia(document: doc)], randomId: body.randomId)
+            let doc = Document(
+                id: newId, accessHash: loc.accessHash, dcId: dc, kind: .file, size: total,
+                mimeType: body.mimeType ?? "application/octet-stream", fileName: f.name,
+                date: Int64(Date().timeIntervalSince1970), location: loc, fileReference: Data())
+            return ds.appendMessage(
+                peerId: body.peerId, date: Int64(Date().timeIntervalSince1970), text: body.caption ?? "",
+                media: [MessageMedia(document: doc)], randomId: body.randomId)
         }
         guard let m = msg else { try? FileManager.default.removeItem(at: dest); throw CloudError(.peerIdInvalid) }
         uploads.consumed(f.id)
@@ -154,7 +158,10 @@ enum BodyFile {
             if size > maxBytes { throw CloudError(.filePartSizeInvalid, message: "part larger than \(maxBytes) bytes") }
             try buffer.withUnsafeReadableBytes { raw in
                 if hash { sha.update(raw) }
-                try fh.write(contentsOf: Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!), count: raw.count, deallocator: .none))
+                try fh.write(
+                    contentsOf: Data(
+                        bytesNoCopy: UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!), count: raw.count,
+                        deallocator: .none))
             }
         }
         return (size, hash ? sha.finalize().hexString : nil)

@@ -101,9 +101,10 @@ final class UploadStore: Sendable {
 
     func info(_ fileId: Int64) -> UploadInfo? {
         guard let e = entry(fileId) else { return nil }
-        return UploadInfo(fileId: fileId, partReceipts: Dictionary(uniqueKeysWithValues: e.receipts.map { (String($0.key), $0.value) }),
-                          storedParts: e.partSizes.count, totalParts: e.totalParts,
-                          bytes: Int64(e.partSizes.values.reduce(0, +)), forgotten: e.forgotten)
+        return UploadInfo(
+            fileId: fileId, partReceipts: Dictionary(uniqueKeysWithValues: e.receipts.map { (String($0.key), $0.value) }),
+            storedParts: e.partSizes.count, totalParts: e.totalParts,
+            bytes: Int64(e.partSizes.values.reduce(0, +)), forgotten: e.forgotten)
     }
 
     /// Drops the stored parts (receipts stay, `forgotten` set).

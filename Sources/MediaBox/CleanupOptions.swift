@@ -37,14 +37,16 @@ public struct CleanupOptions: Sendable {
     /// "Now" in Unix seconds (tests pin it); nil = the clock.
     public var now: Int64?
 
-    public init(generalTTL: Int64? = nil, shortLivedTTL: Int64? = nil,
-                peerClassTTL: [PeerStorageClass: Int64] = [:], contentTypeTTL: [MediaContentType: Int64] = [:],
-                sizeLimit: Int64? = nil, countLimit: Int64? = nil, immunityWindow: Int64 = 0,
-                excludedPeers: Set<PeerId> = [], excludedContentTypes: Set<MediaContentType> = [],
-                dryRun: Bool = false, listVictims: Int = 0, reconcile: Bool = false,
-                reconciliation: ReconciliationOptions = ReconciliationOptions(),
-                removalThreads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount * 2),
-                batchSize: Int = 4096, now: Int64? = nil) {
+    public init(
+        generalTTL: Int64? = nil, shortLivedTTL: Int64? = nil,
+        peerClassTTL: [PeerStorageClass: Int64] = [:], contentTypeTTL: [MediaContentType: Int64] = [:],
+        sizeLimit: Int64? = nil, countLimit: Int64? = nil, immunityWindow: Int64 = 0,
+        excludedPeers: Set<PeerId> = [], excludedContentTypes: Set<MediaContentType> = [],
+        dryRun: Bool = false, listVictims: Int = 0, reconcile: Bool = false,
+        reconciliation: ReconciliationOptions = ReconciliationOptions(),
+        removalThreads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount * 2),
+        batchSize: Int = 4096, now: Int64? = nil
+    ) {
         self.generalTTL = generalTTL
         self.shortLivedTTL = shortLivedTTL
         self.peerClassTTL = peerClassTTL

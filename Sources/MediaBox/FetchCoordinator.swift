@@ -13,7 +13,7 @@ final class FetchCoordinator: Sendable {
     func run(_ key: MediaStorageKey, _ operation: @escaping @Sendable () async throws -> MediaResourceData) async throws -> MediaResourceData {
         let (flight, waiter) = flights.withLock { flights -> (Flight, UInt64) in
             if let existing = flights[key], let waiter = existing.join() { return (existing, waiter) }
-            let flight = Flight() // none yet, or the last one was abandoned by all its callers
+            let flight = Flight()  // none yet, or the last one was abandoned by all its callers
             flights[key] = flight
             return (flight, flight.join()!)
         }

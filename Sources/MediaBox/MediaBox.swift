@@ -1,7 +1,8 @@
 import Foundation
 import Postbox
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The file cache of media resources for one account (`account-<id>/postbox/media`): complete
@@ -21,8 +22,10 @@ public final class MediaBox: Sendable {
         public var completionSync: CompletionSync
         /// How often a fetch waiting on another process's lock looks again.
         public var lockPollInterval: Duration
-        public init(partialDurability: MediaBoxPartialFile.Durability = .processCrash, completionSync: CompletionSync = .group,
-                    lockPollInterval: Duration = .milliseconds(20)) {
+        public init(
+            partialDurability: MediaBoxPartialFile.Durability = .processCrash, completionSync: CompletionSync = .group,
+            lockPollInterval: Duration = .milliseconds(20)
+        ) {
             self.partialDurability = partialDurability
             self.completionSync = completionSync
             self.lockPollInterval = lockPollInterval
@@ -53,16 +56,21 @@ public final class MediaBox: Sendable {
     public static func mediaDirectory(accountDirectory: String) -> String { accountDirectory + "/postbox/media" }
 
     /// Opens the MediaBox of an account directory (`<root>/account-<id>`).
-    public convenience init(accountDirectory: String, fetcher: (any MediaResourceFetcher)? = nil,
-                            readOnly: Bool = false, options: Options = Options()) throws {
-        try self.init(basePath: Self.mediaDirectory(accountDirectory: accountDirectory), fetcher: fetcher,
-                      readOnly: readOnly, options: options)
+    public convenience init(
+        accountDirectory: String, fetcher: (any MediaResourceFetcher)? = nil,
+        readOnly: Bool = false, options: Options = Options()
+    ) throws {
+        try self.init(
+            basePath: Self.mediaDirectory(accountDirectory: accountDirectory), fetcher: fetcher,
+            readOnly: readOnly, options: options)
     }
 
     /// Opens a media directory, creating it and its subdirectories (0700) unless read-only.
     /// Read-only opens (`jobrun stats`) never write and never block writers.
-    public init(basePath: String, fetcher: (any MediaResourceFetcher)? = nil, readOnly: Bool = false,
-                options: Options = Options()) throws {
+    public init(
+        basePath: String, fetcher: (any MediaResourceFetcher)? = nil, readOnly: Bool = false,
+        options: Options = Options()
+    ) throws {
         self.basePath = basePath
         self.fetcher = fetcher
         self.options = options
@@ -99,7 +107,8 @@ public final class MediaBox: Sendable {
         defer { close(fd) }
         let size = (try? PosixFile.fstat(fd, path: paths.partialMeta).st_size) ?? 0
         guard size > 0, let bytes = try? PosixFile.preadAll(fd, count: Int(size), offset: 0, path: paths.partialMeta),
-              let meta = PartialFileMeta.decode(bytes) else { return nil }
+            let meta = PartialFileMeta.decode(bytes)
+        else { return nil }
         let prefix = RangeMap(meta.ranges).contiguousPrefix
         return MediaResourceData(path: paths.partial, offset: 0, size: prefix, complete: false)
     }
@@ -113,8 +122,10 @@ public final class MediaBox: Sendable {
     /// or another, result in one fetch. Records the resource in StorageBox (or its access).
     /// `fetcher` replaces the injected one for this call (e.g. a job's bandwidth-capped one);
     /// callers joining a fetch in progress share whichever fetcher started it.
-    public func fetch(_ resource: any MediaResource, info: MediaResourceStorageInfo,
-                      fetcher override: (any MediaResourceFetcher)? = nil) async throws -> MediaResourceData {
+    public func fetch(
+        _ resource: any MediaResource, info: MediaResourceStorageInfo,
+        fetcher override: (any MediaResourceFetcher)? = nil
+    ) async throws -> MediaResourceData {
         let key = MediaStorageKey(location: info.location, id: resource.id)
         let paths = self.paths(for: key)
         if let d = completeData(paths) {
@@ -127,8 +138,10 @@ public final class MediaBox: Sendable {
         }
     }
 
-    private func performFetch(_ resource: any MediaResource, info: MediaResourceStorageInfo, key: MediaStorageKey,
-                              paths: ResourceStorePaths, fetcher: any MediaResourceFetcher) async throws -> MediaResourceData {
+    private func performFetch(
+        _ resource: any MediaResource, info: MediaResourceStorageInfo, key: MediaStorageKey,
+        paths: ResourceStorePaths, fetcher: any MediaResourceFetcher
+    ) async throws -> MediaResourceData {
         // Across processes: wait for the partial file's lock, or for the other writer's result.
         var acquired: MediaBoxPartialFile?
         while acquired == nil {
@@ -213,8 +226,9 @@ public final class MediaBox: Sendable {
     /// An existing complete file is kept (contents of an id never change) and only touched.
     @discardableResult
     public func store(_ data: Data, id: MediaResourceId, info: MediaResourceStorageInfo, accessTime: Int64? = nil) throws -> MediaResourceData {
-        try storeBatch([(id, data)], info: { _ in info }, accessTime: accessTime,
-                       durability: options.completionSync == .none ? .none : (options.completionSync == .fsync ? .syncEach : .batch))[0]
+        try storeBatch(
+            [(id, data)], info: { _ in info }, accessTime: accessTime,
+            durability: options.completionSync == .none ? .none : (options.completionSync == .fsync ? .syncEach : .batch))[0]
     }
 
     /// How `storeBatch` makes files durable before they become complete.
@@ -233,8 +247,10 @@ public final class MediaBox: Sendable {
     /// inserted in one StorageBox transaction. A crash before the link leaves only partial files
     /// (reconciliation removes them); never a complete file with missing data.
     @discardableResult
-    public func storeBatch(_ items: [(MediaResourceId, Data)], info: (MediaResourceId) -> MediaResourceStorageInfo,
-                           accessTime: Int64? = nil, durability: BatchDurability = .batch) throws -> [MediaResourceData] {
+    public func storeBatch(
+        _ items: [(MediaResourceId, Data)], info: (MediaResourceId) -> MediaResourceStorageInfo,
+        accessTime: Int64? = nil, durability: BatchDurability = .batch
+    ) throws -> [MediaResourceData] {
         let syncEach = durability == .syncEach
         var results: [MediaResourceData] = []
         results.reserveCapacity(items.count)
@@ -257,8 +273,11 @@ public final class MediaBox: Sendable {
                 }
                 // No meta: the data is written whole and completed in this call (one inode per
                 // file; a crash before the link leaves a partial that resumes from zero).
-                guard let partial = try MediaBoxPartialFile.open(paths: paths, wait: true, durability: .processCrash,
-                                                                 withMeta: false) else { continue }
+                guard
+                    let partial = try MediaBoxPartialFile.open(
+                        paths: paths, wait: true, durability: .processCrash,
+                        withMeta: false)
+                else { continue }
                 if let d = completeData(paths) {
                     partial.discard()
                     touched.append(MediaStorageKey(location: i.location, id: id))
@@ -304,8 +323,10 @@ public final class MediaBox: Sendable {
 
     /// Opens a complete resource for reading under a shared lock (cleanup skips it until the
     /// reader is closed) and records the access. Nil when the resource is not complete here.
-    public func openForReading(_ id: MediaResourceId, location: MediaStorageLocation = .resources,
-                               touch: Bool = true, accessTime: Int64? = nil) throws -> MediaResourceReader? {
+    public func openForReading(
+        _ id: MediaResourceId, location: MediaStorageLocation = .resources,
+        touch: Bool = true, accessTime: Int64? = nil
+    ) throws -> MediaResourceReader? {
         let key = MediaStorageKey(location: location, id: id)
         let path = paths(for: key).complete
         guard let fd = try PosixFile.openIfExists(path, O_RDONLY | O_NOFOLLOW) else { return nil }

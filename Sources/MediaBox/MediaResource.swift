@@ -44,8 +44,10 @@ public struct MediaResourceStorageInfo: Sendable, Equatable {
     public var contentType: MediaContentType
     public var location: MediaStorageLocation
 
-    public init(peerId: PeerId = PeerId(0), peerClass: PeerStorageClass? = nil, messageId: MessageId? = nil,
-                contentType: MediaContentType = .other, location: MediaStorageLocation = .resources) {
+    public init(
+        peerId: PeerId = PeerId(0), peerClass: PeerStorageClass? = nil, messageId: MessageId? = nil,
+        contentType: MediaContentType = .other, location: MediaStorageLocation = .resources
+    ) {
         self.peerId = peerId
         self.peerClass = peerClass
         self.messageId = messageId
@@ -68,7 +70,7 @@ public struct MediaResourceFetchRequest: Sendable {
     public let knownSize: Int64?
 }
 
-/// The injected download function (the seeds' `fetchResource`): MediaBox knows nothing of the
+/// The injected download function (Telegram-iOS's `fetchResource`): MediaBox knows nothing of the
 /// network. CloudCore implements it with MultipartFetch; tests implement it with bytes in memory.
 /// The stream ends when the fetcher has delivered what it could; MediaBox completes the file
 /// when the ranges cover the size, and fails the fetch otherwise.

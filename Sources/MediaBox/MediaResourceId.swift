@@ -72,7 +72,10 @@ public struct MediaResourceId: Hashable, Sendable, Codable, CustomStringConverti
             let b = bytes[i]
             if isPlain(b) { i += 1; continue }
             if b == 0x25, i + 2 < bytes.count,
-               hexDigits.contains(bytes[i + 1]), hexDigits.contains(bytes[i + 2]) { i += 3; continue }
+                hexDigits.contains(bytes[i + 1]), hexDigits.contains(bytes[i + 2])
+            {
+                i += 3; continue
+            }
             if b == 0x7e, !sawTilde, bytes.count - i - 1 == 64 { sawTilde = true; i += 1; continue }
             if sawTilde, (b >= 0x61 && b <= 0x66) { i += 1; continue }
             return false
@@ -90,7 +93,8 @@ public struct MediaResourceId: Hashable, Sendable, Codable, CustomStringConverti
         var i = 0
         while i < src.count {
             if src[i] == 0x25, i + 2 < src.count,
-               let v = UInt8(String(decoding: src[(i + 1)...(i + 2)], as: UTF8.self), radix: 16) {
+                let v = UInt8(String(decoding: src[(i + 1)...(i + 2)], as: UTF8.self), radix: 16)
+            {
                 bytes.append(v)
                 i += 3
             } else {

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An open complete resource holding a shared lock, so cleanup (in any process) skips it until

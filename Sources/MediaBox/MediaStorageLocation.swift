@@ -36,7 +36,7 @@ public enum MediaStorageLocation: UInt8, Sendable, Codable, CaseIterable, Custom
     }
 }
 
-/// Keep duration class (the seeds' `CachedMediaRepresentationKeepDuration`): each has its own TTL.
+/// Keep duration class (Telegram-iOS's `CachedMediaRepresentationKeepDuration`): each has its own TTL.
 public enum MediaStorageTier: UInt8, Sendable, Codable, CaseIterable, CustomStringConvertible {
     case general = 0
     case shortLived = 1

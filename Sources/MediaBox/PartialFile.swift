@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A download in progress: data parts written at their offsets into `<name>_partial` with
@@ -44,8 +45,10 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     /// (`MediaBox.storeBatch`): no `_partial.meta` is created (one inode per file instead of two;
     /// a crash before completion leaves a partial without a meta, which resumes from zero), and an
     /// existing meta is neither read nor trusted (completion removes it).
-    public static func open(paths: ResourceStorePaths, wait: Bool, durability: Durability = .processCrash,
-                            withMeta: Bool = true) throws -> MediaBoxPartialFile? {
+    public static func open(
+        paths: ResourceStorePaths, wait: Bool, durability: Durability = .processCrash,
+        withMeta: Bool = true
+    ) throws -> MediaBoxPartialFile? {
         while true {
             let fd: Int32
             // The directory exists almost always: create it only when the open says it is missing.
@@ -121,7 +124,7 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     }
 
     private func writeMeta() throws {
-        guard metaFd >= 0 else { return }   // opened without a meta (whole data in hand)
+        guard metaFd >= 0 else { return }  // opened without a meta (whole data in hand)
         let bytes = PartialFileMeta(totalSize: knownSize, ranges: ranges.ranges).encode()
         try bytes.withUnsafeBytes { try PosixFile.pwriteAll(metaFd, $0, offset: 0, path: paths.partialMeta) }
         if ftruncate(metaFd, off_t(bytes.count)) != 0 { throw PosixFile.fail(paths.partialMeta, "ftruncate") }

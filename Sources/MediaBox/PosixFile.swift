@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Thin throwing wrappers over the system calls MediaBox uses (open, pwrite, fsync, flock…),

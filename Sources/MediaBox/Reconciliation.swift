@@ -1,7 +1,8 @@
 import Foundation
 import Postbox
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Makes the index and the files agree again after crashes, manual deletions or foreign
@@ -14,8 +15,10 @@ import Glibc
 /// 3. rows whose file is gone are dropped, rows with a wrong size are corrected;
 /// 4. the running totals are rebuilt from the rows.
 public enum Reconciliation {
-    public static func run(mediaBox: MediaBox, options: ReconciliationOptions = ReconciliationOptions(),
-                           now: Int64? = nil, dryRun: Bool = false) throws -> ReconciliationReport {
+    public static func run(
+        mediaBox: MediaBox, options: ReconciliationOptions = ReconciliationOptions(),
+        now: Int64? = nil, dryRun: Bool = false
+    ) throws -> ReconciliationReport {
         let now = now ?? Int64(Date().timeIntervalSince1970)
         var report = ReconciliationReport()
         let storage = mediaBox.storageBox
@@ -35,9 +38,11 @@ public enum Reconciliation {
                     case .index:
                         report.indexedFiles += usage
                         let rid = MediaResourceId(safeFileName: key.fileName)?.stringRepresentation ?? key.fileName
-                        toIndex.append(StorageBoxEntry(resourceId: rid, fileName: key.fileName,
-                                                       info: MediaResourceStorageInfo(contentType: .other, location: location),
-                                                       size: Int64(st.st_size), accessTime: mtime, storedTime: mtime))
+                        toIndex.append(
+                            StorageBoxEntry(
+                                resourceId: rid, fileName: key.fileName,
+                                info: MediaResourceStorageInfo(contentType: .other, location: location),
+                                size: Int64(st.st_size), accessTime: mtime, storedTime: mtime))
                     case .remove:
                         if case .removed = ResourceRemoval.remove(paths, dryRun: dryRun) { report.removedUnindexedFiles += usage }
                     }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Removing one resource file safely: take `LOCK_EX | LOCK_NB` on the file (skip it if a reader

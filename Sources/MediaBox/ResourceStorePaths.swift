@@ -14,8 +14,9 @@ public struct ResourceStorePaths: Sendable, Hashable {
     public static let metaSuffix = "_partial.meta"
 
     public init(mediaDirectory: String, location: MediaStorageLocation, fileName: String) {
-        precondition(!fileName.isEmpty && !fileName.contains("/") && fileName != "." && fileName != "..",
-                     "file names come from MediaResourceId.safeFileName")
+        precondition(
+            !fileName.isEmpty && !fileName.contains("/") && fileName != "." && fileName != "..",
+            "file names come from MediaResourceId.safeFileName")
         var dir = mediaDirectory
         if let sub = location.directoryName { dir += "/" + sub }
         self.directory = dir

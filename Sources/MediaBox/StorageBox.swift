@@ -1,7 +1,7 @@
 import Foundation
 import Postbox
 
-/// The index of what MediaBox holds (the seeds' StorageBox): one row per complete resource with
+/// The index of what MediaBox holds (Telegram-iOS's `StorageBox`): one row per complete resource with
 /// its peer, message, content type, size and last access, a last-access index for LRU, and
 /// running totals per location, peer, content type and (peer, content type), all kept in
 /// step inside the same transaction as the row change. `media/storage/storage.sqlite`, its own

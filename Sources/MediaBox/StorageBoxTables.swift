@@ -53,13 +53,14 @@ enum StorageBoxTables {
         let peer = try r.int64()
         let ct = MediaContentType(rawValue: try r.uint8()) ?? .other
         let pc = PeerStorageClass(rawValue: try r.uint8())
-        return StorageBoxLRURow(cursor: key, accessTime: key.getInt64(0), key: try storageKey(entryKey: key, from: 8),
-                                size: size, peerId: PeerId(peer), contentType: ct, peerClass: pc)
+        return StorageBoxLRURow(
+            cursor: key, accessTime: key.getInt64(0), key: try storageKey(entryKey: key, from: 8),
+            size: size, peerId: PeerId(peer), contentType: ct, peerClass: pc)
     }
 
     static func encodeEntry(_ e: StorageBoxEntry) -> Data {
         var w = ByteWriter()
-        w.uint8(1) // version
+        w.uint8(1)  // version
         w.uint8(e.info.contentType.rawValue)
         w.uint8(e.info.peerClass?.rawValue ?? 0xff)
         w.uint8(e.info.messageId == nil ? 0 : 1)
@@ -88,9 +89,10 @@ enum StorageBoxTables {
         let access = try r.int64()
         let stored = try r.int64()
         let rid = String(decoding: try r.bytes(), as: UTF8.self)
-        let info = MediaResourceStorageInfo(peerId: PeerId(peer), peerClass: pc,
-                                            messageId: hasMessage ? MessageId(peerId: PeerId(msgPeer), namespace: ns, id: mid) : nil,
-                                            contentType: ct, location: key.location)
+        let info = MediaResourceStorageInfo(
+            peerId: PeerId(peer), peerClass: pc,
+            messageId: hasMessage ? MessageId(peerId: PeerId(msgPeer), namespace: ns, id: mid) : nil,
+            contentType: ct, location: key.location)
         return StorageBoxEntry(resourceId: rid, fileName: key.fileName, info: info, size: size, accessTime: access, storedTime: stored)
     }
 

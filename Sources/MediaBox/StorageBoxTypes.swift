@@ -38,8 +38,9 @@ public struct StorageBoxEntry: Sendable, Equatable {
     }
 
     public init(id: MediaResourceId, info: MediaResourceStorageInfo, size: Int64, accessTime: Int64, storedTime: Int64? = nil) {
-        self.init(resourceId: id.stringRepresentation, fileName: id.safeFileName, info: info, size: size,
-                  accessTime: accessTime, storedTime: storedTime ?? accessTime)
+        self.init(
+            resourceId: id.stringRepresentation, fileName: id.safeFileName, info: info, size: size,
+            accessTime: accessTime, storedTime: storedTime ?? accessTime)
     }
 
     public var key: MediaStorageKey { MediaStorageKey(location: info.location, fileName: fileName) }

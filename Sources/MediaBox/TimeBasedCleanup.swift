@@ -1,7 +1,7 @@
 import Foundation
 import Postbox
 
-/// Keeps a MediaBox within its TTLs and limits (the seeds' TimeBasedCleanup):
+/// Keeps a MediaBox within its TTLs and limits (Telegram-iOS's `TimeBasedCleanup`):
 /// (1) removes everything past its TTL, (2) then least-recently-used resources until the index
 /// totals are under the size and count limits — choosing victims by range scans of StorageBox's
 /// last-access index (never by walking the file system), in batches, so memory stays flat in
@@ -89,7 +89,9 @@ public final class TimeBasedCleanup: Sendable {
             report.byContentType = byType.sorted { ($0.value.bytes, $1.key.rawValue) > ($1.value.bytes, $0.key.rawValue) }
                 .map { CleanupUsageRow(peerId: nil, contentType: $0.key.description, count: $0.value.count, bytes: $0.value.bytes) }
             report.byPeerAndContentType = byBoth.sorted { ($0.value.bytes, $1.key) > ($1.value.bytes, $0.key) }
-                .map { CleanupUsageRow(peerId: $0.key.peerId.rawValue, contentType: $0.key.contentType.description, count: $0.value.count, bytes: $0.value.bytes) }
+                .map {
+                    CleanupUsageRow(peerId: $0.key.peerId.rawValue, contentType: $0.key.contentType.description, count: $0.value.count, bytes: $0.value.bytes)
+                }
         }
     }
 
@@ -178,9 +180,11 @@ public final class TimeBasedCleanup: Sendable {
                 state.byType[row.contentType, default: StorageUsage()] += usage
                 state.byBoth[PeerContentType(peerId: row.peerId, contentType: row.contentType), default: StorageUsage()] += usage
                 if state.report.victims.count < state.options.listVictims {
-                    state.report.victims.append(CleanupVictim(location: row.key.location.description, fileName: row.key.fileName,
-                                                              peerId: row.peerId.rawValue, contentType: row.contentType.description,
-                                                              size: bytes, accessTime: row.accessTime, reason: reason))
+                    state.report.victims.append(
+                        CleanupVictim(
+                            location: row.key.location.description, fileName: row.key.fileName,
+                            peerId: row.peerId.rawValue, contentType: row.contentType.description,
+                            size: bytes, accessTime: row.accessTime, reason: reason))
                 }
             }
         }
@@ -190,8 +194,10 @@ public final class TimeBasedCleanup: Sendable {
     /// Victim selection alone, from the index, without lock checks or removal (benchmarks and
     /// quick estimates): calls `visit` for each row the cleanup would try, in order, and returns
     /// the total. Memory is flat: rows are streamed in chunks.
-    public static func selectVictims(storageBox: StorageBox, options: CleanupOptions,
-                                     visit: (StorageBoxLRURow, CleanupReason) -> Void) throws -> StorageUsage {
+    public static func selectVictims(
+        storageBox: StorageBox, options: CleanupOptions,
+        visit: (StorageBoxLRURow, CleanupReason) -> Void
+    ) throws -> StorageUsage {
         let now = options.now ?? Int64(Date().timeIntervalSince1970)
         var selected = StorageUsage()
         var current = try storageBox.stats().total

@@ -38,7 +38,9 @@ struct Cloudd: AsyncParsableCommand {
     @Option(help: "Resources in one bundle message (0 = none).") var bundle: Int = 0
     @Option(help: "Number of bundle messages (each with --bundle documents).") var bundles: Int = 1
     @Option(help: "Directory for uploaded parts/files (default: a temp dir removed on exit).") var uploadDir: String?
-    @Flag(inversion: .prefixedNo, help: "Compute every file's part hashes in the background from start-up (GET /admin/part-hashes tells when done), not per request.")
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Compute every file's part hashes in the background from start-up (GET /admin/part-hashes tells when done), not per request.")
     var partHashesAtStart = true
 
     func run() async throws {
@@ -56,10 +58,11 @@ struct Cloudd: AsyncParsableCommand {
             throw ValidationError("bad size in --bandwidth or --max-media-size")
         }
         guard let bad = MalformedAnswer(rawValue: malformed) else { throw ValidationError("bad --malformed \(malformed)") }
-        config.faults = FaultConfig(latencyMs: latencyMs, bandwidthBytesPerSecond: bw, errorRate: errorRate,
-                                    floodWaitRate: floodWaitRate, floodWaitSeconds: floodWaitSeconds,
-                                    corruptRate: corruptRate, dropRate: dropRate, failRevalidation: failRevalidation,
-                                    malformed: bad, malformedRate: malformedRate)
+        config.faults = FaultConfig(
+            latencyMs: latencyMs, bandwidthBytesPerSecond: bw, errorRate: errorRate,
+            floodWaitRate: floodWaitRate, floodWaitSeconds: floodWaitSeconds,
+            corruptRate: corruptRate, dropRate: dropRate, failRevalidation: failRevalidation,
+            malformed: bad, malformedRate: malformedRate)
         config.dataset.peers = peers
         config.dataset.messagesPerPeer = messagesPerPeer
         config.dataset.maxMediaSize = maxMedia

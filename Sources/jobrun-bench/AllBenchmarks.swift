@@ -20,13 +20,14 @@ struct AllBench: ParsableCommand {
         var failed: [String] = []
         for (name, arguments) in plan() where selected?.contains(name) ?? true {
             print("\n════ jobrun-bench \(([name] + arguments).joined(separator: " "))")
-            fflush(nil) // before the child writes to the same output
+            fflush(nil)  // before the child writes to the same output
             let status = try spawnInheriting(Self.executable, [name] + arguments, environment: [BenchRatios.environmentKey: ratiosFile])
             if status != 0 { failed.append(name) }
         }
         let ratios = BenchRatios.read(ratiosFile)
-        var table = BenchTable(title: "Ratios against peers (higher is better; measured in this invocation)",
-                               columns: ["benchmark: measure", "product", "peer", "ratio", "target", ""])
+        var table = BenchTable(
+            title: "Ratios against peers (higher is better; measured in this invocation)",
+            columns: ["benchmark: measure", "product", "peer", "ratio", "target", ""])
         for r in ratios {
             table.add(["\(r.benchmark): \(r.measure)", r.product, r.peer, fmt(r.ratio) + "×", "≥ " + fmt(r.target) + "×", r.met ? "met" : "MISSED"])
         }

@@ -33,8 +33,10 @@ struct BenchTable {
         var widths = columns.map(\.count)
         for row in rows { for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) } }
         func line(_ cells: [String]) -> String {
-            cells.enumerated().map { i, c in i == 0 ? c.padding(toLength: widths[i], withPad: " ", startingAt: 0) : String(repeating: " ", count: widths[i] - c.count) + c }
-                .joined(separator: "  ")
+            cells.enumerated().map { i, c in
+                i == 0 ? c.padding(toLength: widths[i], withPad: " ", startingAt: 0) : String(repeating: " ", count: widths[i] - c.count) + c
+            }
+            .joined(separator: "  ")
         }
         Swift.print("\n\(title)")
         Swift.print(line(columns))

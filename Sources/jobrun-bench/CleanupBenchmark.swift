@@ -2,14 +2,14 @@ import Foundation
 import MediaBox
 import Postbox
 
-/// The cleanup benchmark (issue 4): a MediaBox of `files` one-byte resources with access times
+/// The cleanup benchmark: a MediaBox of `files` one-byte resources with access times
 /// (and mtimes) spread over 300 h, indexed in StorageBox, and an identical copy of the tree for
 /// the peers. Times, in one run:
 /// (a) victim selection for `evictFraction` of the cache from the index vs
 ///     `find DIR -type f -printf '%T@ %s %p\n' | sort -n` (full-scan LRU selection);
 /// (b) the whole TTL cleanup removing ~`evictFraction` vs `find DIR -type f -mmin +N -delete`;
 /// and peak RSS of each side. Files live in the MediaBox layout (flat `media/<name>`, as in
-/// the seeds); `folders` sets how many peers own them (the cardinality of per-peer totals).
+/// Telegram-iOS's MediaBox); `folders` sets how many peers own them (the cardinality of per-peer totals).
 func runCleanupBenchmark(files: Int, folders: Int, evictFraction: Double, workDir: String) throws {
     let root = workDir + "/cleanup-bench-\(getpid())"
     defer {
@@ -63,8 +63,9 @@ func runCleanupBenchmark(files: Int, folders: Int, evictFraction: Double, workDi
             var entries: [StorageBoxEntry] = []
             entries.reserveCapacity(end - start)
             for i in start..<end {
-                let info = MediaResourceStorageInfo(peerId: PeerId(Int64(i % peers + 1)), peerClass: PeerStorageClass.allCases[i % 3],
-                                                    contentType: types[i % types.count])
+                let info = MediaResourceStorageInfo(
+                    peerId: PeerId(Int64(i % peers + 1)), peerClass: PeerStorageClass.allCases[i % 3],
+                    contentType: types[i % types.count])
                 entries.append(StorageBoxEntry(id: MediaResourceId("f\(i)"), info: info, size: 1, accessTime: accessTime(i)))
             }
             try box.storageBox.insert(entries)
@@ -110,8 +111,9 @@ func runCleanupBenchmark(files: Int, folders: Int, evictFraction: Double, workDi
     let peerRemoved = before - (try countFiles(peerTree))
     let peerCleanupRSS = peerPeakRSSMiB("del")
 
-    var table = BenchTable(title: "cleanup: \(files) files (flat MediaBox layout), \(Int(evictFraction * 100))% evicted",
-                           columns: ["measure", "jobrun (index)", "peer", "ratio (peer/ours)"])
+    var table = BenchTable(
+        title: "cleanup: \(files) files (flat MediaBox layout), \(Int(evictFraction * 100))% evicted",
+        columns: ["measure", "jobrun (index)", "peer", "ratio (peer/ours)"])
     table.add(["victim selection (s)", fmt(ourSelect, 3), fmt(peerSelect, 3) + " find|sort", fmt(peerSelect / max(ourSelect, 1e-9), 1) + "×"])
     table.add(["  victims selected", "\(selected) (\(selection.bytes) B)", "\(peerLines) lines", ""])
     table.add(["whole cleanup (s)", fmt(ourCleanup, 2), fmt(peerCleanup, 2) + " find -delete", fmt(peerCleanup / max(ourCleanup, 1e-9), 2) + "×"])
@@ -119,10 +121,12 @@ func runCleanupBenchmark(files: Int, folders: Int, evictFraction: Double, workDi
     table.add(["peak RSS, selection (MiB)", fmt(ourSelectRSS, 1), fmt(peerSelectRSS, 1) + " (find, sort)", ""])
     table.add(["peak RSS, cleanup (MiB)", fmt(ourCleanupRSS, 1), fmt(peerCleanupRSS, 1) + " (find)", ""])
     table.print()
-    BenchRatios.record("cleanup", "LRU victim selection, \(files) files", product: fmt(ourSelect, 3) + " s", peer: fmt(peerSelect, 3) + " s find|sort",
-                       ratio: peerSelect / max(ourSelect, 1e-9), target: 7)
-    BenchRatios.record("cleanup", "whole cleanup, \(files) files", product: fmt(ourCleanup, 2) + " s", peer: fmt(peerCleanup, 2) + " s find -delete",
-                       ratio: peerCleanup / max(ourCleanup, 1e-9), target: 2)
+    BenchRatios.record(
+        "cleanup", "LRU victim selection, \(files) files", product: fmt(ourSelect, 3) + " s", peer: fmt(peerSelect, 3) + " s find|sort",
+        ratio: peerSelect / max(ourSelect, 1e-9), target: 7)
+    BenchRatios.record(
+        "cleanup", "whole cleanup, \(files) files", product: fmt(ourCleanup, 2) + " s", peer: fmt(peerCleanup, 2) + " s find -delete",
+        ratio: peerCleanup / max(ourCleanup, 1e-9), target: 2)
     print("index after cleanup: \(try box.stats().total.count) files; removal threads: \(CleanupOptions().removalThreads)")
     fflush(nil)
 }
@@ -172,8 +176,9 @@ private func resetPeakRSS() {
 /// VmHWM from /proc/self/status (peak since the last reset), else ru_maxrss.
 private func currentPeakRSSMiB() -> Double {
     if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-       let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-       let kb = Double(line.split(separator: " ").dropFirst().first ?? "") {
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+        let kb = Double(line.split(separator: " ").dropFirst().first ?? "")
+    {
         return kb / 1024
     }
     return peakRSSMiB()

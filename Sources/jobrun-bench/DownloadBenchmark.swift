@@ -29,8 +29,9 @@ struct DownloadBench: ParsableCommand {
         let outcome = BlockingResult()
         Task {
             do {
-                try await runDownloadBenchmark(smallFiles: options.smallFiles, largeFiles: options.largeFiles, largeMB: options.largeMb,
-                                               rssGiB: options.rssGib, cloudd: options.cloudd, workDir: options.workDir, tuning: tuning)
+                try await runDownloadBenchmark(
+                    smallFiles: options.smallFiles, largeFiles: options.largeFiles, largeMB: options.largeMb,
+                    rssGiB: options.rssGib, cloudd: options.cloudd, workDir: options.workDir, tuning: tuning)
                 outcome.set(nil)
             } catch {
                 outcome.set("\(error)")
@@ -75,8 +76,10 @@ final class BenchCloud: @unchecked Sendable {
         var big = [Int64](repeating: largeBytes, count: largeFiles)
         if rssBytes > 0 { big.append(rssBytes) }
         if FileManager.default.isExecutableFile(atPath: executable) {
-            var args = ["--seed", "7", "--dcs", "2", "--peers", "2", "--messages-per-peer", "2", "--cdn-fraction", "0",
-                        "--bulk-files", "\(smallFiles):10K-200K"]
+            var args = [
+                "--seed", "7", "--dcs", "2", "--peers", "2", "--messages-per-peer", "2", "--cdn-fraction", "0",
+                "--bulk-files", "\(smallFiles):10K-200K",
+            ]
             for (size, count) in Dictionary(grouping: big, by: { $0 }).mapValues(\.count).sorted(by: { $0.key < $1.key }) {
                 args += ["--big-files", "\(count):\(size)"]
             }
@@ -115,7 +118,7 @@ final class BenchCloud: @unchecked Sendable {
         let start = DispatchTime.now().uptimeNanoseconds
         while true {
             let r = try await transport.get(dcURLs[0] + "/admin/part-hashes")
-            guard r.status == 200 else { return }   // an older cloudd hashes per request
+            guard r.status == 200 else { return }  // an older cloudd hashes per request
             let pending = try JSONDecoder().decode(Status.self, from: r.body).pending
             if pending == 0 { break }
             try await Task.sleep(for: .milliseconds(50))
@@ -130,8 +133,10 @@ final class BenchCloud: @unchecked Sendable {
 }
 
 /// Runs the whole benchmark and prints the tables.
-func runDownloadBenchmark(smallFiles: Int, largeFiles: Int, largeMB: Int, rssGiB: Int, cloudd: String?, workDir: String,
-                          tuning: FetchTuning = FetchTuning()) async throws {
+func runDownloadBenchmark(
+    smallFiles: Int, largeFiles: Int, largeMB: Int, rssGiB: Int, cloudd: String?, workDir: String,
+    tuning: FetchTuning = FetchTuning()
+) async throws {
     let fm = FileManager.default
     try? fm.removeItem(atPath: workDir)
     try fm.createDirectory(atPath: workDir, withIntermediateDirectories: true)
@@ -164,7 +169,9 @@ private func benchmarkBody(cloud: BenchCloud, smallFiles: Int, largeBytes: Int64
     let large = docs.filter { $0.size == largeBytes }
     let huge = docs.first { $0.size == rssBytes && rssBytes > 0 }
     let smallBytes = small.reduce(Int64(0)) { $0 + $1.size }
-    print("set: \(small.count) small files (\(fmt(Double(smallBytes) / 1e6, 1)) MB), \(large.count) × \(largeBytes / 1_000_000) MB" + (huge != nil ? ", 1 × \(rssBytes >> 30) GiB for RSS" : ""))
+    print(
+        "set: \(small.count) small files (\(fmt(Double(smallBytes) / 1e6, 1)) MB), \(large.count) × \(largeBytes / 1_000_000) MB"
+            + (huge != nil ? ", 1 × \(rssBytes >> 30) GiB for RSS" : ""))
     func plainURL(_ d: Document) -> String { cloud.dcURLs[(d.dcId - 1) % cloud.dcURLs.count] + "/plain/\(d.id)" }
     let info: @Sendable (MediaResourceId) -> MediaResourceStorageInfo = { _ in MediaResourceStorageInfo(contentType: .file) }
 
@@ -181,14 +188,16 @@ private func benchmarkBody(cloud: BenchCloud, smallFiles: Int, largeBytes: Int64
         let peak = max(peakRSSFromStatusMiB(), sampler.stop())
         let path = box.paths(for: CloudDocumentMediaResource(document: huge, reference: .standalone).id).complete
         let size = (try? fm(path)) ?? 0
-        BenchRatios.record("download", "peak RSS, \(rssBytes >> 30) GiB file", product: fmt(peak, 1) + " MiB", peer: "64 MiB budget",
-                           ratio: 64 / peak, target: 1)
-        rssLine = "\(fmt(Double(rssBytes) / Double(1 << 30), 0)) GiB in \(fmt(t)) s (\(fmt(Double(size) / t / 1e6, 0)) MB/s): peak RSS \(fmt(peak, 1)) MiB (RSS before \(fmt(before, 1)) MiB), target ≤ 64 MiB"
+        BenchRatios.record(
+            "download", "peak RSS, \(rssBytes >> 30) GiB file", product: fmt(peak, 1) + " MiB", peer: "64 MiB budget",
+            ratio: 64 / peak, target: 1)
+        rssLine =
+            "\(fmt(Double(rssBytes) / Double(1 << 30), 0)) GiB in \(fmt(t)) s (\(fmt(Double(size) / t / 1e6, 0)) MB/s): peak RSS \(fmt(peak, 1)) MiB (RSS before \(fmt(before, 1)) MiB), target ≤ 64 MiB"
         try? FileManager.default.removeItem(atPath: workDir + "/rss-media")
     }
 
     // 2. Small files.
-    var rows: [(String, Double, Double, Double)] = []   // name, seconds, files/s, MB/s
+    var rows: [(String, Double, Double, Double)] = []  // name, seconds, files/s, MB/s
     if !small.isEmpty {
         let box = try MediaBox(basePath: workDir + "/small-media", fetcher: fetch)
         let resources = small.map { CloudDocumentMediaResource(document: $0, reference: .standalone) }
@@ -198,22 +207,28 @@ private func benchmarkBody(cloud: BenchCloud, smallFiles: Int, largeBytes: Int64
         try? FileManager.default.removeItem(atPath: workDir + "/small-media")
     }
     if !small.isEmpty {
-    let smallURLs = small.map(plainURL)
-    let ariaSmall = try runPeer(workDir: workDir, name: "aria2c-small", urls: smallURLs,
-                                command: ["aria2c", "-q", "-i", "URLS", "-j", "16", "-x", "1", "--allow-overwrite=true", "-d", "OUT"])
-    rows.append(("aria2c -j 16 -x 1", ariaSmall, Double(small.count) / ariaSmall, Double(smallBytes) / ariaSmall / 1e6))
-    let curlSmall = try runPeer(workDir: workDir, name: "curl-small", urls: smallURLs, curl: true,
-                                command: ["curl", "-s", "--parallel", "--parallel-max", "16", "--output-dir", "OUT", "-K", "CFG"])
-    rows.append(("curl --parallel --parallel-max 16 (no fsync)", curlSmall, Double(small.count) / curlSmall, Double(smallBytes) / curlSmall / 1e6))
-    var table = BenchTable(title: "Small files: \(small.count) × 10–200 KB", columns: ["tool", "seconds", "files/s", "MB/s"])
-    for r in rows { table.add([r.0, fmt(r.1), fmt(r.2, 0), fmt(r.3, 1)]) }
-    table.print()
-    let productFiles = rows[0].2
-    BenchRatios.record("download", "\(small.count) small files, durable", product: fmt(productFiles, 0) + " files/s",
-                       peer: fmt(rows[1].2, 0) + " files/s aria2c", ratio: productFiles / rows[1].2, target: 3)
-    BenchRatios.record("download", "\(small.count) small files, durable", product: fmt(productFiles, 0) + " files/s",
-                       peer: fmt(rows[2].2, 0) + " files/s curl --parallel", ratio: productFiles / rows[2].2, target: 0.8)
-    print("ratios: product/aria2c files/s = \(fmt(productFiles / rows[1].2))× (target ≥ 1.5×, BENCHMARKS ≥ 3×); product/curl = \(fmt(productFiles / rows[2].2))× (target ≥ 0.8×)")
+        let smallURLs = small.map(plainURL)
+        let ariaSmall = try runPeer(
+            workDir: workDir, name: "aria2c-small", urls: smallURLs,
+            command: ["aria2c", "-q", "-i", "URLS", "-j", "16", "-x", "1", "--allow-overwrite=true", "-d", "OUT"])
+        rows.append(("aria2c -j 16 -x 1", ariaSmall, Double(small.count) / ariaSmall, Double(smallBytes) / ariaSmall / 1e6))
+        let curlSmall = try runPeer(
+            workDir: workDir, name: "curl-small", urls: smallURLs, curl: true,
+            command: ["curl", "-s", "--parallel", "--parallel-max", "16", "--output-dir", "OUT", "-K", "CFG"])
+        rows.append(("curl --parallel --parallel-max 16 (no fsync)", curlSmall, Double(small.count) / curlSmall, Double(smallBytes) / curlSmall / 1e6))
+        var table = BenchTable(title: "Small files: \(small.count) × 10–200 KB", columns: ["tool", "seconds", "files/s", "MB/s"])
+        for r in rows { table.add([r.0, fmt(r.1), fmt(r.2, 0), fmt(r.3, 1)]) }
+        table.print()
+        let productFiles = rows[0].2
+        BenchRatios.record(
+            "download", "\(small.count) small files, durable", product: fmt(productFiles, 0) + " files/s",
+            peer: fmt(rows[1].2, 0) + " files/s aria2c", ratio: productFiles / rows[1].2, target: 3)
+        BenchRatios.record(
+            "download", "\(small.count) small files, durable", product: fmt(productFiles, 0) + " files/s",
+            peer: fmt(rows[2].2, 0) + " files/s curl --parallel", ratio: productFiles / rows[2].2, target: 0.8)
+        print(
+            "ratios: product/aria2c files/s = \(fmt(productFiles / rows[1].2))× (target ≥ 1.5×, BENCHMARKS ≥ 3×); product/curl = \(fmt(productFiles / rows[2].2))× (target ≥ 0.8×)"
+        )
     }
 
     // 3. Large files.
@@ -231,18 +246,23 @@ private func benchmarkBody(cloud: BenchCloud, smallFiles: Int, largeBytes: Int64
         largeRows.append(("MultipartFetch → MediaBox (no fsync, as the peers)", t2, largeTotal / t2 / 1e6))
         try? FileManager.default.removeItem(atPath: workDir + "/large-media2")
         let urls = large.map(plainURL)
-        let aria = try runPeer(workDir: workDir, name: "aria2c-large", urls: urls,
-                               command: ["aria2c", "-q", "-i", "URLS", "-j", "16", "-x", "8", "-s", "8", "-k", "1M", "--allow-overwrite=true", "-d", "OUT"])
+        let aria = try runPeer(
+            workDir: workDir, name: "aria2c-large", urls: urls,
+            command: ["aria2c", "-q", "-i", "URLS", "-j", "16", "-x", "8", "-s", "8", "-k", "1M", "--allow-overwrite=true", "-d", "OUT"])
         largeRows.append(("aria2c -x 8 -s 8 -k 1M", aria, largeTotal / aria / 1e6))
-        let curl = try runPeer(workDir: workDir, name: "curl-large", urls: urls, curl: true,
-                               command: ["curl", "-s", "--output-dir", "OUT", "-K", "CFG"])
+        let curl = try runPeer(
+            workDir: workDir, name: "curl-large", urls: urls, curl: true,
+            command: ["curl", "-s", "--output-dir", "OUT", "-K", "CFG"])
         largeRows.append(("curl (one stream, sequential)", curl, largeTotal / curl / 1e6))
         var lt = BenchTable(title: "Large files: \(large.count) × \(largeBytes / 1_000_000) MB", columns: ["tool", "seconds", "MB/s"])
         for r in largeRows { lt.add([r.0, fmt(r.1), fmt(r.2, 0)]) }
         lt.print()
-        BenchRatios.record("download", "\(large.count) × \(largeBytes / 1_000_000) MB, synced", product: fmt(largeRows[0].2, 0) + " MB/s",
-                           peer: fmt(largeRows[3].2, 0) + " MB/s curl", ratio: largeRows[0].2 / largeRows[3].2, target: 1)
-        print("ratios (fsync / no fsync): product/aria2c MB/s = \(fmt(largeRows[0].2 / largeRows[2].2))× / \(fmt(largeRows[1].2 / largeRows[2].2))× (target ≥ 1.0×); product/curl = \(fmt(largeRows[0].2 / largeRows[3].2))× / \(fmt(largeRows[1].2 / largeRows[3].2))× (target ≥ 1.0×)")
+        BenchRatios.record(
+            "download", "\(large.count) × \(largeBytes / 1_000_000) MB, synced", product: fmt(largeRows[0].2, 0) + " MB/s",
+            peer: fmt(largeRows[3].2, 0) + " MB/s curl", ratio: largeRows[0].2 / largeRows[3].2, target: 1)
+        print(
+            "ratios (fsync / no fsync): product/aria2c MB/s = \(fmt(largeRows[0].2 / largeRows[2].2))× / \(fmt(largeRows[1].2 / largeRows[2].2))× (target ≥ 1.0×); product/curl = \(fmt(largeRows[0].2 / largeRows[3].2))× / \(fmt(largeRows[1].2 / largeRows[3].2))× (target ≥ 1.0×)"
+        )
     }
     print("\nPeak RSS (MultipartFetch, one file): \(rssLine)")
 }
@@ -362,7 +382,11 @@ final class RSSSampler: @unchecked Sendable {
         }
     }
 
-    func stop() -> Double { lock.withLock { running = false; return peak } }
+    func stop() -> Double {
+        lock.withLock {
+            running = false; return peak
+        }
+    }
 }
 
 // MARK: API
@@ -373,8 +397,10 @@ struct BenchAPI: Sendable {
     let base: String
 
     func post<Req: Encodable, Res: Decodable>(_ method: CloudMethod, _ body: Req, as: Res.Type) async throws -> Res {
-        let r = try await transport.send(HTTPRequest(url: base + method.path, method: .post, headers: [HTTPHeader("Content-Type", "application/json")],
-                                                     body: .data(try JSONEncoder().encode(body))))
+        let r = try await transport.send(
+            HTTPRequest(
+                url: base + method.path, method: .post, headers: [HTTPHeader("Content-Type", "application/json")],
+                body: .data(try JSONEncoder().encode(body))))
         guard r.status == 200 else { throw ValidationError("\(method.rawValue) answered \(r.status)") }
         return try JSONDecoder().decode(Res.self, from: r.body)
     }

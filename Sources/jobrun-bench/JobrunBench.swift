@@ -7,7 +7,10 @@ struct JobrunBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "jobrun-bench",
         abstract: "Benchmarks against peers (raw SQLite, find, curl, aria2c), measured in one invocation.",
-        subcommands: [PostboxBench.self, NoopRunBench.self, CleanupBench.self, DownloadBench.self, UploadBench.self, RevalidateBench.self, RetentionBench.self, RetentionPassCommand.self, AllBench.self]
+        subcommands: [
+            PostboxBench.self, NoopRunBench.self, CleanupBench.self, DownloadBench.self, UploadBench.self, RevalidateBench.self, RetentionBench.self,
+            RetentionPassCommand.self, AllBench.self,
+        ]
     )
 }
 

@@ -40,13 +40,17 @@ struct NoopRunBenchmark {
         job.sort()
         version.sort()
         let (b, j, v) = (base[runs / 2], job[runs / 2], version[runs / 2])
-        var table = BenchTable(title: "A cron invocation with nothing to do (median of \(runs), alternating)", columns: ["command", "median ms", "ratio", "target"])
+        var table = BenchTable(
+            title: "A cron invocation with nothing to do (median of \(runs), alternating)", columns: ["command", "median ms", "ratio", "target"])
         table.add(["sqlite3 <postbox db> 'PRAGMA schema_version' (baseline process start)", fmt(b * 1000, 1), "1.00×", ""])
         table.add(["jobrun --version (the Swift runtime's own start-up)", fmt(v * 1000, 1), fmt(v / b) + "×", ""])
-        table.add(["jobrun run idle-cleanup (root, Postbox, MediaBox, lock, record, metrics)", fmt(j * 1000, 1), fmt(j / b) + "×", j / b < 2 ? "<2× ok" : "<2× MISSED"])
+        table.add([
+            "jobrun run idle-cleanup (root, Postbox, MediaBox, lock, record, metrics)", fmt(j * 1000, 1), fmt(j / b) + "×", j / b < 2 ? "<2× ok" : "<2× MISSED",
+        ])
         table.print()
-        BenchRatios.record("noop-run", "idle cron invocation", product: fmt(j * 1000, 1) + " ms", peer: fmt(b * 1000, 1) + " ms sqlite3",
-                           ratio: b / j, target: 0.5)
+        BenchRatios.record(
+            "noop-run", "idle cron invocation", product: fmt(j * 1000, 1) + " ms", peer: fmt(b * 1000, 1) + " ms sqlite3",
+            ratio: b / j, target: 0.5)
         print("peak RSS of the children: \(fmt(childrenPeakRSSMiB(), 1)) MiB")
     }
 

@@ -17,8 +17,9 @@ struct PostboxBenchmark {
 
     func run() throws {
         try FileManager.default.createDirectory(atPath: workDir, withIntermediateDirectories: true)
-        var table = BenchTable(title: "Postbox vs raw SQLite C API (WAL, synchronous=NORMAL), same schema",
-                               columns: ["workload", "raw (ops/s)", "postbox (ops/s)", "postbox/raw time", "target"])
+        var table = BenchTable(
+            title: "Postbox vs raw SQLite C API (WAL, synchronous=NORMAL), same schema",
+            columns: ["workload", "raw (ops/s)", "postbox (ops/s)", "postbox/raw time", "target"])
         let rawPath = workDir + "/raw.sqlite"
         let boxPath = workDir + "/postbox.sqlite"
         for p in [rawPath, boxPath] { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: p + s) } }
@@ -86,7 +87,9 @@ struct PostboxBenchmark {
         table.add(row("range scan of \(perPeer) rows", perPeer, rawScan, boxScan))
         table.print()
         print("peak RSS of the benchmark process: \(fmt(peakRSSMiB(), 1)) MiB; database files: raw \(fileMiB(rawPath)) MiB, postbox \(fileMiB(boxPath)) MiB")
-        print("Postbox uses synchronous=NORMAL in WAL mode: a SIGKILL loses nothing committed; a power loss may drop the last commits but never corrupts the file.")
+        print(
+            "Postbox uses synchronous=NORMAL in WAL mode: a SIGKILL loses nothing committed; a power loss may drop the last commits but never corrupts the file."
+        )
     }
 
     private func fileMiB(_ path: String) -> String {
@@ -96,8 +99,9 @@ struct PostboxBenchmark {
 
     private func row(_ name: String, _ ops: Int, _ raw: Double, _ box: Double) -> [String] {
         let ratio = box / raw
-        BenchRatios.record("postbox", name, product: fmt(Double(ops) / box, 0) + " ops/s", peer: fmt(Double(ops) / raw, 0) + " ops/s raw SQLite",
-                           ratio: raw / box, target: 1 / 1.3)
+        BenchRatios.record(
+            "postbox", name, product: fmt(Double(ops) / box, 0) + " ops/s", peer: fmt(Double(ops) / raw, 0) + " ops/s raw SQLite",
+            ratio: raw / box, target: 1 / 1.3)
         return [name, fmt(Double(ops) / raw, 0), fmt(Double(ops) / box, 0), fmt(ratio) + "×", ratio <= 1.3 ? "≤1.3× ok" : "≤1.3× MISSED"]
     }
 }
@@ -129,10 +133,12 @@ final class RawStore {
         }
         db = handle
         sqlite3_busy_timeout(db, 60_000)
-        for sql in ["PRAGMA auto_vacuum=INCREMENTAL", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA cache_size=-16384", "PRAGMA temp_store=MEMORY",
-                    "CREATE TABLE t1 (key INTEGER PRIMARY KEY, value BLOB)",
-                    "CREATE TABLE t2 (key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID",
-                    "CREATE TABLE t3 (key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID"] {
+        for sql in [
+            "PRAGMA auto_vacuum=INCREMENTAL", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA cache_size=-16384", "PRAGMA temp_store=MEMORY",
+            "CREATE TABLE t1 (key INTEGER PRIMARY KEY, value BLOB)",
+            "CREATE TABLE t2 (key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID",
+            "CREATE TABLE t3 (key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID",
+        ] {
             try exec(sql)
         }
     }

@@ -1,13 +1,14 @@
 import ArgumentParser
+import CSQLite
 import CloudCore
 import CloudProtocol
-import CSQLite
 import Foundation
 import Postbox
 
 struct RetentionBench: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "retention",
-                                                    abstract: "History retention vs the same deletes in raw SQL, space returned; the size-limit case checked.")
+    static let configuration = CommandConfiguration(
+        commandName: "retention",
+        abstract: "History retention vs the same deletes in raw SQL, space returned; the size-limit case checked.")
     @Option(help: "Messages in the store.") var messages = 2_000_000
     @Option(help: "Peers (messages are spread evenly).") var peers = 1_000
     @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-retention"
@@ -67,29 +68,35 @@ struct RetentionBenchmark {
         print("store: \(peers * perPeer) messages over \(peers) peers, \(fmt(Double(sourceBytes) / 1_048_576, 1)) MiB (built in \(fmt(built, 1)) s)")
 
         let keep = perPeer / 2
-        var table = BenchTable(title: "Trim \(peers * (perPeer - keep)) of \(peers * perPeer) messages and return the space",
-                               columns: ["engine", "time (s)", "removed", "file after (MiB)", "peak RSS (MiB)", "longest other-writer wait (ms)"])
+        var table = BenchTable(
+            title: "Trim \(peers * (perPeer - keep)) of \(peers * perPeer) messages and return the space",
+            columns: ["engine", "time (s)", "removed", "file after (MiB)", "peak RSS (MiB)", "longest other-writer wait (ms)"])
         var times: [String: Double] = [:]
         for engine in ["raw", "postbox"] {
             let db = workDir + "/\(engine).sqlite"
             try Self.copy(source, db)
             let (pass, wait, writes) = try Self.pass(engine, db: db, keep: keep)
             times[engine] = pass.seconds
-            table.add([engine == "raw" ? "raw SQL (same deletes, same schema)" : "HistoryRetention", fmt(pass.seconds, 2), "\(pass.removed)",
-                       fmt(Double(Self.size(db)) / 1_048_576, 1), fmt(pass.rss, 1), fmt(wait * 1000, 1) + " (\(writes) writes)"])
+            table.add([
+                engine == "raw" ? "raw SQL (same deletes, same schema)" : "HistoryRetention", fmt(pass.seconds, 2), "\(pass.removed)",
+                fmt(Double(Self.size(db)) / 1_048_576, 1), fmt(pass.rss, 1), fmt(wait * 1000, 1) + " (\(writes) writes)",
+            ])
             if engine == "postbox" {
                 let postbox = try Postbox(path: db)
                 let consistent = try postbox.checkHistoryConsistency()
                 let integrity = try postbox.integrityCheck()
-                print("postbox side: integrity \(integrity.joined(separator: ",")), consistency \(consistent.isEmpty ? "ok" : consistent.joined(separator: "; "))")
+                print(
+                    "postbox side: integrity \(integrity.joined(separator: ",")), consistency \(consistent.isEmpty ? "ok" : consistent.joined(separator: "; "))"
+                )
             }
             try? FileManager.default.removeItem(atPath: db)
         }
         table.print()
         let ratio = times["postbox"]! / times["raw"]!
         print("postbox/raw time: \(fmt(ratio))× (target ≤ 1.3×)")
-        BenchRatios.record("retention", "trim half of \(peers * perPeer) messages + vacuum", product: fmt(times["postbox"]!, 2) + " s",
-                           peer: fmt(times["raw"]!, 2) + " s raw SQL", ratio: times["raw"]! / times["postbox"]!, target: 1 / 1.3)
+        BenchRatios.record(
+            "retention", "trim half of \(peers * perPeer) messages + vacuum", product: fmt(times["postbox"]!, 2) + " s",
+            peer: fmt(times["raw"]!, 2) + " s raw SQL", ratio: times["raw"]! / times["postbox"]!, target: 1 / 1.3)
 
         // Peak RSS flat in the store's size: the same trim on a store a tenth the size.
         let small = workDir + "/small.sqlite"
@@ -111,25 +118,30 @@ struct RetentionBenchmark {
             for p in 0..<peers {
                 let peer = PeerId(Int64(1000 + p))
                 var ids: [Int32] = []
-                try tx.messages.scanIndexes(peer: peer, newestFirst: false) { index, _ in ids.append(index.id.id); return true }
+                try tx.messages.scanIndexes(peer: peer, newestFirst: false) { index, _ in
+                    ids.append(index.id.id); return true
+                }
                 ids.sort()
                 if ids.count < keepNewest || ids.suffix(keepNewest) != ArraySlice((perPeer - keepNewest + 1)...perPeer).map(Int32.init)[...] { keptOk = false }
                 let holes = try tx.holes.entries(peer: peer)
                 if let first = ids.first, first > 1 {
                     if holes != [HistoryHole(1...(first - 1), kind: .trimmed)] { holesOk = false }
-                } else if !holes.isEmpty { holesOk = false }
+                } else if !holes.isEmpty {
+                    holesOk = false
+                }
             }
         }
         let problems = try postbox.checkHistoryConsistency()
         let remaining = try postbox.readSync { tx in try (0..<peers).reduce(0) { $0 + (try tx.messages.count(peer: PeerId(Int64(1000 + $1)))) } }
-        print("""
-        size limit \(fmt(Double(limit) / 1_048_576, 1)) MiB on \(fmt(Double(sourceBytes) / 1_048_576, 1)) MiB, keepNewest \(keepNewest): \
-        one run in \(fmt(sizePass.seconds, 1)) s removed \(sizePass.removed) messages, \(remaining) left; \
-        file now \(fmt(Double(after) / 1_048_576, 1)) MiB + WAL \(Self.size(sized + "-wal")) B — \(after <= limit ? "under the limit" : "OVER THE LIMIT")
-          integrity_check: \(try postbox.integrityCheck().joined(separator: ",")); newest \(keepNewest) of every peer kept: \(keptOk ? "yes" : "NO"); \
-        every removed range a trimmed hole: \(holesOk ? "yes" : "NO"); consistency (indexes, dangling references, holes): \(problems.isEmpty ? "ok" : problems.joined(separator: "; ")); \
-        peak RSS \(fmt(sizePass.rss, 1)) MiB; longest other-writer wait \(fmt(sizeWait * 1000, 1)) ms
-        """)
+        print(
+            """
+            size limit \(fmt(Double(limit) / 1_048_576, 1)) MiB on \(fmt(Double(sourceBytes) / 1_048_576, 1)) MiB, keepNewest \(keepNewest): \
+            one run in \(fmt(sizePass.seconds, 1)) s removed \(sizePass.removed) messages, \(remaining) left; \
+            file now \(fmt(Double(after) / 1_048_576, 1)) MiB + WAL \(Self.size(sized + "-wal")) B — \(after <= limit ? "under the limit" : "OVER THE LIMIT")
+              integrity_check: \(try postbox.integrityCheck().joined(separator: ",")); newest \(keepNewest) of every peer kept: \(keptOk ? "yes" : "NO"); \
+            every removed range a trimmed hole: \(holesOk ? "yes" : "NO"); consistency (indexes, dangling references, holes): \(problems.isEmpty ? "ok" : problems.joined(separator: "; ")); \
+            peak RSS \(fmt(sizePass.rss, 1)) MiB; longest other-writer wait \(fmt(sizeWait * 1000, 1)) ms
+            """)
     }
 
     struct Pass { var seconds: Double; var removed: Int; var rss: Double }
@@ -157,7 +169,8 @@ struct RetentionBenchmark {
         child.waitUntilExit()
         guard child.terminationStatus == 0 else { throw BenchError("retention-pass \(engine) failed") }
         let fields = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ")
-        guard fields.count == 3, let s = Double(fields[0]), let r = Int(fields[1]), let m = Double(fields[2].trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        guard fields.count == 3, let s = Double(fields[0]), let r = Int(fields[1]), let m = Double(fields[2].trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
             throw BenchError("retention-pass \(engine): unexpected output")
         }
         return (Pass(seconds: s, removed: r, rss: m), longest, writes)
@@ -196,10 +209,14 @@ struct RetentionBenchmark {
                         var media: [any Media] = []
                         if i % 2 == 0 {
                             let loc = location(peer: p, message: i)
-                            let file = CloudFileDescriptor(resourceId: loc.stableKey, location: loc, size: 80_000, contentType: .photo, mimeType: "image/jpeg",
-                                                           fileReference: FileReference(Data(repeating: 5, count: 24)), referenceObtainedAt: ts)
-                            media = [CloudPhotoMedia(photoId: loc.id, accessHash: loc.accessHash, dcId: 1, date: ts,
-                                                     sizes: [CloudPhotoSize(type: "m", width: 800, height: 600, file: file)])]
+                            let file = CloudFileDescriptor(
+                                resourceId: loc.stableKey, location: loc, size: 80_000, contentType: .photo, mimeType: "image/jpeg",
+                                fileReference: FileReference(Data(repeating: 5, count: 24)), referenceObtainedAt: ts)
+                            media = [
+                                CloudPhotoMedia(
+                                    photoId: loc.id, accessHash: loc.accessHash, dcId: 1, date: ts,
+                                    sizes: [CloudPhotoSize(type: "m", width: 800, height: 600, file: file)])
+                            ]
                         }
                         batch.append(PostboxMessage(id: MessageId(peerId: peer, id: Int32(i)), timestamp: Int32(ts), text: benchText(i), media: media))
                     }
@@ -242,7 +259,9 @@ final class RawRetention {
     }
 
     private func step(_ stmt: OpaquePointer, _ keys: [ValueBoxKey], value: [UInt8]? = nil) throws {
-        for (i, k) in keys.enumerated() { _ = k.bytes.withUnsafeBytes { sqlite3_bind_blob(stmt, Int32(i + 1), $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT_RAW) } }
+        for (i, k) in keys.enumerated() {
+            _ = k.bytes.withUnsafeBytes { sqlite3_bind_blob(stmt, Int32(i + 1), $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT_RAW) }
+        }
         if let value { _ = value.withUnsafeBytes { sqlite3_bind_blob(stmt, Int32(keys.count + 1), $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT_RAW) } }
         guard sqlite3_step(stmt) == SQLITE_DONE else { throw BenchError("raw: \(String(cString: sqlite3_errmsg(db)))") }
         sqlite3_reset(stmt)
@@ -277,8 +296,10 @@ final class RawRetention {
             let last = stored - keepPerPeer
             guard last > 0 else { continue }
             try exec("BEGIN IMMEDIATE")
-            let upper = MessageHistoryTable.messageKey(MessageIndex(id: MessageId(peerId: peer, id: Int32(last)),
-                                                                    timestamp: Int32(RetentionBenchmark.timestamp(peer: p, message: last))))
+            let upper = MessageHistoryTable.messageKey(
+                MessageIndex(
+                    id: MessageId(peerId: peer, id: Int32(last)),
+                    timestamp: Int32(RetentionBenchmark.timestamp(peer: p, message: last))))
             try step(messagesRange, [prefix, upper])
             var idLo = prefix + ValueBoxKey(length: 4), idHi = idLo
             idLo.setInt32(12, value: 1)

@@ -25,8 +25,9 @@ struct RevalidateBench: ParsableCommand {
         let outcome = BlockingResult()
         Task {
             do {
-                try await runRevalidateBenchmark(parents: parents, perParent: perParent, concurrency: options.concurrency,
-                                                 cloudd: options.cloudd, workDir: options.workDir)
+                try await runRevalidateBenchmark(
+                    parents: parents, perParent: perParent, concurrency: options.concurrency,
+                    cloudd: options.cloudd, workDir: options.workDir)
                 outcome.set(nil)
             } catch {
                 outcome.set("\(error)")
@@ -42,8 +43,12 @@ func runRevalidateBenchmark(parents: Int, perParent: Int, concurrency: Int, clou
     defer { try? FileManager.default.removeItem(atPath: workDir) }
     let executable = cloudd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("cloudd").path
     guard FileManager.default.isExecutableFile(atPath: executable) else { throw BenchError("no cloudd at \(executable) (build it or pass --cloudd)") }
-    let (process, dcURLs) = try launchCloudd(executable, ["--port-base", "0", "--seed", "9", "--dcs", "1", "--peers", "3", "--messages-per-peer", "1",
-                                                          "--cdn-fraction", "0", "--bundle", "\(perParent)", "--bundles", "\(parents)"])
+    let (process, dcURLs) = try launchCloudd(
+        executable,
+        [
+            "--port-base", "0", "--seed", "9", "--dcs", "1", "--peers", "3", "--messages-per-peer", "1",
+            "--cdn-fraction", "0", "--bundle", "\(perParent)", "--bundles", "\(parents)",
+        ])
     defer { process.terminate(); process.waitUntilExit() }
 
     var config = CloudAccountConfig(datacenters: [1: dcURLs[0]], mainDc: 1, requestTimeout: 60, maxAnswerSize: 256 << 20)
@@ -98,20 +103,24 @@ func runRevalidateBenchmark(parents: Int, perParent: Int, concurrency: Int, clou
     table.print()
     // No outside peer revalidates references; the peer is the naive client (one call per resource).
     let maxPerParent = perParentCalls.max() ?? 0
-    BenchRatios.record("revalidate", "revalidations per parent (max)", product: "\(maxPerParent)", peer: "1 (target)",
-                       ratio: maxPerParent > 0 ? 1 / Double(maxPerParent) : 0, target: 1)
-    BenchRatios.record("revalidate", "calls for \(written) references", product: "\(calls) calls, \(fmt(Double(report.referencesRefreshed) / max(report.seconds, 1e-9), 0)) refs/s",
-                       peer: "\(written) naive calls", ratio: Double(written) / Double(max(calls, 1)),
-                       target: Double(written) / Double(max(report.parentsSelected, 1)))
+    BenchRatios.record(
+        "revalidate", "revalidations per parent (max)", product: "\(maxPerParent)", peer: "1 (target)",
+        ratio: maxPerParent > 0 ? 1 / Double(maxPerParent) : 0, target: 1)
+    BenchRatios.record(
+        "revalidate", "calls for \(written) references",
+        product: "\(calls) calls, \(fmt(Double(report.referencesRefreshed) / max(report.seconds, 1e-9), 0)) refs/s",
+        peer: "\(written) naive calls", ratio: Double(written) / Double(max(calls, 1)),
+        target: Double(written) / Double(max(report.parentsSelected, 1)))
     if let failure = report.cloudFailure { throw BenchError("cloud failure: \(failure)") }
 }
 
 /// An admin call on DC 1 through the client's transport.
 private func adminCall<Body: Encodable, Answer: Decodable>(_ client: CloudClient, _ method: String, _ path: String, body: Body?) async throws -> Answer {
     guard let base = client.config.baseURL(ofDc: 1) else { throw BenchError("no DC 1") }
-    let request = HTTPRequest(url: base + "/admin/" + path, method: method == "POST" ? .post : .get,
-                              headers: body == nil ? [] : [HTTPHeader("Content-Type", "application/json")],
-                              body: try body.map { RequestBody.data(try JSONEncoder().encode($0)) } ?? RequestBody.none)
+    let request = HTTPRequest(
+        url: base + "/admin/" + path, method: method == "POST" ? .post : .get,
+        headers: body == nil ? [] : [HTTPHeader("Content-Type", "application/json")],
+        body: try body.map { RequestBody.data(try JSONEncoder().encode($0)) } ?? RequestBody.none)
     let response = try await client.transport.send(request)
     guard response.status == 200 else { throw BenchError("admin \(path): HTTP \(response.status)") }
     return try JSONDecoder().decode(Answer.self, from: response.body)

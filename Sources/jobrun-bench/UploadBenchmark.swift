@@ -47,8 +47,12 @@ final class UploadBenchServer: @unchecked Sendable {
     static func start(cloudd: String?, uploadDirectory: String) async throws -> UploadBenchServer {
         let executable = cloudd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("cloudd").path
         if FileManager.default.isExecutableFile(atPath: executable) {
-            let (p, dcURLs) = try launchCloudd(executable, ["--seed", "7", "--dcs", "2", "--peers", "2", "--messages-per-peer", "2", "--cdn-fraction", "0",
-                                                            "--upload-dir", uploadDirectory])
+            let (p, dcURLs) = try launchCloudd(
+                executable,
+                [
+                    "--seed", "7", "--dcs", "2", "--peers", "2", "--messages-per-peer", "2", "--cdn-fraction", "0",
+                    "--upload-dir", uploadDirectory,
+                ])
             print("server: cloudd child process (pid \(p.processIdentifier)), uploads in \(uploadDirectory)")
             return UploadBenchServer(dcURLs: dcURLs, uploadDirectory: uploadDirectory, process: p, server: nil)
         }
@@ -122,7 +126,9 @@ struct UploadBenchmark {
             smallBytes += size
         }
         let largeSHA = try Self.sha256(of: large)
-        print("files: 1 × \(fmt(Double(largeBytes) / 1e6, 0)) MB, \(small.count) small (\(fmt(Double(smallBytes) / 1e6, 1)) MB total); \(options.rounds) rounds, best of each")
+        print(
+            "files: 1 × \(fmt(Double(largeBytes) / 1e6, 0)) MB, \(small.count) small (\(fmt(Double(smallBytes) / 1e6, 1)) MB total); \(options.rounds) rounds, best of each"
+        )
 
         // The product's client: one transport, enough connections for 30 parts in flight.
         var tc = TransportConfiguration()
@@ -156,16 +162,20 @@ struct UploadBenchmark {
             largeConfig.partsInFlight = options.partsInFlight
             largeConfig.checkPeer = false
             let cpu0 = Self.cpuSeconds()
-            let upload = MultipartUpload(client: client, postbox: postbox, configuration: largeConfig, observer: { event in
-                if case .partSent = event { partsDone.mark() }
-            })
+            let upload = MultipartUpload(
+                client: client, postbox: postbox, configuration: largeConfig,
+                observer: { event in
+                    if case .partSent = event { partsDone.mark() }
+                })
             let t0 = DispatchTime.now().uptimeNanoseconds
             let item = try await queue.enqueue(UploadRequest(path: large, peerId: peer))
             let t1 = DispatchTime.now().uptimeNanoseconds
             let result = try await upload.upload(itemId: item.id)
             let t2 = DispatchTime.now().uptimeNanoseconds
             rssAfterLarge = max(rssAfterLarge, peakRSSMiB())
-            print("product large: enqueue \(fmt(Double(t1 - t0) / 1e9)) s, parts \(fmt(Double(partsDone.last - t1) / 1e9)) s, sendMedia (server assembly) \(fmt(Double(t2 - partsDone.last) / 1e9)) s; this process used \(fmt(Self.cpuSeconds() - cpu0)) s CPU")
+            print(
+                "product large: enqueue \(fmt(Double(t1 - t0) / 1e9)) s, parts \(fmt(Double(partsDone.last - t1) / 1e9)) s, sendMedia (server assembly) \(fmt(Double(t2 - partsDone.last) / 1e9)) s; this process used \(fmt(Self.cpuSeconds() - cpu0)) s CPU"
+            )
             let info = try JSONDecoder().decode(FileInfo.self, from: try await client.transport.get("\(dc)/admin/files/\(result.documentId)").body)
             guard info.sha256 == largeSHA, info.size == largeBytes else { throw ValidationError("the product's upload arrived with another SHA-256") }
             try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/files/\(result.documentId)")
@@ -177,29 +187,37 @@ struct UploadBenchmark {
             let config = work + "/curl-small-\(round).cfg"
             try small.enumerated().map { "upload-file = \"\($0.element)\"\nurl = \"\(dc)/plain/upload/r\(round)-s\($0.offset)\"\noutput = \"/dev/null\"\n" }
                 .joined().write(toFile: config, atomically: true, encoding: .utf8)
-            let cs = try measure { try Self.runCurl(["-s", "--no-progress-meter", "-H", "Expect:", "--parallel", "--parallel-max", String(options.concurrency), "-K", config]) }
+            let cs = try measure {
+                try Self.runCurl(["-s", "--no-progress-meter", "-H", "Expect:", "--parallel", "--parallel-max", String(options.concurrency), "-K", config])
+            }
             curlSmall.append(Timing(seconds: cs, bytes: smallBytes, files: small.count))
 
             // Product, small files: enqueue all, then drain `concurrency` at a time.
             let s0 = DispatchTime.now().uptimeNanoseconds
             var ids: [Int64] = []
             for path in small { ids.append(try await queue.enqueue(UploadRequest(path: path, peerId: peer)).id) }
-            let smallUpload = MultipartUpload(client: client, postbox: postbox, configuration: {
-                var c = MultipartUploadConfiguration()
-                c.checkPeer = false
-                return c
-            }())
+            let smallUpload = MultipartUpload(
+                client: client, postbox: postbox,
+                configuration: {
+                    var c = MultipartUploadConfiguration()
+                    c.checkPeer = false
+                    return c
+                }())
             let sent = try await withThrowingTaskGroup(of: Int.self) { group in
                 var next = 0, done = 0
                 for _ in 0..<min(options.concurrency, ids.count) {
                     let id = ids[next]; next += 1
-                    group.addTask { _ = try await smallUpload.upload(itemId: id); return 1 }
+                    group.addTask {
+                        _ = try await smallUpload.upload(itemId: id); return 1
+                    }
                 }
                 while let n = try await group.next() {
                     done += n
                     if next < ids.count {
                         let id = ids[next]; next += 1
-                        group.addTask { _ = try await smallUpload.upload(itemId: id); return 1 }
+                        group.addTask {
+                            _ = try await smallUpload.upload(itemId: id); return 1
+                        }
                     }
                 }
                 return done
@@ -211,7 +229,9 @@ struct UploadBenchmark {
             try? FileManager.default.createDirectory(atPath: server.uploadDirectory + "/files", withIntermediateDirectories: true)
             try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/plain")
             try? FileManager.default.createDirectory(atPath: server.uploadDirectory + "/plain", withIntermediateDirectories: true)
-            print("round \(round + 1): curl \(fmt(curlLarge.last!.mbps, 0)) MB/s, product \(fmt(productLarge.last!.mbps, 0)) MB/s (large); curl \(fmt(curlSmall.last!.filesPerSecond, 0)) files/s, product \(fmt(productSmall.last!.filesPerSecond, 0)) files/s (small)")
+            print(
+                "round \(round + 1): curl \(fmt(curlLarge.last!.mbps, 0)) MB/s, product \(fmt(productLarge.last!.mbps, 0)) MB/s (large); curl \(fmt(curlSmall.last!.filesPerSecond, 0)) files/s, product \(fmt(productSmall.last!.filesPerSecond, 0)) files/s (small)"
+            )
         }
 
         func best(_ t: [Timing]) -> Timing { t.min { $0.seconds < $1.seconds }! }
@@ -226,12 +246,19 @@ struct UploadBenchmark {
         add("curl --parallel \(options.concurrency), small", best(curlSmall))
         add("product, small (enqueue+upload, \(options.concurrency) at once)", best(productSmall))
         table.print()
-        BenchRatios.record("upload", "\(fmt(Double(largeBytes) / 1e6, 0)) MB file", product: fmt(best(productLarge).mbps, 0) + " MB/s",
-                           peer: fmt(best(curlLarge).mbps, 0) + " MB/s curl -T", ratio: best(productLarge).mbps / best(curlLarge).mbps, target: 1)
-        print("ratio large (product upload / curl): \(fmt(best(productLarge).mbps / best(curlLarge).mbps))× (target ≥ 1.0×); with enqueue: \(fmt(best(productLargeWithEnqueue).mbps / best(curlLarge).mbps))×")
-        print("ratio large, parts phase only (sendMedia then waits for the server to finish hashing the file): \(fmt(best(productLargeParts).mbps / best(curlLarge).mbps))×")
+        BenchRatios.record(
+            "upload", "\(fmt(Double(largeBytes) / 1e6, 0)) MB file", product: fmt(best(productLarge).mbps, 0) + " MB/s",
+            peer: fmt(best(curlLarge).mbps, 0) + " MB/s curl -T", ratio: best(productLarge).mbps / best(curlLarge).mbps, target: 1)
+        print(
+            "ratio large (product upload / curl): \(fmt(best(productLarge).mbps / best(curlLarge).mbps))× (target ≥ 1.0×); with enqueue: \(fmt(best(productLargeWithEnqueue).mbps / best(curlLarge).mbps))×"
+        )
+        print(
+            "ratio large, parts phase only (sendMedia then waits for the server to finish hashing the file): \(fmt(best(productLargeParts).mbps / best(curlLarge).mbps))×"
+        )
         print("ratio small files/s (product / curl): \(fmt(best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond))×")
-        print("peak RSS of this process: \(fmt(rssStart, 1)) MiB before uploading, \(fmt(rssAfterLarge, 1)) MiB after the \(fmt(Double(largeBytes) / 1e6, 0)) MB upload, \(fmt(peakRSSMiB(), 1)) MiB at the end (bounded: parts are sent from the file by region)")
+        print(
+            "peak RSS of this process: \(fmt(rssStart, 1)) MiB before uploading, \(fmt(rssAfterLarge, 1)) MiB after the \(fmt(Double(largeBytes) / 1e6, 0)) MB upload, \(fmt(peakRSSMiB(), 1)) MiB at the end (bounded: parts are sent from the file by region)"
+        )
     }
 
     /// User + system CPU seconds of this process so far.

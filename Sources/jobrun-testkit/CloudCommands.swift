@@ -1,8 +1,7 @@
-import Foundation
-
 // Cloud child-process commands (SIGKILL-midway download tests).
 import CloudCore
 import CloudProtocol
+import Foundation
 import MediaBox
 
 /// - `fetch-cloud-document <mediaDir> <dc1URL,dc2URL,…> <documentJSON> [maxPartsPerFile]`:
@@ -10,7 +9,7 @@ import MediaBox
 ///   `part <offset> <length>` as each verified part is handed to MediaBox and `done <size>` at
 ///   the end. A parent SIGKILLs it midway and resumes in-process.
 let cloudCommands: [String: TestkitCommand] = [
-    "fetch-cloud-document": fetchCloudDocument,
+    "fetch-cloud-document": fetchCloudDocument
 ]
 
 private struct CloudUsageError: Error, CustomStringConvertible { let description: String }

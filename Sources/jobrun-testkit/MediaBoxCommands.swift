@@ -99,8 +99,9 @@ private func storeLoop(_ args: [String]) throws {
     let box = try MediaBox(basePath: args[0])
     for i in 0..<count {
         let id = "r\(i)"
-        try box.store(mediaTestPattern(id: id, offset: 0, count: size), id: MediaResourceId(id),
-                      info: MediaResourceStorageInfo(peerId: PeerId(Int64(i % 3 + 1)), contentType: .photo))
+        try box.store(
+            mediaTestPattern(id: id, offset: 0, count: size), id: MediaResourceId(id),
+            info: MediaResourceStorageInfo(peerId: PeerId(Int64(i % 3 + 1)), contentType: .photo))
         say("stored \(i)")
     }
 }

@@ -8,7 +8,9 @@ import Postbox
 ///   SIGKILL it with the transaction open.
 let postboxCommands: [String: TestkitCommand] = [
     "write-transactions": { args in
-        guard args.count == 3, let first = Int64(args[1]), let count = Int(args[2]) else { throw TestkitError.usage("write-transactions <db> <firstPeerId> <count>") }
+        guard args.count == 3, let first = Int64(args[1]), let count = Int(args[2]) else {
+            throw TestkitError.usage("write-transactions <db> <firstPeerId> <count>")
+        }
         let postbox = try Postbox(path: args[0])
         for i in 0..<count {
             try postbox.transactionSync { tx in
@@ -39,6 +41,8 @@ let postboxCommands: [String: TestkitCommand] = [
 enum TestkitError: Error, CustomStringConvertible {
     case usage(String)
     var description: String {
-        switch self { case let .usage(u): return "usage: jobrun-testkit \(u)" }
+        switch self {
+        case let .usage(u): return "usage: jobrun-testkit \(u)"
+        }
     }
 }

@@ -28,11 +28,16 @@ let retentionCommands: [String: TestkitCommand] = [
                     if i % 2 == 0 {
                         let fileId = Int64(p) * 1_000_000 + Int64(i)
                         let location = FileLocation(type: .photo, id: fileId, accessHash: fileId &* 31, dcId: 1, thumbSize: "m")
-                        let file = CloudFileDescriptor(resourceId: location.stableKey, location: location, size: 50_000, contentType: .photo,
-                                                       mimeType: "image/jpeg", fileReference: FileReference(Data(repeating: 9, count: 24)), referenceObtainedAt: ts)
-                        media = [CloudPhotoMedia(photoId: fileId, accessHash: fileId, dcId: 1, date: ts, sizes: [CloudPhotoSize(type: "m", width: 800, height: 600, file: file)])]
+                        let file = CloudFileDescriptor(
+                            resourceId: location.stableKey, location: location, size: 50_000, contentType: .photo,
+                            mimeType: "image/jpeg", fileReference: FileReference(Data(repeating: 9, count: 24)), referenceObtainedAt: ts)
+                        media = [
+                            CloudPhotoMedia(
+                                photoId: fileId, accessHash: fileId, dcId: 1, date: ts, sizes: [CloudPhotoSize(type: "m", width: 800, height: 600, file: file)])
+                        ]
                     }
-                    messages.append(PostboxMessage(id: MessageId(peerId: peer, id: Int32(i)), timestamp: Int32(ts), text: "message \(i) of peer \(p)", media: media))
+                    messages.append(
+                        PostboxMessage(id: MessageId(peerId: peer, id: Int32(i)), timestamp: Int32(ts), text: "message \(i) of peer \(p)", media: media))
                 }
                 try tx.messages.add(messages)
                 for m in messages {

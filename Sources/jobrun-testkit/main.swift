@@ -10,7 +10,8 @@ func emit(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
-let commands: [String: TestkitCommand] = postboxCommands
+let commands: [String: TestkitCommand] =
+    postboxCommands
     .merging(mediaBoxCommands) { first, _ in first }
     .merging(cloudCommands) { first, _ in first }
     .merging(retentionCommands) { first, _ in first }

@@ -29,14 +29,17 @@ final class DemoCloud: @unchecked Sendable {
         }
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--port-base", "0", "--seed", String(seed), "--peers", "8", "--messages-per-peer", "40",
-                             "--max-media-size", "4MiB", "--reference-ttl", String(Self.referenceTTL), "--upload-dir", uploadDirectory]
+        process.arguments = [
+            "--port-base", "0", "--seed", String(seed), "--peers", "8", "--messages-per-peer", "40",
+            "--max-media-size", "4MiB", "--reference-ttl", String(Self.referenceTTL), "--upload-dir", uploadDirectory,
+        ]
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
         try process.run()
         guard let line = Self.firstLine(of: stdout.fileHandleForReading),
-              let parsed = try? JSONDecoder().decode(Ready.self, from: Data(line.utf8)) else {
+            let parsed = try? JSONDecoder().decode(Ready.self, from: Data(line.utf8))
+        else {
             process.terminate()
             throw DemoError("cloudd did not start (\(executable))")
         }

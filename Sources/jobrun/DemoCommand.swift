@@ -38,11 +38,14 @@ struct DemoCommand: AsyncParsableCommand {
         let logger = JobLogger(sink: sink)
         let tempBox = try TempBox(root: dataRoot, process: "demo")
         defer { tempBox.close() }
-        let runner = JobRunner(root: dataRoot, accounts: AccountContextPool(root: dataRoot),
-                               logger: logger, tempDirectory: tempBox.directory)
+        let runner = JobRunner(
+            root: dataRoot, accounts: AccountContextPool(root: dataRoot),
+            logger: logger, tempDirectory: tempBox.directory)
 
         if !json {
-            print("jobrun demo: local cloudd with \(try await cloud.fileCount()) files on \(cloud.ready.dcs.count) DCs (\(cloud.ready.dcs.map(\.url).joined(separator: ", ")))")
+            print(
+                "jobrun demo: local cloudd with \(try await cloud.fileCount()) files on \(cloud.ready.dcs.count) DCs (\(cloud.ready.dcs.map(\.url).joined(separator: ", ")))"
+            )
             print("data root: \(rootPath)\(keep ? "" : " (temporary)")\n")
         }
         var results: [RunResult] = []
@@ -64,7 +67,9 @@ struct DemoCommand: AsyncParsableCommand {
             let job = try JobFile.load(contentsOf: URL(fileURLWithPath: "\(jobsDir)/\(name).yaml"))
             let result = await runner.run(job)
             results.append(result)
-            if !json { print("• \(name): \(result.outcome.rawValue) in \(String(format: "%.2f", result.duration)) s\(result.message.map { " — \($0)" } ?? "")") }
+            if !json {
+                print("• \(name): \(result.outcome.rawValue) in \(String(format: "%.2f", result.duration)) s\(result.message.map { " — \($0)" } ?? "")")
+            }
             for line in result.report.summary where !json { print("    \(line)") }
             if kind(of: yaml) == RevalidateReferencesJob.name {
                 let calls = try await cloud.counters().parents.values
@@ -72,19 +77,25 @@ struct DemoCommand: AsyncParsableCommand {
             }
         }
         if json {
-            printJSON(.object([
-                "root": .string(rootPath),
-                "runs": .array(results.map { r in
-                    .object(["job": .string(r.job), "outcome": .string(r.outcome.rawValue), "seconds": .double(r.duration),
-                             "counters": .object(r.report.counters.mapValues { .int($0) })])
-                }),
-                "revalidated_parents": .int(Int64(revalidation?.parents ?? 0)),
-                "max_revalidation_calls_per_parent": .int(Int64(revalidation?.maxCallsPerParent ?? 0)),
-            ]))
+            printJSON(
+                .object([
+                    "root": .string(rootPath),
+                    "runs": .array(
+                        results.map { r in
+                            .object([
+                                "job": .string(r.job), "outcome": .string(r.outcome.rawValue), "seconds": .double(r.duration),
+                                "counters": .object(r.report.counters.mapValues { .int($0) }),
+                            ])
+                        }),
+                    "revalidated_parents": .int(Int64(revalidation?.parents ?? 0)),
+                    "max_revalidation_calls_per_parent": .int(Int64(revalidation?.maxCallsPerParent ?? 0)),
+                ]))
         } else {
             printSummary(results, root: dataRoot, keep: keep)
             if let revalidation {
-                print("cloud:   \(revalidation.parents) parent entities revalidated, at most \(revalidation.maxCallsPerParent) call per parent (cloudd's counters)")
+                print(
+                    "cloud:   \(revalidation.parents) parent entities revalidated, at most \(revalidation.maxCallsPerParent) call per parent (cloudd's counters)"
+                )
             }
         }
         if results.contains(where: { $0.exitCode != .ok }) { throw ExitCode(JobExitCode.jobFailed.rawValue) }
@@ -102,7 +113,9 @@ struct DemoCommand: AsyncParsableCommand {
     private func ageStoredReferences(_ accounts: AccountContextPool, by seconds: Int64) async throws {
         try await accounts.context(for: 0).postbox.transaction { tx in
             var records: [MediaReferenceRecord] = []
-            try tx.mediaReferences.obtained(before: .max) { records.append($0); return true }
+            try tx.mediaReferences.obtained(before: .max) {
+                records.append($0); return true
+            }
             for var record in records {
                 record.obtainedAt -= seconds
                 try tx.mediaReferences.set(record)
@@ -147,7 +160,9 @@ struct DemoCommand: AsyncParsableCommand {
         }
         var widths = header.map(\.count)
         for row in rows { for (i, c) in row.enumerated() { widths[i] = max(widths[i], c.count) } }
-        func line(_ cells: [String]) -> String { cells.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }.joined(separator: "  ") }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }.joined(separator: "  ")
+        }
         print(line(header))
         print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  "))
         rows.forEach { print(line($0)) }
@@ -159,41 +174,56 @@ struct DemoCommand: AsyncParsableCommand {
 
     /// One small job file per kind, in the order a new installation would run them.
     static let demoJobs: [(String, String)] = [
-        ("sync-history", """
-        name: sync-history
-        kind: sync-history
-        timeout: 5m
-        params:
-          initialMessages: 40
-        """),
-        ("prefetch-chat-media", """
-        name: prefetch-chat-media
-        kind: prefetch-chat-media
-        timeout: 10m
-        params:
-          budget: 64MiB
-        """),
-        ("revalidate-references", """
-        name: revalidate-references
-        kind: revalidate-references
-        timeout: 5m
-        params:
-          # Shorter than the references' 1 h lifetime (a longer window is clamped); the demo
-          # moves the stored references an hour into the past, so every one of them is due.
-          window: 40m
-        """),
-        ("upload-queue", """
-        name: upload-queue
-        kind: upload-queue
-        timeout: 5m
-        """),
-        ("time-based-cleanup", """
-        name: time-based-cleanup
-        kind: time-based-cleanup
-        timeout: 5m
-        params:
-          maxSize: 8MiB
-          immunity: 0s
-        """),
+        (
+            "sync-history",
+            """
+            name: sync-history
+            kind: sync-history
+            timeout: 5m
+            params:
+              initialMessages: 40
+            """
+        ),
+        (
+            "prefetch-chat-media",
+            """
+            name: prefetch-chat-media
+            kind: prefetch-chat-media
+            timeout: 10m
+            params:
+              budget: 64MiB
+            """
+        ),
+        (
+            "revalidate-references",
+            """
+            name: revalidate-references
+            kind: revalidate-references
+            timeout: 5m
+            params:
+              # Shorter than the references' 1 h lifetime (a longer window is clamped); the demo
+              # moves the stored references an hour into the past, so every one of them is due.
+              window: 40m
+            """
+        ),
+        (
+            "upload-queue",
+            """
+            name: upload-queue
+            kind: upload-queue
+            timeout: 5m
+            """
+        ),
+        (
+            "time-based-cleanup",
+            """
+            name: time-based-cleanup
+            kind: time-based-cleanup
+            timeout: 5m
+            params:
+              maxSize: 8MiB
+              immunity: 0s
+            """
+        ),
     ]
 }

@@ -11,13 +11,13 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
         commandName: "enqueue-upload",
         abstract: "Queue a file for upload to a chat; the upload-queue job sends it (resumable, sent exactly once).",
         discussion: """
-        The file is hard-linked (same file system, owned by you) or copied (0600) into \
-        <root>/account-<id>/uploads/, and its size and SHA-256 are recorded: a change before it is \
-        sent fails the item with that reason. A symbolic link is followed: the file it points to \
-        is staged. Empty files are refused (the cloud has no empty uploads). Exit codes: 0 queued, \
-        64 bad input (missing, unreadable or empty file, unknown peer), 1 staging failed, 73 the \
-        data root cannot be created or written, 74 disk full, 78 unsafe data root.
-        """
+            The file is hard-linked (same file system, owned by you) or copied (0600) into \
+            <root>/account-<id>/uploads/, and its size and SHA-256 are recorded: a change before it is \
+            sent fails the item with that reason. A symbolic link is followed: the file it points to \
+            is staged. Empty files are refused (the cloud has no empty uploads). Exit codes: 0 queued, \
+            64 bad input (missing, unreadable or empty file, unknown peer), 1 staging failed, 73 the \
+            data root cannot be created or written, 74 disk full, 78 unsafe data root.
+            """
     )
 
     @OptionGroup var options: GlobalOptions
@@ -35,8 +35,9 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
             throw fail(.usage, "--staging must be one of \(UploadStaging.allCases.map(\.rawValue).joined(separator: ", ")) (got \(staging))")
         }
         let source = URL(fileURLWithPath: file).standardizedFileURL.path
-        let request = UploadRequest(path: source, peerId: peer, secret: secret, caption: caption, name: name,
-                                    mimeType: mimeType, staging: mode)
+        let request = UploadRequest(
+            path: source, peerId: peer, secret: secret, caption: caption, name: name,
+            mimeType: mimeType, staging: mode)
         let item: UploadItem
         do {
             item = try await UploadEnqueue.enqueue(request, account: account, root: options.dataRoot)
@@ -44,11 +45,16 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
             throw fail(error.exitCode, error.message)
         }
         if options.json {
-            printJSON(.object(["item": .int(item.id), "account": .int(account), "peer": .int(peer), "size": .int(item.size),
-                               "sha256": .string(item.sha256), "secret": .bool(secret), "staged": .string(item.stagedPath),
-                               "staging": .string(item.extra["staging"] ?? ""), "random_id": .int(item.randomId)]))
+            printJSON(
+                .object([
+                    "item": .int(item.id), "account": .int(account), "peer": .int(peer), "size": .int(item.size),
+                    "sha256": .string(item.sha256), "secret": .bool(secret), "staged": .string(item.stagedPath),
+                    "staging": .string(item.extra["staging"] ?? ""), "random_id": .int(item.randomId),
+                ]))
         } else {
-            print("queued item \(item.id): \(item.originalName) (\(ByteSize.human(item.size))) for peer \(peer)\(secret ? ", secret" : "") — staged as \(item.extra["staging"] ?? "copy") at \(item.stagedPath)")
+            print(
+                "queued item \(item.id): \(item.originalName) (\(ByteSize.human(item.size))) for peer \(peer)\(secret ? ", secret" : "") — staged as \(item.extra["staging"] ?? "copy") at \(item.stagedPath)"
+            )
         }
     }
 }

@@ -20,16 +20,22 @@ struct ListCommand: ParsableCommand {
         let now = Date()
         let formatter = ISO8601DateFormatter()
         if options.json {
-            printJSON(.array(catalog.jobs.map { job in
-                .object(["name": .string(job.name), "kind": .string(job.kind), "enabled": .bool(job.enabled),
-                         "schedule": job.schedule.map { .string($0.description) } ?? .null,
-                         "next": job.nextFire(after: now).map { .string(formatter.string(from: $0)) } ?? .null,
-                         "file": .string(job.source)])
-            }))
+            printJSON(
+                .array(
+                    catalog.jobs.map { job in
+                        .object([
+                            "name": .string(job.name), "kind": .string(job.kind), "enabled": .bool(job.enabled),
+                            "schedule": job.schedule.map { .string($0.description) } ?? .null,
+                            "next": job.nextFire(after: now).map { .string(formatter.string(from: $0)) } ?? .null,
+                            "file": .string(job.source),
+                        ])
+                    }))
         } else {
             for job in catalog.jobs {
                 let next = job.nextFire(after: now).map { formatter.string(from: $0) } ?? "-"
-                print("\(job.name.padding(toLength: 24, withPad: " ", startingAt: 0)) \(job.kind.padding(toLength: 22, withPad: " ", startingAt: 0)) \((job.schedule?.description ?? "manual").padding(toLength: 16, withPad: " ", startingAt: 0)) next \(next)\(job.enabled ? "" : " (disabled)")")
+                print(
+                    "\(job.name.padding(toLength: 24, withPad: " ", startingAt: 0)) \(job.kind.padding(toLength: 22, withPad: " ", startingAt: 0)) \((job.schedule?.description ?? "manual").padding(toLength: 16, withPad: " ", startingAt: 0)) next \(next)\(job.enabled ? "" : " (disabled)")"
+                )
             }
         }
         for error in catalog.errors { FileHandle.standardError.write(Data("\(error)\n".utf8)) }

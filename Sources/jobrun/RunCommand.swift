@@ -41,15 +41,18 @@ struct RunCommand: AsyncParsableCommand {
     /// The fire this scheduled run stands for, if it is older than the job's starting deadline.
     private func missedDeadline(_ job: JobFile, now: Date = Date()) -> Date? {
         guard let deadline = job.startingDeadline, let schedule = job.schedule,
-              let due = schedule.previousFire(atOrBefore: now, in: job.effectiveTimeZone) else { return nil }
+            let due = schedule.previousFire(atOrBefore: now, in: job.effectiveTimeZone)
+        else { return nil }
         return now.timeIntervalSince(due) > Double(ConfigDuration.milliseconds(deadline)) / 1000 ? due : nil
     }
 
     private func report(_ result: RunResult) {
         if options.json {
-            var fields: [String: LogValue] = ["job": .string(result.job), "run": .string(result.runId), "outcome": .string(result.outcome.rawValue),
-                                              "exit_code": .int(Int64(result.exitCode.rawValue)), "duration_ms": .int(Int64(result.duration * 1000)),
-                                              "attempts": .int(Int64(result.attempts)), "counters": .object(result.report.counters.mapValues { .int($0) })]
+            var fields: [String: LogValue] = [
+                "job": .string(result.job), "run": .string(result.runId), "outcome": .string(result.outcome.rawValue),
+                "exit_code": .int(Int64(result.exitCode.rawValue)), "duration_ms": .int(Int64(result.duration * 1000)),
+                "attempts": .int(Int64(result.attempts)), "counters": .object(result.report.counters.mapValues { .int($0) }),
+            ]
             if let message = result.message { fields["error"] = .string(message) }
             for (k, v) in result.report.details { fields[k] = v }
             printJSON(.object(fields))

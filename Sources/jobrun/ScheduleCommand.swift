@@ -4,7 +4,8 @@ import Jobs
 
 /// `jobrun schedule`: the long-running scheduler; SIGTERM/SIGINT stop it cleanly (exit 0).
 struct ScheduleCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "schedule", abstract: "Run due jobs by their schedules until SIGTERM, several at once over shared stores.")
+    static let configuration = CommandConfiguration(
+        commandName: "schedule", abstract: "Run due jobs by their schedules until SIGTERM, several at once over shared stores.")
 
     @OptionGroup var options: GlobalOptions
     @Flag(name: .customLong("now"), help: "Also run every enabled job once at start.") var runNow = false

@@ -6,7 +6,8 @@ import MediaBox
 /// `jobrun stats`: cache usage per account, tier, peer and content type, from StorageBox's
 /// running totals (no file-system walk), opened read-only.
 struct StatsCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "stats", abstract: "Media cache usage by tier, peer and content type (from the index; read-only).")
+    static let configuration = CommandConfiguration(
+        commandName: "stats", abstract: "Media cache usage by tier, peer and content type (from the index; read-only).")
 
     @OptionGroup var options: GlobalOptions
     @Option(help: "Only this account.") var account: Int64?
@@ -23,22 +24,34 @@ struct StatsCommand: ParsableCommand {
         for cache in caches {
             let (id, media, stats) = (cache.account, cache.mediaPath, cache.stats)
             if options.json {
-                json.append(.object([
-                    "account": .int(id), "bytes": .int(stats.total.bytes), "files": .int(stats.total.count),
-                    "by_tier": .object(Dictionary(uniqueKeysWithValues: stats.byLocation.map { ($0.key.description, usage($0.value)) })),
-                    "by_content_type": .object(Dictionary(uniqueKeysWithValues: stats.byContentType.map { ($0.key.description, usage($0.value)) })),
-                    "by_peer": .array(stats.byPeer.sorted { $0.value.bytes > $1.value.bytes }.map { .object(["peer": .int($0.key.rawValue), "bytes": .int($0.value.bytes), "files": .int($0.value.count)]) }),
-                    "by_peer_and_content_type": .array(stats.byPeerAndContentType.sorted { $0.key < $1.key }.map {
-                        .object(["peer": .int($0.key.peerId.rawValue), "content_type": .string($0.key.contentType.description), "bytes": .int($0.value.bytes), "files": .int($0.value.count)])
-                    }),
-                ]))
+                json.append(
+                    .object([
+                        "account": .int(id), "bytes": .int(stats.total.bytes), "files": .int(stats.total.count),
+                        "by_tier": .object(Dictionary(uniqueKeysWithValues: stats.byLocation.map { ($0.key.description, usage($0.value)) })),
+                        "by_content_type": .object(Dictionary(uniqueKeysWithValues: stats.byContentType.map { ($0.key.description, usage($0.value)) })),
+                        "by_peer": .array(
+                            stats.byPeer.sorted { $0.value.bytes > $1.value.bytes }.map {
+                                .object(["peer": .int($0.key.rawValue), "bytes": .int($0.value.bytes), "files": .int($0.value.count)])
+                            }),
+                        "by_peer_and_content_type": .array(
+                            stats.byPeerAndContentType.sorted { $0.key < $1.key }.map {
+                                .object([
+                                    "peer": .int($0.key.peerId.rawValue), "content_type": .string($0.key.contentType.description),
+                                    "bytes": .int($0.value.bytes), "files": .int($0.value.count),
+                                ])
+                            }),
+                    ]))
                 continue
             }
             print("account \(id): \(ByteSize.human(stats.total.bytes)) in \(stats.total.count) files (\(media))")
             print("  by tier:")
-            for (tier, u) in stats.byLocation.sorted(by: { $0.key.rawValue < $1.key.rawValue }) { print("    \(tier.description.padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))") }
+            for (tier, u) in stats.byLocation.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                print("    \(tier.description.padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))")
+            }
             print("  by content type:")
-            for (type, u) in stats.byContentType.sorted(by: { $0.value.bytes > $1.value.bytes }) { print("    \(type.description.padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))") }
+            for (type, u) in stats.byContentType.sorted(by: { $0.value.bytes > $1.value.bytes }) {
+                print("    \(type.description.padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))")
+            }
             print("  by peer (top \(top)):")
             for (peer, u) in stats.byPeer.sorted(by: { $0.value.bytes > $1.value.bytes }).prefix(top) {
                 let types = stats.byPeerAndContentType.filter { $0.key.peerId == peer }.sorted { $0.value.bytes > $1.value.bytes }

@@ -18,14 +18,18 @@ struct StatusCommand: ParsableCommand {
         let runs: [StoreInspection.AccountRun]
         do { runs = try inspection.recentRuns(job: job, limit: limit) } catch { throw fail(error.exitCode, error.message) }
         if options.json {
-            printJSON(.array(runs.map { entry in
-                let r = entry.run
-                return .object(["account": .int(entry.account), "job": .string(r.job), "run": .string(r.runId), "kind": .string(r.kind),
-                         "outcome": .string(r.outcome.rawValue), "started_ms": .int(r.startedAt),
-                         "duration_ms": r.durationMs.map { .int($0) } ?? .null, "exit_code": r.exitCode.map { .int(Int64($0)) } ?? .null,
-                         "attempts": .int(Int64(r.attempt)), "message": r.message.map { .string($0) } ?? .null,
-                         "counters": .object(r.counters.mapValues { .int($0) })])
-            }))
+            printJSON(
+                .array(
+                    runs.map { entry in
+                        let r = entry.run
+                        return .object([
+                            "account": .int(entry.account), "job": .string(r.job), "run": .string(r.runId), "kind": .string(r.kind),
+                            "outcome": .string(r.outcome.rawValue), "started_ms": .int(r.startedAt),
+                            "duration_ms": r.durationMs.map { .int($0) } ?? .null, "exit_code": r.exitCode.map { .int(Int64($0)) } ?? .null,
+                            "attempts": .int(Int64(r.attempt)), "message": r.message.map { .string($0) } ?? .null,
+                            "counters": .object(r.counters.mapValues { .int($0) }),
+                        ])
+                    }))
             return
         }
         if runs.isEmpty { print("no runs recorded under \(root.path)"); return }

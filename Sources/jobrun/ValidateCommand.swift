@@ -4,7 +4,8 @@ import Jobs
 
 /// `jobrun validate [files…]`: checks job files; every error names file:line:column.
 struct ValidateCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "validate", abstract: "Validate job files (default: every file in --jobs-dir). Exit 78 on any error.")
+    static let configuration = CommandConfiguration(
+        commandName: "validate", abstract: "Validate job files (default: every file in --jobs-dir). Exit 78 on any error.")
 
     @OptionGroup var options: GlobalOptions
     @Argument(help: "Job files to check.") var files: [String] = []
@@ -24,8 +25,16 @@ struct ValidateCommand: ParsableCommand {
             }
         }
         if options.json {
-            printJSON(.object(["valid": .array(valid.map { .string($0.name) }),
-                               "errors": .array(errors.map { .object(["file": .string($0.file), "line": .int(Int64($0.line)), "column": .int(Int64($0.column)), "message": .string($0.description)]) })]))
+            printJSON(
+                .object([
+                    "valid": .array(valid.map { .string($0.name) }),
+                    "errors": .array(
+                        errors.map {
+                            .object([
+                                "file": .string($0.file), "line": .int(Int64($0.line)), "column": .int(Int64($0.column)), "message": .string($0.description),
+                            ])
+                        }),
+                ]))
         } else {
             for job in valid { print("ok: \(job.source): \(job.name) (\(job.kind))") }
             for error in errors { FileHandle.standardError.write(Data("\(error)\n".utf8)) }

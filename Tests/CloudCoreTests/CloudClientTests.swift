@@ -33,8 +33,9 @@ final class ClientFixture: @unchecked Sendable {
 
     /// Fast retries so the tests do not sleep for seconds.
     func config(_ tweak: (inout CloudAccountConfig) -> Void = { _ in }) -> CloudAccountConfig {
-        var c = CloudAccountConfig(datacenters: datacenters, cdnURL: server.cdnURL.absoluteString, mainDc: 1, authToken: "tok-secret-123",
-                                   requestTimeout: 20)
+        var c = CloudAccountConfig(
+            datacenters: datacenters, cdnURL: server.cdnURL.absoluteString, mainDc: 1, authToken: "tok-secret-123",
+            requestTimeout: 20)
         c.retry = CloudRetryPolicy(maxAttempts: 4, baseDelay: 0.02, maxDelay: 0.1, jitter: 0.5, maxFloodWait: 5, maxFloodWaits: 5)
         tweak(&c)
         return c
@@ -51,7 +52,8 @@ final class ClientFixture: @unchecked Sendable {
             guard let key = file.parent, case .message(let peer, let id)? = ParentEntity(key: key) else { continue }
             let message = try await client.getMessages(peerId: peer, ids: [id]).messages[0]
             guard let document = message.media.compactMap(\.document).first(where: { $0.location.id == file.id }),
-                  let info = try server.fileInfo(id: file.id) else { continue }
+                let info = try server.fileInfo(id: file.id)
+            else { continue }
             return (document, info, peer)
         }
         throw FixtureMissing("no message document of \(minSize)…\(maxSize) bytes in the seeded dataset")
@@ -88,7 +90,12 @@ final class CloudClientTests: XCTestCase {
         c = CloudAccountConfig(datacenters: [1: "http://127.0.0.1:1"], authToken: "s3cr3t-token")
         XCTAssertEqual(c.problems, [])
         XCTAssertEqual(c.mainDc, 1)
-        for text in [c.description, c.debugDescription, String(reflecting: c), "\(c)", { var s = ""; dump(c, to: &s); return s }()] {
+        for text in [
+            c.description, c.debugDescription, String(reflecting: c), "\(c)",
+            {
+                var s = ""; dump(c, to: &s); return s
+            }(),
+        ] {
             XCTAssertFalse(text.contains("s3cr3t"), text)
         }
         c.retry.maxAttempts = 0
@@ -96,7 +103,9 @@ final class CloudClientTests: XCTestCase {
     }
 
     func testDialogsHistoryAndMessagesPaging() async throws {
-        let f = try await ClientFixture.start { $0.dataset.peers = 7; $0.dataset.messagesPerPeer = 23 }
+        let f = try await ClientFixture.start {
+            $0.dataset.peers = 7; $0.dataset.messagesPerPeer = 23
+        }
         addTeardownBlock { await f.stop() }
         let client = try f.client()
         let p1 = try await client.getDialogs(offset: 0, limit: 4)
@@ -169,8 +178,9 @@ final class CloudClientTests: XCTestCase {
         let fileId = Int64.random(in: 1...Int64.max)
         try await client.saveFilePart(fileId: fileId, part: 1, body: .data(bytes.suffix(from: 128 << 10)))
         try await client.saveFilePart(fileId: fileId, part: 0, body: .data(bytes.prefix(128 << 10)))
-        let request = SendMediaRequest(peerId: withAvatar.id, randomId: 777_001,
-                                       file: InputFile(id: fileId, parts: 2, name: "a.bin", big: false, sha256: SHA256.hash(bytes).hexString))
+        let request = SendMediaRequest(
+            peerId: withAvatar.id, randomId: 777_001,
+            file: InputFile(id: fileId, parts: 2, name: "a.bin", big: false, sha256: SHA256.hash(bytes).hexString))
         let m1 = try await client.sendMedia(request)
         let m2 = try await client.sendMedia(request)
         XCTAssertEqual(m1.id, m2.id)
@@ -221,7 +231,10 @@ final class CloudClientTests: XCTestCase {
         _ = try await clear.value
         XCTAssertEqual(page.dialogs.count, 3)
         XCTAssertGreaterThanOrEqual(client.stats.retries, 2)
-        XCTAssertTrue(f.events.withLock { $0 }.contains { if case .retry(_, _, _, _, let reason) = $0 { return reason == "500 INTERNAL" }; return false })
+        XCTAssertTrue(
+            f.events.withLock { $0 }.contains {
+                if case .retry(_, _, _, _, let reason) = $0 { return reason == "500 INTERNAL" }; return false
+            })
 
         // Always failing: after maxAttempts the 500 comes back, marked as unavailability.
         f.server.updateFaults(FaultConfig(errorRate: 1))
@@ -274,7 +287,9 @@ final class CloudClientTests: XCTestCase {
         XCTAssertTrue(f.events.withLock { $0 }.contains(.migrate(method: "upload.getFile", from: "DC \(wrongDc)", to: document.dcId)))
 
         // Part rules are checked before sending.
-        let bad = await ClientFixture.expectError { _ = try await client.getFilePart(location: document.location, fileReference: document.fileReference, offset: 100, limit: 4096) }
+        let bad = await ClientFixture.expectError {
+            _ = try await client.getFilePart(location: document.location, fileReference: document.fileReference, offset: 100, limit: 4096)
+        }
         guard case .invalidRequest? = bad else { return XCTFail("\(String(describing: bad))") }
 
         // Corrupt parts are fetched again until one matches its hash.
@@ -287,7 +302,9 @@ final class CloudClientTests: XCTestCase {
         }
         // Always corrupt: a clear error after the policy's attempts, nothing returned.
         f.server.updateFaults(FaultConfig(corruptRate: 1))
-        let corrupt = await ClientFixture.expectError { _ = try await client.getFilePart(location: document.location, fileReference: document.fileReference, offset: 0, limit: 4096) }
+        let corrupt = await ClientFixture.expectError {
+            _ = try await client.getFilePart(location: document.location, fileReference: document.fileReference, offset: 0, limit: 4096)
+        }
         XCTAssertTrue(corrupt?.description.contains("SHA-256") ?? false, "\(String(describing: corrupt))")
     }
 
@@ -311,11 +328,15 @@ final class CloudClientTests: XCTestCase {
         f.server.updateFaults(FaultConfig(malformed: MalformedAnswer.none, malformedRate: 0))
         let (document, _, peer) = try await f.messageDocument(client, minSize: 300_000, maxSize: 1 << 30)
         f.server.updateFaults(FaultConfig(malformed: .shortPart, malformedRate: 1))
-        let short = await ClientFixture.expectError { _ = try await client.getFilePart(location: document.location, fileReference: document.fileReference, offset: 0, limit: 131_072) }
+        let short = await ClientFixture.expectError {
+            _ = try await client.getFilePart(location: document.location, fileReference: document.fileReference, offset: 0, limit: 131_072)
+        }
         guard case .badAnswer(_, _, let reason3)? = short else { return XCTFail("\(String(describing: short))") }
         XCTAssertTrue(reason3.contains("expected 131072"), reason3)
         f.server.updateFaults(FaultConfig(malformed: .oversizePart, malformedRate: 1))
-        let oversize = await ClientFixture.expectError { _ = try await client.getFilePart(location: document.location, fileReference: document.fileReference, offset: 0, limit: 131_072) }
+        let oversize = await ClientFixture.expectError {
+            _ = try await client.getFilePart(location: document.location, fileReference: document.fileReference, offset: 0, limit: 131_072)
+        }
         guard case .badAnswer(_, _, let reason4)? = oversize else { return XCTFail("\(String(describing: oversize))") }
         XCTAssertTrue(reason4.contains("more than the limit"), reason4)
 
@@ -334,7 +355,9 @@ final class CloudClientTests: XCTestCase {
     }
 
     func testCdnRedirectHashesAndReupload() async throws {
-        let f = try await ClientFixture.start { $0.cdnFraction = 1; $0.cdnReuploadFraction = 1 }
+        let f = try await ClientFixture.start {
+            $0.cdnFraction = 1; $0.cdnReuploadFraction = 1
+        }
         addTeardownBlock { await f.stop() }
         let client = try f.client { $0.cdnURL = nil }
         let (document, _, _) = try await f.messageDocument(client, minSize: 1, maxSize: 1 << 30, cdn: true)
@@ -346,7 +369,7 @@ final class CloudClientTests: XCTestCase {
         XCTAssertEqual(notYet?.errorName, .fileReuploadNeeded)
         let hashes = try await client.reuploadCdnFile(fileToken: redirect.fileToken, masterDc: redirect.masterDcId)
         XCTAssertFalse(hashes.isEmpty)
-        let part = try await client.getCdnFilePart(fileToken: redirect.fileToken, offset: 0, limit: 131_072)   // `.cdn` learnt from the redirect
+        let part = try await client.getCdnFilePart(fileToken: redirect.fileToken, offset: 0, limit: 131_072)  // `.cdn` learnt from the redirect
         XCTAssertEqual(part.fileSize, document.size)
         let plain = try AESCTR.crypt(part.data, key: redirect.encryptionKey, iv: redirect.encryptionIv, offset: 0)
         XCTAssertEqual(SHA256.hash(plain), hashes[0].hash)

@@ -49,7 +49,8 @@ final class HistorySyncTests: XCTestCase {
         let listing = f.server.dataset()
         let peers = listing.peers.map(\.id)
         let stored = try await postbox.read { tx in
-            try peers.map { p in (try tx.messages.count(peer: PeerId(p)), try tx.messages.maxId(peer: PeerId(p)), try tx.syncStates.get(PeerId(p))?.maxSyncedId) }
+            try peers.map { p in (try tx.messages.count(peer: PeerId(p)), try tx.messages.maxId(peer: PeerId(p)), try tx.syncStates.get(PeerId(p))?.maxSyncedId)
+            }
         }
         for s in stored {
             XCTAssertEqual(s.0, 10)
@@ -115,8 +116,10 @@ final class HistorySyncTests: XCTestCase {
         XCTAssertEqual(f.methodCount(.getHistory), 3)
         XCTAssertEqual(third.holesOpen, 0)
         let counts = try await postbox.read { tx in
-            (try tx.messages.count(peer: PeerId(a)), try tx.messages.count(peer: PeerId(b)),
-             try tx.syncStates.get(PeerId(a))?.maxSyncedId, try tx.syncStates.get(PeerId(b))?.maxSyncedId)
+            (
+                try tx.messages.count(peer: PeerId(a)), try tx.messages.count(peer: PeerId(b)),
+                try tx.syncStates.get(PeerId(a))?.maxSyncedId, try tx.syncStates.get(PeerId(b))?.maxSyncedId
+            )
         }
         XCTAssertEqual(counts.0, 13)
         XCTAssertEqual(counts.1, 16)
@@ -130,12 +133,16 @@ final class HistorySyncTests: XCTestCase {
         let client = try f.client()
         let postbox = try makePostbox()
         let peer = f.server.dataset().peers[2].id
-        let opts = options { $0.peerIds = [peer]; $0.initialMessages = 12; $0.concurrency = 1 }
+        let opts = options {
+            $0.peerIds = [peer]; $0.initialMessages = 12; $0.concurrency = 1
+        }
 
         // Interrupt right after the first page is committed (as a crash or SIGTERM would).
-        let interrupted = HistorySync(client: client, postbox: postbox, options: opts, observer: { event in
-            if case .holeRecorded = event { withUnsafeCurrentTask { $0?.cancel() } }
-        })
+        let interrupted = HistorySync(
+            client: client, postbox: postbox, options: opts,
+            observer: { event in
+                if case .holeRecorded = event { withUnsafeCurrentTask { $0?.cancel() } }
+            })
         do {
             _ = try await interrupted.run()
             XCTFail("expected the run to stop")
@@ -156,7 +163,9 @@ final class HistorySyncTests: XCTestCase {
         XCTAssertEqual(f.methodCount(.getHistory), 2)
         let final = try await postbox.read { tx in
             var ids: [Int32] = []
-            try tx.messages.scan(peer: PeerId(peer)) { ids.append($0.id.id); return true }
+            try tx.messages.scan(peer: PeerId(peer)) {
+                ids.append($0.id.id); return true
+            }
             return (ids, try tx.holes.holes(peer: PeerId(peer)))
         }
         XCTAssertEqual(final.0, Array((5...16).reversed()))
@@ -164,7 +173,12 @@ final class HistorySyncTests: XCTestCase {
 
         // With fillHoles off a hole stays for later.
         try await postbox.transaction { tx in try tx.holes.add(peer: PeerId(peer), range: 1...4) }
-        let skipped = try await HistorySync(client: client, postbox: postbox, options: options { $0.peerIds = [peer]; $0.fillHoles = false }).run()
+        let skipped = try await HistorySync(
+            client: client, postbox: postbox,
+            options: options {
+                $0.peerIds = [peer]; $0.fillHoles = false
+            }
+        ).run()
         XCTAssertEqual(skipped.holesOpen, 1)
         let filled = try await HistorySync(client: client, postbox: postbox, options: options { $0.peerIds = [peer] }).run()
         XCTAssertEqual(filled.messagesStored, 4)
@@ -179,13 +193,17 @@ final class HistorySyncTests: XCTestCase {
         _ = try await HistorySync(client: client, postbox: postbox, options: options()).run()
         let peer = f.server.dataset().peers[0].id
         _ = f.server.addMessages(peerId: peer, count: 5)
-        let before = try await postbox.read { tx in (try tx.messages.count(peer: PeerId(peer)), try tx.syncStates.get(PeerId(peer)), try tx.mediaReferences.count()) }
+        let before = try await postbox.read { tx in
+            (try tx.messages.count(peer: PeerId(peer)), try tx.syncStates.get(PeerId(peer)), try tx.mediaReferences.count())
+        }
 
         // The chat list answers well; every history answer is not JSON.
         let server = f.server
-        let sync = HistorySync(client: client, postbox: postbox, options: options(), observer: { event in
-            if case .dialogsPage = event { server.updateFaults(FaultConfig(malformed: .badJSON, malformedRate: 1)) }
-        })
+        let sync = HistorySync(
+            client: client, postbox: postbox, options: options(),
+            observer: { event in
+                if case .dialogsPage = event { server.updateFaults(FaultConfig(malformed: .badJSON, malformedRate: 1)) }
+            })
         do {
             _ = try await sync.run()
             XCTFail("expected a bad answer")
@@ -194,7 +212,9 @@ final class HistorySyncTests: XCTestCase {
             XCTAssertEqual(method, "messages.getHistory")
             XCTAssertTrue(reason.contains("not valid JSON"), reason)
         }
-        let after = try await postbox.read { tx in (try tx.messages.count(peer: PeerId(peer)), try tx.syncStates.get(PeerId(peer)), try tx.mediaReferences.count()) }
+        let after = try await postbox.read { tx in
+            (try tx.messages.count(peer: PeerId(peer)), try tx.syncStates.get(PeerId(peer)), try tx.mediaReferences.count())
+        }
         XCTAssertEqual(after.0, before.0)
         XCTAssertEqual(after.1, before.1)
         XCTAssertEqual(after.2, before.2)
@@ -218,8 +238,10 @@ final class HistorySyncTests: XCTestCase {
         XCTAssertEqual(nothing.0, 0)
         XCTAssertEqual(nothing.1, 0)
 
-        let groups = try await HistorySync(client: client, postbox: postbox,
-                                           options: options { $0.categories = HistorySyncOptions.categories(words: ["group", "channel"]) }).run()
+        let groups = try await HistorySync(
+            client: client, postbox: postbox,
+            options: options { $0.categories = HistorySyncOptions.categories(words: ["group", "channel"]) }
+        ).run()
         XCTAssertEqual(groups.peersSelected, 2)
         XCTAssertEqual(groups.messagesStored, 20)
         let limited = try await HistorySync(client: client, postbox: postbox, options: options { $0.maxPeers = 1 }).run()

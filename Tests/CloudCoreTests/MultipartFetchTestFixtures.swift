@@ -60,8 +60,10 @@ final class FetchFixture: @unchecked Sendable {
     /// A JSON API call at DC 1.
     func api<Req: Encodable, Res: Decodable>(_ method: CloudMethod, _ body: Req, as: Res.Type) async throws -> Res {
         let data = try JSONEncoder().encode(body)
-        let r = try await transport.send(HTTPRequest(url: server.dcURLs[0].absoluteString + method.path, method: .post,
-                                                     headers: [HTTPHeader("Content-Type", "application/json")], body: .data(data)))
+        let r = try await transport.send(
+            HTTPRequest(
+                url: server.dcURLs[0].absoluteString + method.path, method: .post,
+                headers: [HTTPHeader("Content-Type", "application/json")], body: .data(data)))
         guard r.status == 200 else { throw CloudError(code: r.status, name: .other("HTTP_\(r.status)")) }
         return try JSONDecoder().decode(Res.self, from: r.body)
     }
@@ -117,8 +119,10 @@ final class FetchFixture: @unchecked Sendable {
 
     /// Fetches `resource` into `box` and checks the complete file against the server's hash.
     @discardableResult
-    func fetchAndCheck(_ box: MediaBox, _ resource: any CloudFetchableResource, fileId: Int64,
-                       file: StaticString = #filePath, line: UInt = #line) async throws -> MediaResourceData {
+    func fetchAndCheck(
+        _ box: MediaBox, _ resource: any CloudFetchableResource, fileId: Int64,
+        file: StaticString = #filePath, line: UInt = #line
+    ) async throws -> MediaResourceData {
         let data = try await box.fetch(resource, info: MediaResourceStorageInfo())
         XCTAssertTrue(data.complete, file: file, line: line)
         XCTAssertEqual(try Self.sha256(ofFile: data.path), try expectedSHA(fileId), "\(resource.id)", file: file, line: line)

@@ -33,7 +33,10 @@ final class MultipartFetchTests: XCTestCase {
                             }
                             // The general cloud-file form of the same location.
                             let s = p.sizes[0]
-                            try await fx.fetchAndCheck(box, CloudFileMediaResource(location: s.location, size: s.size, fileReference: FileReference(p.fileReference), reference: parent), fileId: s.location.id)
+                            try await fx.fetchAndCheck(
+                                box,
+                                CloudFileMediaResource(location: s.location, size: s.size, fileReference: FileReference(p.fileReference), reference: parent),
+                                fileId: s.location.id)
                             kinds.insert("photo")
                         }
                         if let doc = media.document, !kinds.contains(doc.kind.rawValue) {
@@ -53,7 +56,8 @@ final class MultipartFetchTests: XCTestCase {
             let set = try XCTUnwrap(sets.first)
             let thumb = try XCTUnwrap(CloudStickerPackThumbnailMediaResource(stickerSet: set))
             try await fx.fetchAndCheck(box, thumb, fileId: thumb.location.id)
-            try await fx.fetchAndCheck(box, CloudDocumentMediaResource(document: set.stickers[0], reference: .stickerPack(id: set.id)), fileId: set.stickers[0].id)
+            try await fx.fetchAndCheck(
+                box, CloudDocumentMediaResource(document: set.stickers[0], reference: .stickerPack(id: set.id)), fileId: set.stickers[0].id)
             kinds.insert("stickerSetThumb")
             let wallpapers = try await fx.api(.getWallPapers, [String: String](), as: WallpapersResponse.self).wallpapers
             let wp = CloudResources.resource(of: try XCTUnwrap(wallpapers.first))
@@ -278,15 +282,18 @@ final class MultipartFetchTests: XCTestCase {
     }
 
     func testManyFilesSharedLimitAndBatchStore() async throws {
-        let fx = try await FetchFixture.start { $0.dataset.bulkFiles = [BulkFileSpec(count: 150, minSize: 10_000, maxSize: 200_000)]; $0.dataset.bigFiles = [2 << 20] }
+        let fx = try await FetchFixture.start {
+            $0.dataset.bulkFiles = [BulkFileSpec(count: 150, minSize: 10_000, maxSize: 200_000)]; $0.dataset.bigFiles = [2 << 20]
+        }
         do {
             let docs = try await fx.benchDocuments()
             XCTAssertEqual(docs.count, 151)
             let fetch = fx.fetcher { $0.maxConcurrentParts = 8 }
             let box = try fx.mediaBox(fetcher: fetch)
             let resources = docs.map { CloudDocumentMediaResource(document: $0, reference: .standalone) }
-            let report = try await fetch.fetchBatch(resources, into: box, info: { _ in MediaResourceStorageInfo(contentType: .file) },
-                                                   maxConcurrentFiles: 16, batchBytes: 1 << 20, batchCount: 16)
+            let report = try await fetch.fetchBatch(
+                resources, into: box, info: { _ in MediaResourceStorageInfo(contentType: .file) },
+                maxConcurrentFiles: 16, batchBytes: 1 << 20, batchCount: 16)
             XCTAssertEqual(report.downloaded, 151)
             for (r, doc) in zip(resources, docs) {
                 let data = try XCTUnwrap(box.resourceData(r.id))
@@ -310,7 +317,7 @@ final class MultipartFetchTests: XCTestCase {
         do {
             let doc = try unwrap(try await fx.benchDocuments().first)
             let url = fx.server.dcURLs[1].absoluteString + "/plain/\(doc.id)"
-            let resource = try XCTUnwrap(HTTPURLMediaResource(url: url))   // size unknown: learnt from Content-Range
+            let resource = try XCTUnwrap(HTTPURLMediaResource(url: url))  // size unknown: learnt from Content-Range
             let fetch = fx.fetcher()
             let first = try fx.mediaBox(fetcher: InterruptingFetcher(inner: fetch, parts: 2))
             do { _ = try await first.fetch(resource, info: MediaResourceStorageInfo()); XCTFail("interrupted") } catch is InterruptingFetcher.Interrupted {}

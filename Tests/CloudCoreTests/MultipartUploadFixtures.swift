@@ -51,8 +51,10 @@ final class UploadFixture: @unchecked Sendable {
         return path
     }
 
-    func upload(_ configure: (inout MultipartUploadConfiguration) -> Void = { _ in },
-                observer: (@Sendable (MultipartUploadEvent) -> Void)? = nil) -> MultipartUpload {
+    func upload(
+        _ configure: (inout MultipartUploadConfiguration) -> Void = { _ in },
+        observer: (@Sendable (MultipartUploadEvent) -> Void)? = nil
+    ) -> MultipartUpload {
         var c = MultipartUploadConfiguration()
         configure(&c)
         return MultipartUpload(client: client, postbox: postbox, configuration: c, observer: observer)

@@ -14,14 +14,14 @@ final class MultipartUploadTests: XCTestCase {
     func testSizesArriveByteEqualWithTheRightLayout() async throws {
         let f = try await UploadFixture.start()
         addTeardownBlock { await f.stop() }
-        let cases: [(Int, Int, Int, Bool)] = [ // size, part size, parts, big
+        let cases: [(Int, Int, Int, Bool)] = [  // size, part size, parts, big
             (1, 128 << 10, 1, false),
             (128 << 10, 128 << 10, 1, false),
             (3 * (128 << 10), 128 << 10, 3, false),
             (9_900_000, 128 << 10, 76, false),
             (10 << 20, 128 << 10, 80, false),
-            (10_100_000, 128 << 10, 78, false),      // 10.1 MB is still under 10 MiB
-            (10_590_618, 256 << 10, 41, true),       // 10.1 MiB: big-file mode
+            (10_100_000, 128 << 10, 78, false),  // 10.1 MB is still under 10 MiB
+            (10_590_618, 256 << 10, 41, true),  // 10.1 MiB: big-file mode
             (41 * (256 << 10), 256 << 10, 41, true),
         ]
         let upload = f.upload()
@@ -208,8 +208,10 @@ final class MultipartUploadTests: XCTestCase {
 }
 
 /// Asserts `body` throws a `MultipartUploadError` accepted by `check`.
-func XCTAssertThrowsUploadError<T>(_ body: @autoclosure () async throws -> T, file: StaticString = #filePath, line: UInt = #line,
-                                   _ check: (MultipartUploadError) -> Bool) async {
+func XCTAssertThrowsUploadError<T>(
+    _ body: @autoclosure () async throws -> T, file: StaticString = #filePath, line: UInt = #line,
+    _ check: (MultipartUploadError) -> Bool
+) async {
     do {
         _ = try await body()
         XCTFail("expected an upload error", file: file, line: line)

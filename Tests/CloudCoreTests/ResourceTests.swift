@@ -11,8 +11,9 @@ final class ResourceTests: XCTestCase {
     let reference = Data((0..<24).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
 
     func document(id: Int64 = 123456, dc: Int = 2) -> Document {
-        Document(id: id, accessHash: 99, dcId: dc, kind: .file, size: 5000, mimeType: "application/pdf", fileName: "../../etc/passwd",
-                 date: 0, location: FileLocation(type: .document, id: id, accessHash: 99, dcId: dc), fileReference: reference)
+        Document(
+            id: id, accessHash: 99, dcId: dc, kind: .file, size: 5000, mimeType: "application/pdf", fileName: "../../etc/passwd",
+            date: 0, location: FileLocation(type: .document, id: id, accessHash: 99, dcId: dc), fileReference: reference)
     }
 
     func testIdsAreStableAndSafe() throws {
@@ -23,13 +24,19 @@ final class ResourceTests: XCTestCase {
         let b = CloudDocumentMediaResource(document: changed, reference: .standalone)
         XCTAssertEqual(a.id, b.id, "the id does not depend on the reference or the parent")
         XCTAssertEqual(a.id.stringRepresentation, "telegram-cloud-document-2-123456")
-        let photo = Photo(id: 5, accessHash: 1, dcId: 1, date: 0,
-                          sizes: [PhotoSize(type: "x", w: 800, h: 600, size: 1000, location: FileLocation(type: .photo, id: 51, accessHash: 1, dcId: 1, thumbSize: "x"))],
-                          fileReference: reference)
+        let photo = Photo(
+            id: 5, accessHash: 1, dcId: 1, date: 0,
+            sizes: [PhotoSize(type: "x", w: 800, h: 600, size: 1000, location: FileLocation(type: .photo, id: 51, accessHash: 1, dcId: 1, thumbSize: "x"))],
+            fileReference: reference)
         let ps = CloudPhotoSizeMediaResource(photo: photo, size: photo.sizes[0], reference: parent)
         XCTAssertEqual(ps.id.stringRepresentation, "telegram-cloud-photo-size-1-5-x")
-        let peerPhoto = PeerPhoto(photoId: 9, dcId: 3, small: PhotoSize(type: "a", w: 160, h: 160, size: 100, location: FileLocation(type: .peerPhoto, id: 91, accessHash: 1, dcId: 3, thumbSize: "a", peerId: 77)),
-                                  big: PhotoSize(type: "c", w: 640, h: 640, size: 900, location: FileLocation(type: .peerPhoto, id: 92, accessHash: 1, dcId: 3, thumbSize: "c", peerId: 77)), fileReference: reference)
+        let peerPhoto = PeerPhoto(
+            photoId: 9, dcId: 3,
+            small: PhotoSize(
+                type: "a", w: 160, h: 160, size: 100, location: FileLocation(type: .peerPhoto, id: 91, accessHash: 1, dcId: 3, thumbSize: "a", peerId: 77)),
+            big: PhotoSize(
+                type: "c", w: 640, h: 640, size: 900, location: FileLocation(type: .peerPhoto, id: 92, accessHash: 1, dcId: 3, thumbSize: "c", peerId: 77)),
+            fileReference: reference)
         let small = CloudPeerPhotoSizeMediaResource(peerId: 77, photo: peerPhoto, big: false)
         let big = CloudPeerPhotoSizeMediaResource(peerId: 77, photo: peerPhoto, big: true)
         XCTAssertNotEqual(small.id, big.id)
@@ -51,15 +58,19 @@ final class ResourceTests: XCTestCase {
 
     func testSecretsNeverInDescriptions() throws {
         let key = SecretFileKey.random()
-        let sf = SecretFile(id: 4, accessHash: 1, dcId: 1, size: 32, decryptedSize: 20, key: key.key, iv: key.iv,
-                            keyFingerprint: key.fingerprint, mimeType: "image/jpeg",
-                            location: FileLocation(type: .secret, id: 4, accessHash: 1, dcId: 1))
+        let sf = SecretFile(
+            id: 4, accessHash: 1, dcId: 1, size: 32, decryptedSize: 20, key: key.key, iv: key.iv,
+            keyFingerprint: key.fingerprint, mimeType: "image/jpeg",
+            location: FileLocation(type: .secret, id: 4, accessHash: 1, dcId: 1))
         let secret = SecretFileMediaResource(secretFile: sf)
         let doc = CloudDocumentMediaResource(document: document(), reference: .message(MessageId(peerId: PeerId(1), id: 2)))
-        let texts = [String(describing: secret), String(reflecting: secret), String(describing: secret.fetchSource),
-                     String(describing: doc), String(reflecting: doc), String(describing: doc.fetchSource),
-                     String(describing: doc.fileReference), String(reflecting: doc.fileReference), "\(Mirror(reflecting: doc.fileReference).children.map { "\($0.value)" })",
-                     String(describing: MultipartFetchError.fileReferenceExpired(resourceId: doc.id, parent: doc.reference))]
+        let texts = [
+            String(describing: secret), String(reflecting: secret), String(describing: secret.fetchSource),
+            String(describing: doc), String(reflecting: doc), String(describing: doc.fetchSource),
+            String(describing: doc.fileReference), String(reflecting: doc.fileReference),
+            "\(Mirror(reflecting: doc.fileReference).children.map { "\($0.value)" })",
+            String(describing: MultipartFetchError.fileReferenceExpired(resourceId: doc.id, parent: doc.reference)),
+        ]
         for t in texts {
             for secretBytes in [key.key, key.iv, reference] {
                 XCTAssertFalse(t.contains(secretBytes.base64EncodedString()), t)

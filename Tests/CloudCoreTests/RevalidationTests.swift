@@ -26,8 +26,10 @@ final class RevalidationTests: XCTestCase {
             postbox = try Postbox(directory: fx.directory.file("db"))
         }
 
-        func context(holder: String = "test-\(UUID().uuidString.prefix(6))", postbox: Postbox? = nil,
-                     _ tweak: (inout RevalidationOptions) -> Void = { _ in }) -> RevalidationContext {
+        func context(
+            holder: String = "test-\(UUID().uuidString.prefix(6))", postbox: Postbox? = nil,
+            _ tweak: (inout RevalidationOptions) -> Void = { _ in }
+        ) -> RevalidationContext {
             var o = RevalidationOptions(holder: holder)
             o.requestTimeout = 5
             o.backoffBase = 0.2
@@ -73,7 +75,9 @@ final class RevalidationTests: XCTestCase {
     // MARK: 1. A hundred resources of one message
 
     func testHundredResourcesOfOneMessageShareOneCall() async throws {
-        let f = try await Fixture { $0.dataset.bundleSize = 100; $0.dataset.peers = 3; $0.dataset.messagesPerPeer = 3 }
+        let f = try await Fixture {
+            $0.dataset.bundleSize = 100; $0.dataset.peers = 3; $0.dataset.messagesPerPeer = 3
+        }
         addTeardownBlock { await f.fx.stop() }
         let (message, parent) = try await f.bundle()
         let resources = CloudResources.resources(of: message)
@@ -103,7 +107,9 @@ final class RevalidationTests: XCTestCase {
     // MARK: 2. A thousand references over ten peers
 
     func testThousandReferencesOverTenPeersBatchPerPeer() async throws {
-        let f = try await Fixture { $0.dataset.peers = 10; $0.dataset.messagesPerPeer = 250; $0.dataset.maxMediaSize = 200_000 }
+        let f = try await Fixture {
+            $0.dataset.peers = 10; $0.dataset.messagesPerPeer = 250; $0.dataset.maxMediaSize = 200_000
+        }
         addTeardownBlock { await f.fx.stop() }
         var messages: [CloudProtocol.Message] = []
         for d in try await f.client.getDialogs().dialogs {
@@ -141,7 +147,9 @@ final class RevalidationTests: XCTestCase {
         XCTAssertTrue(counters.parents.values.allSatisfy { $0 == 1 }, "every parent once: \(counters.parents.values.max() ?? 0)")
         let stale = try await f.postbox.read { tx -> Int in
             var n = 0
-            try tx.mediaReferences.obtained(before: Int64(Date().timeIntervalSince1970) - 3600) { _ in n += 1; return true }
+            try tx.mediaReferences.obtained(before: Int64(Date().timeIntervalSince1970) - 3600) { _ in
+                n += 1; return true
+            }
             return n
         }
         XCTAssertEqual(stale, 0, "every reference refreshed")
@@ -150,7 +158,9 @@ final class RevalidationTests: XCTestCase {
     // MARK: 3. Failures are bounded and retried with backoff
 
     func testFailingCloudFailsEveryWaiterWithinBoundThenRecovers() async throws {
-        let f = try await Fixture { $0.dataset.bundleSize = 20; $0.dataset.peers = 3; $0.dataset.messagesPerPeer = 3 }
+        let f = try await Fixture {
+            $0.dataset.bundleSize = 20; $0.dataset.peers = 3; $0.dataset.messagesPerPeer = 3
+        }
         addTeardownBlock { await f.fx.stop() }
         let (message, parent) = try await f.bundle()
         let resources = CloudResources.resources(of: message)
@@ -163,7 +173,9 @@ final class RevalidationTests: XCTestCase {
         let outcomes = await withTaskGroup(of: (any Error)?.self) { group -> [(any Error)?] in
             for r in resources {
                 group.addTask {
-                    do { _ = try await context.revalidate(resourceId: r.id, location: Self.location(r)!, parent: MediaResourceReference(parent)); return nil } catch { return error }
+                    do {
+                        _ = try await context.revalidate(resourceId: r.id, location: Self.location(r)!, parent: MediaResourceReference(parent)); return nil
+                    } catch { return error }
                 }
             }
             return await group.reduce(into: []) { $0.append($1) }
@@ -200,7 +212,9 @@ final class RevalidationTests: XCTestCase {
     // MARK: 4. Deleted message
 
     func testDeletedMessageMarksResourcesGoneAndIsNotAskedAgain() async throws {
-        let f = try await Fixture { $0.dataset.bundleSize = 5; $0.dataset.peers = 3; $0.dataset.messagesPerPeer = 3 }
+        let f = try await Fixture {
+            $0.dataset.bundleSize = 5; $0.dataset.peers = 3; $0.dataset.messagesPerPeer = 3
+        }
         addTeardownBlock { await f.fx.stop() }
         let (message, parent) = try await f.bundle()
         try await f.store([message], age: 10)
@@ -240,7 +254,9 @@ final class RevalidationTests: XCTestCase {
     // MARK: 5. Every parent kind
 
     func testEveryParentKindRevalidatesEndToEnd() async throws {
-        let f = try await Fixture { $0.dataset.peers = 5; $0.dataset.messagesPerPeer = 12; $0.dataset.stickerSets = 1; $0.dataset.wallpapers = 1 }
+        let f = try await Fixture {
+            $0.dataset.peers = 5; $0.dataset.messagesPerPeer = 12; $0.dataset.stickerSets = 1; $0.dataset.wallpapers = 1
+        }
         addTeardownBlock { await f.fx.stop() }
         let listing = f.fx.server.dataset()
         var cases: [(String, any CloudFetchableResource)] = []
@@ -251,11 +267,16 @@ final class RevalidationTests: XCTestCase {
         // Avatar.
         let peer = try XCTUnwrap(listing.peers.first { $0.photo != nil })
         let avatar = try await f.client.getPeerPhoto(peerId: peer.id)
-        cases.append((ParentEntity.peerAvatar(peerId: peer.id).key, CloudPeerPhotoSizeMediaResource(peerId: peer.id, photo: try XCTUnwrap(avatar.photo), big: false)))
+        cases.append(
+            (ParentEntity.peerAvatar(peerId: peer.id).key, CloudPeerPhotoSizeMediaResource(peerId: peer.id, photo: try XCTUnwrap(avatar.photo), big: false)))
         // Sticker set: thumbnail and a sticker.
         let set = try await f.client.getStickerSet(id: try XCTUnwrap(listing.stickerSetIds.first))
         cases.append((ParentEntity.stickerSet(id: set.id).key, try XCTUnwrap(CloudStickerPackThumbnailMediaResource(stickerSet: set))))
-        cases.append((ParentEntity.stickerSet(id: set.id).key, CloudDocumentMediaResource(document: try XCTUnwrap(set.stickers.first), reference: .stickerPack(id: set.id))))
+        cases.append(
+            (
+                ParentEntity.stickerSet(id: set.id).key,
+                CloudDocumentMediaResource(document: try XCTUnwrap(set.stickers.first), reference: .stickerPack(id: set.id))
+            ))
         // Wallpaper.
         let wallpaper = try await f.client.getWallPaper(id: try XCTUnwrap(listing.wallpaperIds.first))
         cases.append((ParentEntity.wallpaper(id: wallpaper.id).key, CloudResources.resource(of: wallpaper)))
@@ -275,14 +296,18 @@ final class RevalidationTests: XCTestCase {
             XCTAssertEqual(counters.methods[method.rawValue], 1, "\(method)")
         }
         let keys = Set(cases.map(\.0))
-        let leases = try await f.postbox.read { tx in try keys.map { try tx.revalidationLeases.get(MediaResourceReference(ParentEntity(key: $0)!).mediaParent!)?.lastOutcome } }
+        let leases = try await f.postbox.read { tx in
+            try keys.map { try tx.revalidationLeases.get(MediaResourceReference(ParentEntity(key: $0)!).mediaParent!)?.lastOutcome }
+        }
         XCTAssertEqual(leases, Array(repeating: .refreshed, count: leases.count))
     }
 
     // MARK: 6. Two processes, one Postbox file
 
     func testTwoContextsOverOnePostboxFileShareOneCall() async throws {
-        let f = try await Fixture { $0.dataset.bundleSize = 10; $0.dataset.peers = 5; $0.dataset.messagesPerPeer = 12 }
+        let f = try await Fixture {
+            $0.dataset.bundleSize = 10; $0.dataset.peers = 5; $0.dataset.messagesPerPeer = 12
+        }
         addTeardownBlock { await f.fx.stop() }
         let (message, parent) = try await f.bundle()
         let resources = CloudResources.resources(of: message)

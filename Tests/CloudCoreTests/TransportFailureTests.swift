@@ -21,7 +21,7 @@ final class TransportFailureTests: XCTestCase {
 
     func testIdleTimeoutOnServerThatNeverAnswers() async throws {
         let listener = try LoopbackListener { client in
-            _ = LoopbackListener.readRequest(client) // read, then stay silent until the client gives up
+            _ = LoopbackListener.readRequest(client)  // read, then stay silent until the client gives up
             LoopbackListener.waitForClose(client)
         }
         defer { listener.stop() }
@@ -188,10 +188,11 @@ final class TransportFailureTests: XCTestCase {
         defer { listener.stop() }
         let transport = try CurlTransport()
         let body = TransportFixtures.bytes(200_000, seed: 3)
-        let response = try await transport.send(HTTPRequest(
-            url: "\(listener.baseURL)/api/upload.saveFilePart", method: .post,
-            headers: [HTTPHeader("X-Job", "42"), HTTPHeader("Content-Type", "application/octet-stream")],
-            body: .data(body)))
+        let response = try await transport.send(
+            HTTPRequest(
+                url: "\(listener.baseURL)/api/upload.saveFilePart", method: .post,
+                headers: [HTTPHeader("X-Job", "42"), HTTPHeader("Content-Type", "application/octet-stream")],
+                body: .data(body)))
         XCTAssertEqual(response.status, 200)
         XCTAssertEqual(response.header("x-echo"), "yes")
         let prefix = Data("POST /api/upload.saveFilePart HTTP/1.1|header|".utf8)
@@ -234,4 +235,3 @@ final class TransportFailureTests: XCTestCase {
         XCTAssertGreaterThan(elapsed, 0.6)
     }
 }
-

@@ -192,12 +192,13 @@ final class TransportNginxTests: XCTestCase {
     }
 
     func testSinkReceivesBytesInOrder() async throws {
-        final class Collector: @unchecked Sendable { // only touched on the transport thread, then after send returns
+        final class Collector: @unchecked Sendable {  // only touched on the transport thread, then after send returns
             var data = Data()
         }
         let collector = Collector()
-        let response = try await transport.send(HTTPRequest(
-            url: fixture.url("file.bin"), destination: .sink(maxLength: nil) { collector.data.append(contentsOf: $0) }))
+        let response = try await transport.send(
+            HTTPRequest(
+                url: fixture.url("file.bin"), destination: .sink(maxLength: nil) { collector.data.append(contentsOf: $0) }))
         XCTAssertEqual(response.status, 200)
         XCTAssertTrue(collector.data == file)
     }
@@ -238,8 +239,9 @@ final class TransportNginxTests: XCTestCase {
         let fd = open(source.path, O_RDONLY)
         XCTAssertGreaterThanOrEqual(fd, 0)
         defer { close(fd) }
-        let region = try await transport.send(HTTPRequest(
-            url: fixture.url("upload/b.bin"), method: .put, body: .fileRegion(fd: fd, offset: 1 << 20, length: 1 << 20)))
+        let region = try await transport.send(
+            HTTPRequest(
+                url: fixture.url("upload/b.bin"), method: .put, body: .fileRegion(fd: fd, offset: 1 << 20, length: 1 << 20)))
         XCTAssertTrue([200, 201, 204].contains(region.status), "status \(region.status)")
         let stored = try Data(contentsOf: fixture.root.appendingPathComponent("upload/b.bin"))
         XCTAssertTrue(stored == file.subdata(in: (1 << 20)..<(2 << 20)))

@@ -23,7 +23,7 @@ final class TransportThroughputTests: XCTestCase {
         // Small files: 16 in flight, each to its own new file (no fsync, like curl).
         let outSmall = fixture.directory.url.appendingPathComponent("out-small")
         try FileManager.default.createDirectory(at: outSmall, withIntermediateDirectories: true)
-        sync() // start every measurement with no dirty pages pending
+        sync()  // start every measurement with no dirty pages pending
         var started = Date()
         let connections = try await withThrowingTaskGroup(of: Int.self) { group in
             var next = 0
@@ -66,10 +66,11 @@ final class TransportThroughputTests: XCTestCase {
         XCTAssertEqual(large.bytesReceived, Int64(largeSize))
         try? FileManager.default.removeItem(at: outLarge)
 
-        var report = String(format: "transport throughput: %d small files (%.0f MB): %.0f files/s, %.0f MB/s, %d connections; %d MB large: %.0f MB/s",
-                            smallCount, Double(totalSmall) / 1e6, Double(smallCount) / smallSeconds,
-                            Double(totalSmall) / 1e6 / smallSeconds, connections, largeSize >> 20,
-                            Double(largeSize) / 1e6 / largeSeconds)
+        var report = String(
+            format: "transport throughput: %d small files (%.0f MB): %.0f files/s, %.0f MB/s, %d connections; %d MB large: %.0f MB/s",
+            smallCount, Double(totalSmall) / 1e6, Double(smallCount) / smallSeconds,
+            Double(totalSmall) / 1e6 / smallSeconds, connections, largeSize >> 20,
+            Double(largeSize) / 1e6 / largeSeconds)
         report += " (RSS \(rssBefore >> 10) MiB before, \(rssAfter >> 10) MiB after)"
         report += String(format: ", discarded: %.0f MB/s", Double(largeSize) / 1e6 / discardSeconds)
 
@@ -91,10 +92,11 @@ final class TransportThroughputTests: XCTestCase {
             started = Date()
             try Self.run("/usr/bin/curl", ["-s", "-o", "/dev/null", fixture.url("large.bin")])
             let curlDiscardSeconds = Date().timeIntervalSince(started)
-            report += String(format: " | curl: %.0f files/s, %.0f MB/s large, %.0f MB/s to /dev/null | ratio: %.2f× files/s, %.2f× large, %.2f× discarded",
-                             Double(smallCount) / curlSmallSeconds, Double(largeSize) / 1e6 / curlLargeSeconds,
-                             Double(largeSize) / 1e6 / curlDiscardSeconds,
-                             curlSmallSeconds / smallSeconds, curlLargeSeconds / largeSeconds, curlDiscardSeconds / discardSeconds)
+            report += String(
+                format: " | curl: %.0f files/s, %.0f MB/s large, %.0f MB/s to /dev/null | ratio: %.2f× files/s, %.2f× large, %.2f× discarded",
+                Double(smallCount) / curlSmallSeconds, Double(largeSize) / 1e6 / curlLargeSeconds,
+                Double(largeSize) / 1e6 / curlDiscardSeconds,
+                curlSmallSeconds / smallSeconds, curlLargeSeconds / largeSeconds, curlDiscardSeconds / discardSeconds)
         }
         print(report)
     }

@@ -47,7 +47,9 @@ final class CdnTests: XCTestCase {
     }
 
     func testCdnTokenHashesAndMethodPlacement() async throws {
-        let server = try await TestCloud.start { $0.cdnFraction = 1; $0.cdnReuploadFraction = 0 }
+        let server = try await TestCloud.start {
+            $0.cdnFraction = 1; $0.cdnReuploadFraction = 0
+        }
         addTeardownBlock { await server.stop() }
         let (doc, _) = try await cdnDocuments(server)[0]
         let master = server.dcURLs[doc.dcId - 1]
@@ -69,10 +71,14 @@ final class CdnTests: XCTestCase {
         XCTAssertEqual(lim.errorName, .limitInvalid)
         // The CDN serves only getCdnFile; DCs do not serve it.
         do { let v = try await TestHTTP.api(server.cdnURL, .getConfig, Empty()).errorName; XCTAssertEqual(v, .methodInvalid) }
-        do { let v = try await TestHTTP.api(master, .getCdnFile, GetCdnFileRequest(fileToken: rd.fileToken, offset: 0, limit: 4096)).errorName; XCTAssertEqual(v, .methodInvalid) }
+        do {
+            let v = try await TestHTTP.api(master, .getCdnFile, GetCdnFileRequest(fileToken: rd.fileToken, offset: 0, limit: 4096)).errorName;
+            XCTAssertEqual(v, .methodInvalid)
+        }
         // Hashes at an offset start at the containing block.
         if doc.size > 200_000 {
-            let h = try await TestHTTP.api(master, .getCdnFileHashes, GetCdnFileHashesRequest(fileToken: rd.fileToken, offset: 150_000)).decode(CdnFileHashesResponse.self)
+            let h = try await TestHTTP.api(master, .getCdnFileHashes, GetCdnFileHashesRequest(fileToken: rd.fileToken, offset: 150_000)).decode(
+                CdnFileHashesResponse.self)
             XCTAssertEqual(h.hashes.first?.offset, 131_072)
         }
         // Encrypted part differs from plaintext and decrypts to it.

@@ -10,8 +10,9 @@ final class CryptoVectorTests: XCTestCase {
     func testSHA256Vectors() {
         XCTAssertEqual(SHA256.hash(Data()).hexString, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         XCTAssertEqual(SHA256.hash(Data("abc".utf8)).hexString, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        XCTAssertEqual(SHA256.hash(Data("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)).hexString,
-                       "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        XCTAssertEqual(
+            SHA256.hash(Data("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)).hexString,
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
         var h = SHA256()
         let chunk = Data(repeating: UInt8(ascii: "a"), count: 1000)
         for _ in 0..<1000 { h.update(chunk) }
@@ -45,8 +46,9 @@ final class CryptoVectorTests: XCTestCase {
         let plain = hex(ctrPlain), cipher = hex(ctrCipher)
         for block in 0..<4 {
             let r = block * 16..<(block + 1) * 16
-            XCTAssertEqual(try AESCTR.crypt(plain.subdata(in: r), key: hex(ctrKey), iv: hex(ctrIV), offset: Int64(block * 16)),
-                           cipher.subdata(in: r), "block \(block)")
+            XCTAssertEqual(
+                try AESCTR.crypt(plain.subdata(in: r), key: hex(ctrKey), iv: hex(ctrIV), offset: Int64(block * 16)),
+                cipher.subdata(in: r), "block \(block)")
         }
         // Blocks 2…3 in one call starting at offset 32.
         XCTAssertEqual(try AESCTR.crypt(plain.subdata(in: 32..<64), key: hex(ctrKey), iv: hex(ctrIV), offset: 32), cipher.subdata(in: 32..<64))
@@ -77,12 +79,14 @@ final class CryptoVectorTests: XCTestCase {
         XCTAssertEqual(ct.hexString, "1a8519a6557be652e9da8e43da4ef4453cf456b4ca488aa383c79c98b34797cb")
 
         var iv2 = hex("6d656e746174696f6e206f6620494745206d6f646520666f72204f70656e5353")
-        let ct2 = try AESIGE.encrypt(hex("99706487a1cde613bc6de0b6f24b1c7aa448c8b9c3403e3467a8cad89340f53b"),
-                                     key: hex("5468697320697320616e20696d706c65"), iv: &iv2)
+        let ct2 = try AESIGE.encrypt(
+            hex("99706487a1cde613bc6de0b6f24b1c7aa448c8b9c3403e3467a8cad89340f53b"),
+            key: hex("5468697320697320616e20696d706c65"), iv: &iv2)
         XCTAssertEqual(ct2.hexString, "4c2e204c6574277320686f70652042656e20676f74206974207269676874210a")
         var iv3 = hex("6d656e746174696f6e206f6620494745206d6f646520666f72204f70656e5353")
-        XCTAssertEqual(try AESIGE.decrypt(ct2, key: hex("5468697320697320616e20696d706c65"), iv: &iv3).hexString,
-                       "99706487a1cde613bc6de0b6f24b1c7aa448c8b9c3403e3467a8cad89340f53b")
+        XCTAssertEqual(
+            try AESIGE.decrypt(ct2, key: hex("5468697320697320616e20696d706c65"), iv: &iv3).hexString,
+            "99706487a1cde613bc6de0b6f24b1c7aa448c8b9c3403e3467a8cad89340f53b")
     }
 
     /// AES-256-IGE equals its definition c_i = E(p_i ⊕ c_{i−1}) ⊕ p_{i−1} (c_0 = iv[0..<16],

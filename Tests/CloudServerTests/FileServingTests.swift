@@ -73,7 +73,8 @@ final class FileServingTests: XCTestCase {
         await server.stop()
     }
 
-    private func check(_ server: CloudServer, _ loc: FileLocation, _ ref: Data, _ size: Int64, file: StaticString = #filePath, line: UInt = #line) async throws {
+    private func check(_ server: CloudServer, _ loc: FileLocation, _ ref: Data, _ size: Int64, file: StaticString = #filePath, line: UInt = #line) async throws
+    {
         let dl = try await TestCloud.download(server, location: loc, reference: ref, size: size)
         let info = try await TestCloud.fileInfo(server, loc.id)
         XCTAssertEqual(Int64(dl.data.count), size, file: file, line: line)

@@ -7,7 +7,9 @@ import XCTest
 /// entity fetches counted per parent.
 final class MessagesTests: XCTestCase {
     func testDialogsAndHistoryPaging() async throws {
-        let server = try await TestCloud.start { $0.dataset.peers = 7; $0.dataset.messagesPerPeer = 45 }
+        let server = try await TestCloud.start {
+            $0.dataset.peers = 7; $0.dataset.messagesPerPeer = 45
+        }
         addTeardownBlock { await server.stop() }
         let base = server.dcURLs[1]
         let p1 = try await TestHTTP.api(base, .getDialogs, GetDialogsRequest(offset: 0, limit: 4)).decode(GetDialogsResponse.self)
@@ -48,7 +50,8 @@ final class MessagesTests: XCTestCase {
         let newest = first.messages[0].id
         let none = try await TestHTTP.api(base, .getHistory, GetHistoryRequest(peerId: peer, minId: newest)).decode(MessagesResponse.self)
         XCTAssertTrue(none.messages.isEmpty)
-        let added = try await TestHTTP.adminPost(server, "messages/add", AddMessagesRequest(peerId: peer, count: 3, withMedia: true)).decode(MessagesResponse.self)
+        let added = try await TestHTTP.adminPost(server, "messages/add", AddMessagesRequest(peerId: peer, count: 3, withMedia: true)).decode(
+            MessagesResponse.self)
         XCTAssertEqual(added.messages.map(\.id), [newest + 1, newest + 2, newest + 3])
         let second = try await TestHTTP.api(base, .getHistory, GetHistoryRequest(peerId: peer, minId: newest)).decode(MessagesResponse.self)
         XCTAssertEqual(second.messages.map(\.id), [newest + 3, newest + 2, newest + 1])
@@ -69,7 +72,10 @@ final class MessagesTests: XCTestCase {
         try await TestHTTP.adminPost(server, "messages/delete", DeleteMessagesRequest(peerId: peer, ids: [3]))
         r = try await TestHTTP.api(base, .getMessages, GetMessagesRequest(peerId: peer, ids: [3, 1])).decode(MessagesResponse.self)
         XCTAssertEqual(r.messages.map(\.id), [1])
-        do { let v = try await TestHTTP.api(base, .getMessages, GetMessagesRequest(peerId: peer, ids: Array(1...101))).errorName; XCTAssertEqual(v, .limitInvalid) }
+        do {
+            let v = try await TestHTTP.api(base, .getMessages, GetMessagesRequest(peerId: peer, ids: Array(1...101))).errorName;
+            XCTAssertEqual(v, .limitInvalid)
+        }
         do { let v = try await TestHTTP.api(base, .getMessages, GetMessagesRequest(peerId: peer, ids: Array(1...100))).status; XCTAssertEqual(v, 200) }
         do { let v = try await TestHTTP.api(base, .getMessages, GetMessagesRequest(peerId: peer, ids: [0])).errorName; XCTAssertEqual(v, .messageIdInvalid) }
         let c = try await TestHTTP.adminGet(server, "counters", as: CountersResponse.self)
@@ -133,7 +139,9 @@ final class MessagesTests: XCTestCase {
     func testDatasetIsDeterministicPerSeed() async throws {
         let a = try await TestCloud.start()
         let b = try await TestCloud.start()
-        addTeardownBlock { await a.stop(); await b.stop() }
+        addTeardownBlock {
+            await a.stop(); await b.stop()
+        }
         let la = try await TestHTTP.adminGet(a, "dataset", as: DatasetListing.self)
         let lb = try await TestHTTP.adminGet(b, "dataset", as: DatasetListing.self)
         XCTAssertEqual(la.files, lb.files)

@@ -54,14 +54,16 @@ final class PartHashTests: XCTestCase {
         do {
             try await waitForPartHashes(server)
             let listing = try await TestHTTP.adminGet(server, "dataset", as: DatasetListing.self)
-            let history = try await TestHTTP.api(server.dcURLs[0], .getHistory, GetHistoryRequest(peerId: try XCTUnwrap(listing.benchPeerId))).decode(MessagesResponse.self)
+            let history = try await TestHTTP.api(server.dcURLs[0], .getHistory, GetHistoryRequest(peerId: try XCTUnwrap(listing.benchPeerId))).decode(
+                MessagesResponse.self)
             let doc = try XCTUnwrap(history.messages.compactMap { $0.media.first?.document }.first)
             var faults = FaultConfig()
             faults.corruptRate = 1
             _ = try await TestHTTP.adminPost(server, "faults", faults)
             var dc = 1
             while true {
-                let r = try await TestHTTP.api(server.dcURLs[dc - 1], .getFile, GetFileRequest(location: doc.location, fileReference: doc.fileReference, offset: 1 << 20, limit: 1 << 20))
+                let r = try await TestHTTP.api(
+                    server.dcURLs[dc - 1], .getFile, GetFileRequest(location: doc.location, fileReference: doc.fileReference, offset: 1 << 20, limit: 1 << 20))
                 if case .fileMigrate(let n) = r.errorName { dc = n; continue }
                 XCTAssertEqual(r.status, 200)
                 XCTAssertEqual(r.body.count, 1 << 20)

@@ -12,8 +12,10 @@ final class ProtocolRulesTests: XCTestCase {
         XCTAssertEqual(CloudErrorName(parsing: "FILE_MIGRATE_x"), .other("FILE_MIGRATE_x"))
         XCTAssertEqual(CloudErrorName(parsing: "FLOOD_WAIT_"), .other("FLOOD_WAIT_"))
         XCTAssertEqual(CloudErrorName(parsing: "SOMETHING_NEW"), .other("SOMETHING_NEW"))
-        for n: CloudErrorName in [.fileMigrate(2), .floodWait(1), .filePartMissing(0), .limitInvalid, .offsetInvalid, .fileReuploadNeeded,
-                                  .messageIdInvalid, .peerIdInvalid, .filePartsInvalid, .internalError, .locationInvalid] {
+        for n: CloudErrorName in [
+            .fileMigrate(2), .floodWait(1), .filePartMissing(0), .limitInvalid, .offsetInvalid, .fileReuploadNeeded,
+            .messageIdInvalid, .peerIdInvalid, .filePartsInvalid, .internalError, .locationInvalid,
+        ] {
             XCTAssertEqual(CloudErrorName(parsing: n.rawValue), n)
         }
         XCTAssertEqual(CloudErrorName.fileMigrate(2).httpStatus, 303)
@@ -78,8 +80,10 @@ final class ProtocolRulesTests: XCTestCase {
     }
 
     func testParentEntityKeys() throws {
-        let all: [ParentEntity] = [.message(peerId: 1_000_001, messageId: 5), .peerAvatar(peerId: 7), .stickerSet(id: 500),
-                                   .wallpaper(id: 700), .story(peerId: 1_000_004, storyId: 1)]
+        let all: [ParentEntity] = [
+            .message(peerId: 1_000_001, messageId: 5), .peerAvatar(peerId: 7), .stickerSet(id: 500),
+            .wallpaper(id: 700), .story(peerId: 1_000_004, storyId: 1),
+        ]
         for p in all {
             XCTAssertEqual(ParentEntity(key: p.key), p)
             XCTAssertEqual(try JSONDecoder().decode(ParentEntity.self, from: JSONEncoder().encode(p)), p)

@@ -2,10 +2,11 @@ import CloudCrypto
 import CloudProtocol
 import CloudServer
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// An HTTP answer as the tests see it.
 struct HTTPResult {
@@ -91,8 +92,10 @@ enum TestCloud {
     }
 
     /// Downloads every byte of a file at `location` with `reference`, starting at DC 1.
-    static func download(_ server: CloudServer, location: FileLocation, reference: Data, size: Int64,
-                         partSize: Int64? = nil) async throws -> Download {
+    static func download(
+        _ server: CloudServer, location: FileLocation, reference: Data, size: Int64,
+        partSize: Int64? = nil
+    ) async throws -> Download {
         var result = Download(data: Data())
         var dc = 1
         let part = partSize ?? FilePartRules.preferredPartSize(fileSize: size)
@@ -117,7 +120,8 @@ enum TestCloud {
                 while blockOff < offset + Int64(plain.count) {
                     if hashes[blockOff] == nil {
                         let master = server.dcURLs[rd.masterDcId - 1]
-                        let h = try await TestHTTP.api(master, .getCdnFileHashes, GetCdnFileHashesRequest(fileToken: rd.fileToken, offset: blockOff)).decode(CdnFileHashesResponse.self)
+                        let h = try await TestHTTP.api(master, .getCdnFileHashes, GetCdnFileHashesRequest(fileToken: rd.fileToken, offset: blockOff)).decode(
+                            CdnFileHashesResponse.self)
                         for x in h.hashes { hashes[x.offset] = x.hash }
                     }
                     let start = Int(blockOff - offset)
@@ -131,7 +135,8 @@ enum TestCloud {
                 if plain.isEmpty { break }
                 continue
             }
-            let r = try await TestHTTP.api(server.dcURLs[dc - 1], .getFile, GetFileRequest(location: location, fileReference: reference, offset: offset, limit: part))
+            let r = try await TestHTTP.api(
+                server.dcURLs[dc - 1], .getFile, GetFileRequest(location: location, fileReference: reference, offset: offset, limit: part))
             if case .fileMigrate(let n) = r.errorName {
                 dc = n
                 result.migrations += 1

@@ -8,7 +8,8 @@ import XCTest
 /// missing parts, forgotten uploads, plain PUT uploads.
 final class UploadTests: XCTestCase {
     static func savePart(_ base: URL, fileId: Int64, part: Int, total: Int? = nil, _ data: Data) async throws -> HTTPResult {
-        var c = URLComponents(url: base.appendingPathComponent(total == nil ? "api/upload.saveFilePart" : "api/upload.saveBigFilePart"), resolvingAgainstBaseURL: false)!
+        var c = URLComponents(
+            url: base.appendingPathComponent(total == nil ? "api/upload.saveFilePart" : "api/upload.saveBigFilePart"), resolvingAgainstBaseURL: false)!
         c.queryItems = [URLQueryItem(name: "fileId", value: String(fileId)), URLQueryItem(name: "part", value: String(part))]
         if let total { c.queryItems!.append(URLQueryItem(name: "totalParts", value: String(total))) }
         return try await TestHTTP.request(c.url!, method: "POST", body: data, headers: ["Content-Type": "application/octet-stream"])
@@ -33,8 +34,9 @@ final class UploadTests: XCTestCase {
         XCTAssertEqual(info.bytes, 300_000)
         let before = try await TestHTTP.api(base, .getHistory, GetHistoryRequest(peerId: peer, limit: 1)).decode(MessagesResponse.self).count
         let randomId = SecureRandom.int64()
-        let send = SendMediaRequest(peerId: peer, randomId: randomId,
-                                    file: InputFile(id: fileId, parts: 3, name: "a.bin", big: false, md5: MD5.hash(data).hexString, sha256: SHA256.hash(data).hexString))
+        let send = SendMediaRequest(
+            peerId: peer, randomId: randomId,
+            file: InputFile(id: fileId, parts: 3, name: "a.bin", big: false, md5: MD5.hash(data).hexString, sha256: SHA256.hash(data).hexString))
         let m1 = try await TestHTTP.api(base, .sendMedia, send).decode(SendMediaResponse.self).message
         let m2 = try await TestHTTP.api(server.dcURLs[0], .sendMedia, send).decode(SendMediaResponse.self).message
         XCTAssertEqual(m1.id, m2.id)
@@ -84,7 +86,9 @@ final class UploadTests: XCTestCase {
         do { let v = try await Self.savePart(base, fileId: fileId, part: 0, part).status; XCTAssertEqual(v, 200) }
         do { let v = try await Self.savePart(base, fileId: fileId, part: 2, part).status; XCTAssertEqual(v, 200) }
         func send(_ parts: Int, sha: String? = nil, random: Int64 = SecureRandom.int64()) async throws -> HTTPResult {
-            try await TestHTTP.api(base, .sendMedia, SendMediaRequest(peerId: peer, randomId: random, file: InputFile(id: fileId, parts: parts, name: "x", big: false, sha256: sha)))
+            try await TestHTTP.api(
+                base, .sendMedia,
+                SendMediaRequest(peerId: peer, randomId: random, file: InputFile(id: fileId, parts: parts, name: "x", big: false, sha256: sha)))
         }
         do { let v = try await send(3).errorName; XCTAssertEqual(v, .filePartMissing(1)) }
         do { let v = try await Self.savePart(base, fileId: fileId, part: 1, part).status; XCTAssertEqual(v, 200) }
@@ -123,9 +127,12 @@ final class UploadTests: XCTestCase {
             }
             for try await s in g { XCTAssertEqual(s, 200) }
         }
-        let wrong = try await TestHTTP.api(base, .sendMedia, SendMediaRequest(peerId: peer, randomId: 1, file: InputFile(id: fileId, parts: total, name: "big", big: false)))
+        let wrong = try await TestHTTP.api(
+            base, .sendMedia, SendMediaRequest(peerId: peer, randomId: 1, file: InputFile(id: fileId, parts: total, name: "big", big: false)))
         XCTAssertEqual(wrong.errorName, .filePartsInvalid)
-        let m = try await TestHTTP.api(base, .sendMedia, SendMediaRequest(peerId: peer, randomId: 2, file: InputFile(id: fileId, parts: total, name: "big", big: true))).decode(SendMediaResponse.self).message
+        let m = try await TestHTTP.api(
+            base, .sendMedia, SendMediaRequest(peerId: peer, randomId: 2, file: InputFile(id: fileId, parts: total, name: "big", big: true))
+        ).decode(SendMediaResponse.self).message
         let fi = try await TestCloud.fileInfo(server, m.media[0].document!.id)
         XCTAssertEqual(fi.sha256, SHA256.hash(data).hexString)
         XCTAssertEqual(fi.size, Int64(data.count))
@@ -138,8 +145,9 @@ final class UploadTests: XCTestCase {
         let server = try await TestCloud.start()
         addTeardownBlock { await server.stop() }
         let data = SecureRandom.bytes(2 << 20)
-        let r = try await TestHTTP.request(server.dcURLs[0].appendingPathComponent("plain/upload/test.bin"), method: "PUT", body: data,
-                                           headers: ["Content-Type": "application/octet-stream"])
+        let r = try await TestHTTP.request(
+            server.dcURLs[0].appendingPathComponent("plain/upload/test.bin"), method: "PUT", body: data,
+            headers: ["Content-Type": "application/octet-stream"])
         XCTAssertEqual(r.status, 201)
         let info = try r.decode(PlainUploadInfo.self)
         XCTAssertEqual(info.size, Int64(data.count))

@@ -1,10 +1,11 @@
 import CloudProtocol
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import TestSupport
 import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The built `cloudd` executable as a child process on loopback, with its URLs (from the JSON
 /// line it prints when ready) and a few admin calls.
@@ -23,7 +24,8 @@ final class ClouddProcess: @unchecked Sendable {
         let exe = try Products.builtExecutable("cloudd")
         process = try ChildProcess(exe, ["--port-base", "0"] + arguments)
         guard process.waitForOutput("\n", timeout: 60),
-              let line = process.stdout.split(separator: "\n").first else {
+            let line = process.stdout.split(separator: "\n").first
+        else {
             process.signal(SIGKILL)
             process.wait()
             throw NSError(domain: "cloudd", code: 1, userInfo: [NSLocalizedDescriptionKey: "cloudd did not start: \(process.stderr)"])
@@ -69,8 +71,9 @@ final class ClouddProcess: @unchecked Sendable {
     func counters() throws -> CountersResponse { try admin("counters", as: CountersResponse.self) }
     func resetCounters() throws { _ = try admin("counters/reset", method: "POST", body: Data("{}".utf8), as: OkResponse.self) }
     func addMessages(peerId: Int64, count: Int) throws -> MessagesResponse {
-        try admin("messages/add", method: "POST", body: try JSONEncoder().encode(AddMessagesRequest(peerId: peerId, count: count, withMedia: true)),
-                  as: MessagesResponse.self)
+        try admin(
+            "messages/add", method: "POST", body: try JSONEncoder().encode(AddMessagesRequest(peerId: peerId, count: count, withMedia: true)),
+            as: MessagesResponse.self)
     }
 
     /// Expires every reference issued so far (`POST /admin/references/expire`).

@@ -12,8 +12,9 @@ final class DemoIntegrationTests: XCTestCase {
         XCTAssertEqual(status, 0, p.stderr)
         let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(p.stdout.utf8)) as? [String: Any], p.stdout)
         let runs = try XCTUnwrap(summary["runs"] as? [[String: Any]])
-        XCTAssertEqual(runs.map { $0["job"] as? String },
-                       ["sync-history", "prefetch-chat-media", "revalidate-references", "upload-queue", "time-based-cleanup"])
+        XCTAssertEqual(
+            runs.map { $0["job"] as? String },
+            ["sync-history", "prefetch-chat-media", "revalidate-references", "upload-queue", "time-based-cleanup"])
         XCTAssertTrue(runs.allSatisfy { $0["outcome"] as? String == "succeeded" }, "\(runs)")
         func counter(_ job: String, _ name: String) -> Int? {
             ((runs.first { $0["job"] as? String == job }?["counters"] as? [String: Any])?[name] as? NSNumber)?.intValue

@@ -19,7 +19,9 @@ final class HistoryRetentionIntegrationTests: XCTestCase {
         func ids(_ peer: PeerId) throws -> [Int32] {
             try Postbox(path: dbPath(h), readOnly: true).readSync { tx in
                 var out: [Int32] = []
-                try tx.messages.scan(peer: peer, newestFirst: false) { out.append($0.id.id); return true }
+                try tx.messages.scan(peer: peer, newestFirst: false) {
+                    out.append($0.id.id); return true
+                }
                 return out.sorted()
             }
         }
@@ -27,15 +29,17 @@ final class HistoryRetentionIntegrationTests: XCTestCase {
         XCTAssertGreaterThan(before.values.map(\.count).reduce(0, +), 100, "sync stored history to trim")
         let referencesBefore = try Postbox(path: dbPath(h), readOnly: true).readSync { try $0.mediaReferences.count() }
 
-        try h.writeJob("retention", """
-        name: retention
-        kind: history-retention
-        timeout: 5m
-        params:
-          maxMessagesPerPeer: 20
-          keepNewest: 10
-          batchSize: 10
-        """)
+        try h.writeJob(
+            "retention",
+            """
+            name: retention
+            kind: history-retention
+            timeout: 5m
+            params:
+              maxMessagesPerPeer: 20
+              keepNewest: 10
+              batchSize: 10
+            """)
 
         // Dry run: lists per peer what would go and why; the file is untouched.
         let dry = try h.run(["run", "retention", "--dry-run", "--json"])
@@ -93,15 +97,17 @@ final class HistoryRetentionIntegrationTests: XCTestCase {
 
         // Asked for one peer, sync fetches its trimmed range again from the cloud.
         let target = try XCTUnwrap(peers.first { before[$0]!.count > 20 })
-        try h.writeJob("refill", """
-        name: refill
-        kind: sync-history
-        timeout: 2m
-        params:
-          peers: [\(target.rawValue)]
-          refillTrimmed: true
-          requestRate: 500
-        """)
+        try h.writeJob(
+            "refill",
+            """
+            name: refill
+            kind: sync-history
+            timeout: 2m
+            params:
+              peers: [\(target.rawValue)]
+              refillTrimmed: true
+              requestRate: 500
+            """)
         let refill = try h.run(["run", "refill"])
         XCTAssertEqual(refill.status, 0, refill.stderr)
         XCTAssertEqual(try ids(target), before[target]!, "the trimmed range is back")
@@ -113,12 +119,14 @@ final class HistoryRetentionIntegrationTests: XCTestCase {
     /// A job without any limit is a configuration error (exit 78) that names what is missing.
     func testRetentionWithoutALimitIsAConfigurationError() throws {
         let h = JobrunHarness()
-        try h.writeJob("retention", """
-        name: retention
-        kind: history-retention
-        params:
-          keepNewest: 10
-        """)
+        try h.writeJob(
+            "retention",
+            """
+            name: retention
+            kind: history-retention
+            params:
+              keepNewest: 10
+            """)
         let run = try h.run(["run", "retention"])
         XCTAssertEqual(run.status, 78, run.stderr)
         XCTAssertTrue(run.stderr.contains("maxAge, maxMessagesPerPeer, maxSize"), run.stderr)

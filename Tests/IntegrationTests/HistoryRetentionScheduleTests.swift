@@ -8,8 +8,10 @@ import XCTest
 /// prefetch downloads, and nobody sees SQLITE_BUSY or loses a write.
 final class HistoryRetentionScheduleTests: XCTestCase {
     func testRetentionRunsBesideSyncAndPrefetchWithoutBusyErrorsOrLostWrites() throws {
-        let cloud = try startCloudd(["--seed", "62", "--dcs", "2", "--peers", "5", "--messages-per-peer", "300",
-                                     "--max-media-size", "256K", "--cdn-fraction", "0", "--bandwidth", "1M"])
+        let cloud = try startCloudd([
+            "--seed", "62", "--dcs", "2", "--peers", "5", "--messages-per-peer", "300",
+            "--max-media-size", "256K", "--cdn-fraction", "0", "--bandwidth", "1M",
+        ])
         let h = JobrunHarness()
         try h.configureAccount(for: cloud)
         try h.syncOnce(initialMessages: 300)
@@ -19,38 +21,44 @@ final class HistoryRetentionScheduleTests: XCTestCase {
         var top: [Int64: Int32] = [:]
         for peer in peers { top[peer] = try cloud.addMessages(peerId: peer, count: 150).messages.map(\.id).max() }
 
-        try h.writeJob("sync", """
-        name: sync
-        kind: sync-history
-        schedule: "* * * * *"
-        timeout: 5m
-        params:
-          pageSize: 5
-          concurrency: 2
-          requestRate: 15
-        """)
-        try h.writeJob("prefetch", """
-        name: prefetch
-        kind: prefetch-chat-media
-        schedule: "* * * * *"
-        timeout: 5m
-        params:
-          concurrency: 2
-          budget: 6MiB
-          freeSpaceFloor: 0
-          lookback: 3650d
-        """)
-        try h.writeJob("retention", """
-        name: retention
-        kind: history-retention
-        schedule: "* * * * *"
-        timeout: 5m
-        params:
-          maxMessagesPerPeer: 120
-          keepNewest: 50
-          batchSize: 10
-          vacuumStep: 64KiB
-        """)
+        try h.writeJob(
+            "sync",
+            """
+            name: sync
+            kind: sync-history
+            schedule: "* * * * *"
+            timeout: 5m
+            params:
+              pageSize: 5
+              concurrency: 2
+              requestRate: 15
+            """)
+        try h.writeJob(
+            "prefetch",
+            """
+            name: prefetch
+            kind: prefetch-chat-media
+            schedule: "* * * * *"
+            timeout: 5m
+            params:
+              concurrency: 2
+              budget: 6MiB
+              freeSpaceFloor: 0
+              lookback: 3650d
+            """)
+        try h.writeJob(
+            "retention",
+            """
+            name: retention
+            kind: history-retention
+            schedule: "* * * * *"
+            timeout: 5m
+            params:
+              maxMessagesPerPeer: 120
+              keepNewest: 50
+              batchSize: 10
+              vacuumStep: 64KiB
+            """)
 
         let scheduler = try h.start(["schedule", "--now"])
         let deadline = Date().addingTimeInterval(240)
@@ -83,8 +91,9 @@ final class HistoryRetentionScheduleTests: XCTestCase {
         let syncEnd = try XCTUnwrap(first("sync", "run.finished")?["ts"] as? String)
         let retentionStart = try XCTUnwrap(first("retention", "run.started")?["ts"] as? String)
         let retentionEnd = try XCTUnwrap(first("retention", "run.finished")?["ts"] as? String)
-        XCTAssertTrue(retentionStart < syncEnd && syncStart < retentionEnd,
-                      "overlap: sync \(syncStart)…\(syncEnd), retention \(retentionStart)…\(retentionEnd)")
+        XCTAssertTrue(
+            retentionStart < syncEnd && syncStart < retentionEnd,
+            "overlap: sync \(syncStart)…\(syncEnd), retention \(retentionStart)…\(retentionEnd)")
 
         // No lost write: the newest 120 messages of every peer (sync's new pages among them) are
         // stored, and the store is consistent.
@@ -95,7 +104,9 @@ final class HistoryRetentionScheduleTests: XCTestCase {
             for peer in peers {
                 let pid = PeerId(peer)
                 var stored: [Int32] = []
-                try tx.messages.scanIndexes(peer: pid) { index, _ in stored.append(index.id.id); return true }
+                try tx.messages.scanIndexes(peer: pid) { index, _ in
+                    stored.append(index.id.id); return true
+                }
                 let newest = try XCTUnwrap(top[peer])
                 XCTAssertEqual(Set(stored.filter { $0 > newest - 120 }), Set((newest - 119)...newest), "peer \(peer): the newest 120 are all stored")
                 // What went below them is recorded as trimmed, never silently missing.

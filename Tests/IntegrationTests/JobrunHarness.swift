@@ -20,15 +20,17 @@ final class JobrunHarness: @unchecked Sendable {
 
     /// A `time-based-cleanup` job over account 0 (no work on an empty cache).
     func writeCleanupJob(_ name: String, policy: String = "Forbid", schedule: String = "\"0 3 * * *\"") throws {
-        try writeJob(name, """
-        name: \(name)
-        kind: time-based-cleanup
-        schedule: \(schedule)
-        timeout: 10m
-        concurrencyPolicy: \(policy)
-        params:
-          maxSize: 1GiB
-        """)
+        try writeJob(
+            name,
+            """
+            name: \(name)
+            kind: time-based-cleanup
+            schedule: \(schedule)
+            timeout: 10m
+            concurrencyPolicy: \(policy)
+            params:
+              maxSize: 1GiB
+            """)
     }
 
     func arguments(_ args: [String]) -> [String] { args + ["--root", root, "--jobs-dir", jobsDir] }
@@ -92,16 +94,18 @@ extension JobrunHarness {
     /// Writes a `sync` job (every peer's `initialMessages` newest messages) and runs it once;
     /// the test fails unless it exits 0.
     func syncOnce(initialMessages: Int, file: StaticString = #filePath, line: UInt = #line) throws {
-        try writeJob("sync", """
-        name: sync
-        kind: sync-history
-        timeout: 2m
-        retry:
-          backoffLimit: 0
-        params:
-          initialMessages: \(initialMessages)
-          requestRate: 500
-        """)
+        try writeJob(
+            "sync",
+            """
+            name: sync
+            kind: sync-history
+            timeout: 2m
+            retry:
+              backoffLimit: 0
+            params:
+              initialMessages: \(initialMessages)
+              requestRate: 500
+            """)
         let sync = try run(["run", "sync"])
         XCTAssertEqual(sync.status, 0, sync.stderr, file: file, line: line)
     }

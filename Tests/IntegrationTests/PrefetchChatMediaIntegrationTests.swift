@@ -22,12 +22,14 @@ final class PrefetchChatMediaIntegrationTests: XCTestCase {
     }
 
     func testPrefetchEndToEndBudgetCapsIntegrityAndRerun() throws {
-        let (cloud, h) = try start(["--seed", "21", "--cdn-fraction", "0"], prefetchParams: """
-          budget: 3MiB
-          sizeCaps:
-            video: 2MiB
-          concurrency: 3
-        """)
+        let (cloud, h) = try start(
+            ["--seed", "21", "--cdn-fraction", "0"],
+            prefetchParams: """
+                  budget: 3MiB
+                  sizeCaps:
+                    video: 2MiB
+                  concurrency: 3
+                """)
         // Run 1: a 3 MiB budget leaves files for later.
         let first = try h.run(["run", "prefetch", "--json"])
         XCTAssertEqual(first.status, 0, first.stderr)
@@ -39,12 +41,13 @@ final class PrefetchChatMediaIntegrationTests: XCTestCase {
         XCTAssertEqual(c1["failed"], 0)
 
         // Run 2 with a large budget fetches the rest; run 3 fetches nothing.
-        try h.writePrefetchJob("""
-          budget: 1GiB
-          sizeCaps:
-            video: 2MiB
-          concurrency: 3
-        """)
+        try h.writePrefetchJob(
+            """
+              budget: 1GiB
+              sizeCaps:
+                video: 2MiB
+              concurrency: 3
+            """)
         let second = try h.run(["run", "prefetch", "--json"])
         XCTAssertEqual(second.status, 0, second.stderr)
         let c2 = JobrunHarness.counters(second.stdout)
@@ -87,10 +90,11 @@ final class PrefetchChatMediaIntegrationTests: XCTestCase {
     }
 
     /// CDN redirects, 5 % of calls failing and every reference expired before the run: every
-    /// selected file arrives intact. Needs the account fetcher's revalidation (issue 6).
+    /// selected file arrives intact. Needs the account fetcher's revalidation.
     func testPrefetchThroughCdnFaultsAndExpiredReferences() throws {
-        let (cloud, h) = try start(["--seed", "22", "--cdn-fraction", "0.5", "--error-rate", "0.05", "--drop-rate", "0.02"],
-                                   prefetchParams: "  concurrency: 4\n  bandwidthLimit: 64MiB\n")
+        let (cloud, h) = try start(
+            ["--seed", "22", "--cdn-fraction", "0.5", "--error-rate", "0.05", "--drop-rate", "0.02"],
+            prefetchParams: "  concurrency: 4\n  bandwidthLimit: 64MiB\n")
         try cloud.expireReferences()
         let run = try h.run(["run", "prefetch", "--json"])
         let c = JobrunHarness.counters(run.stdout)
@@ -126,17 +130,19 @@ final class PrefetchChatMediaIntegrationTests: XCTestCase {
 extension JobrunHarness {
     /// A `prefetch-chat-media` job named `prefetch` with the given `params` lines.
     func writePrefetchJob(_ params: String) throws {
-        try writeJob("prefetch", """
-        name: prefetch
-        kind: prefetch-chat-media
-        schedule: "*/15 * * * *"
-        timeout: 5m
-        retry:
-          backoffLimit: 0
-        params:
-          freeSpaceFloor: 0
-        \(params)
-        """)
+        try writeJob(
+            "prefetch",
+            """
+            name: prefetch
+            kind: prefetch-chat-media
+            schedule: "*/15 * * * *"
+            timeout: 5m
+            retry:
+              backoffLimit: 0
+            params:
+              freeSpaceFloor: 0
+            \(params)
+            """)
     }
 
     /// Every StorageBox entry of account 0 with the path of its complete file.
@@ -149,7 +155,7 @@ extension JobrunHarness {
     func assertIntact(_ entries: [(StorageBoxEntry, String)], cloud: ClouddProcess, file: StaticString = #filePath, line: UInt = #line) throws {
         let sizes = Set(entries.map(\.0.size))
         var hashes: Set<String> = []
-        for summary in try cloud.dataset().files where sizes.contains(summary.size) || summary.type == .secret { // secret: container size
+        for summary in try cloud.dataset().files where sizes.contains(summary.size) || summary.type == .secret {  // secret: container size
             let info = try cloud.fileInfo(summary.id)
             hashes.insert(info.plaintextSHA256 ?? info.sha256)
         }

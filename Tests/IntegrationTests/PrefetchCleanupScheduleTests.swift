@@ -13,40 +13,46 @@ final class PrefetchCleanupScheduleTests: XCTestCase {
 
     func testPrefetchAndCleanupShareOneMediaBoxUnderTheScheduler() throws {
         // Parts are served at 96 KB/s each, so filling 8 MiB takes prefetch about 20 s.
-        let cloud = try startCloudd(["--seed", "41", "--dcs", "2", "--peers", "5", "--messages-per-peer", "16",
-                                     "--max-media-size", "3MiB", "--cdn-fraction", "0", "--bandwidth", "96K"])
+        let cloud = try startCloudd([
+            "--seed", "41", "--dcs", "2", "--peers", "5", "--messages-per-peer", "16",
+            "--max-media-size", "3MiB", "--cdn-fraction", "0", "--bandwidth", "96K",
+        ])
         let h = JobrunHarness()
         let account = h.account
         try h.configureAccount(for: cloud)
         try h.syncOnce(initialMessages: 16)
-        try FileManager.default.removeItem(atPath: h.jobsDir + "/sync.yaml") // the scheduler runs only the two below
+        try FileManager.default.removeItem(atPath: h.jobsDir + "/sync.yaml")  // the scheduler runs only the two below
 
         // Every minute both: prefetch fills up to its cache limit; cleanup (with a lower limit,
         // so it has work to do while prefetch runs) evicts the least recently used.
-        try h.writeJob("prefetch", """
-        name: prefetch
-        kind: prefetch-chat-media
-        schedule: "* * * * *"
-        timeout: 5m
-        params:
-          concurrency: 1
-          budget: 1GiB
-          freeSpaceFloor: 0
-          cacheLimit: 8MiB
-          sizeCaps:
-            photo: 3MiB
-            video: 3MiB
-            file: 3MiB
-        """)
-        try h.writeJob("cleanup", """
-        name: cleanup
-        kind: time-based-cleanup
-        schedule: "* * * * *"
-        timeout: 1m
-        params:
-          maxSize: 1MiB
-          immunity: 0s
-        """)
+        try h.writeJob(
+            "prefetch",
+            """
+            name: prefetch
+            kind: prefetch-chat-media
+            schedule: "* * * * *"
+            timeout: 5m
+            params:
+              concurrency: 1
+              budget: 1GiB
+              freeSpaceFloor: 0
+              cacheLimit: 8MiB
+              sizeCaps:
+                photo: 3MiB
+                video: 3MiB
+                file: 3MiB
+            """)
+        try h.writeJob(
+            "cleanup",
+            """
+            name: cleanup
+            kind: time-based-cleanup
+            schedule: "* * * * *"
+            timeout: 1m
+            params:
+              maxSize: 1MiB
+              immunity: 0s
+            """)
 
         // Start at second 45, so the next minute's cleanup fires while the first prefetch runs.
         let second = Calendar(identifier: .gregorian).component(.second, from: Date())
@@ -61,8 +67,9 @@ final class PrefetchCleanupScheduleTests: XCTestCase {
             usleep(50_000)
             tick += 1
             if tick % 10 == 0 { finished = h.logEvents().filter { $0["event"] as? String == "run.finished" } }
-        } while Date() < deadline && !(finished.contains { $0["job"] as? String == "prefetch" }
-                                        && finished.filter { $0["job"] as? String == "cleanup" }.count >= 2)
+        } while Date() < deadline
+            && !(finished.contains { $0["job"] as? String == "prefetch" }
+                && finished.filter { $0["job"] as? String == "cleanup" }.count >= 2)
         scheduler.signal(SIGTERM)
         XCTAssertEqual(scheduler.wait(timeout: 60), 0, scheduler.stderr)
 
@@ -86,12 +93,14 @@ final class PrefetchCleanupScheduleTests: XCTestCase {
         XCTAssertTrue(cleanups.allSatisfy { $0["outcome"] as? String == "succeeded" }, "\(cleanups)")
         XCTAssertGreaterThan(cleanups.map { int($0, "files_evicted") }.reduce(0, +), 0, "cleanup had work to do")
 
-        print("schedule: prefetch downloaded \(int(prefetch, "downloaded")) files (\(int(prefetch, "bytes")) bytes), skipped \(int(prefetch, "skipped_cache_limit")) at the cache limit; "
-              + "cleanups evicted \(cleanups.map { int($0, "files_evicted") }); cache peak \(sampler.peakBytes) bytes over \(sampler.samples) samples")
+        print(
+            "schedule: prefetch downloaded \(int(prefetch, "downloaded")) files (\(int(prefetch, "bytes")) bytes), skipped \(int(prefetch, "skipped_cache_limit")) at the cache limit; "
+                + "cleanups evicted \(cleanups.map { int($0, "files_evicted") }); cache peak \(sampler.peakBytes) bytes over \(sampler.samples) samples")
         // The cache (complete and partial files) never grew past prefetch's limit by more than one file.
         XCTAssertGreaterThan(sampler.samples, 20)
-        XCTAssertLessThanOrEqual(sampler.peakBytes, Self.cacheLimit + Self.largestFile,
-                                 "peak \(sampler.peakBytes) bytes over \(sampler.samples) samples")
+        XCTAssertLessThanOrEqual(
+            sampler.peakBytes, Self.cacheLimit + Self.largestFile,
+            "peak \(sampler.peakBytes) bytes over \(sampler.samples) samples")
 
         // Nothing indexed is missing, and what is left is intact and within cleanup's limit's reach.
         let box = try MediaBox(basePath: account + "/postbox/media", readOnly: true)

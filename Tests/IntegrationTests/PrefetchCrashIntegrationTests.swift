@@ -12,18 +12,20 @@ import XCTest
 final class PrefetchCrashIntegrationTests: XCTestCase {
     /// Videos and files up to 3 MiB: several 128 KiB parts each.
     static let params = """
-      mediaTypes: [video, file]
-      sizeCaps:
-        video: 3MiB
-        file: 3MiB
-      concurrency: 2
-    """
+          mediaTypes: [video, file]
+          sizeCaps:
+            video: 3MiB
+            file: 3MiB
+          concurrency: 2
+        """
 
     /// A cloudd child, a root configured for it, a synced Postbox, and a `prefetch` job with
     /// `timeout`; the bandwidth cap (bytes/s per part answer) is set after the sync.
     func start(seed: Int, bandwidth: Int64, params: String = params, timeout: String = "5m") throws -> (ClouddProcess, JobrunHarness) {
-        let cloud = try startCloudd(["--dcs", "2", "--peers", "5", "--messages-per-peer", "12", "--seed", "\(seed)",
-                                     "--cdn-fraction", "0", "--max-media-size", "3MiB"])
+        let cloud = try startCloudd([
+            "--dcs", "2", "--peers", "5", "--messages-per-peer", "12", "--seed", "\(seed)",
+            "--cdn-fraction", "0", "--max-media-size", "3MiB",
+        ])
         let h = JobrunHarness()
         try h.configureAccount(for: cloud)
         try h.writePrefetchJob(params, timeout: timeout)
@@ -35,7 +37,7 @@ final class PrefetchCrashIntegrationTests: XCTestCase {
     // MARK: 1. SIGKILL mid-file, then resume
 
     func testSigkillMidFileThenTheNextRunResumesWithoutRefetchingParts() throws {
-        let (cloud, h) = try start(seed: 31, bandwidth: 256 << 10) // a 128 KiB part takes 0.5 s
+        let (cloud, h) = try start(seed: 31, bandwidth: 256 << 10)  // a 128 KiB part takes 0.5 s
         let run = try h.start(["run", "prefetch", "--json"])
         // Wait until a file is partly on disk (at least two parts recorded in its meta), then kill.
         let deadline = Date().addingTimeInterval(90)
@@ -61,7 +63,9 @@ final class PrefetchCrashIntegrationTests: XCTestCase {
             XCTAssertGreaterThanOrEqual(Int64(data.count), p.ranges.map(\.upperBound).max() ?? 0, "the meta claims only written data: \(p.name)")
         }
         let killedEntries = try h.prefetchedEntries()
-        for (entry, path) in killedEntries { XCTAssertTrue(FileManager.default.fileExists(atPath: path), "StorageBox names a missing file: \(entry.resourceId)") }
+        for (entry, path) in killedEntries {
+            XCTAssertTrue(FileManager.default.fileExists(atPath: path), "StorageBox names a missing file: \(entry.resourceId)")
+        }
         try h.assertIntact(killedEntries, cloud: cloud)
         let stats = try h.run(["stats"])
         XCTAssertEqual(stats.status, 0, stats.stdout + stats.stderr)
@@ -99,7 +103,7 @@ final class PrefetchCrashIntegrationTests: XCTestCase {
     // MARK: 2. Timeout cancels promptly and keeps the work
 
     func testTimeoutCancelsPromptlyKeepsPartialsAndTheRerunCompletes() throws {
-        let (cloud, h) = try start(seed: 32, bandwidth: 256 << 10, timeout: "2s") // a 128 KiB part takes 0.5 s
+        let (cloud, h) = try start(seed: 32, bandwidth: 256 << 10, timeout: "2s")  // a 128 KiB part takes 0.5 s
         let began = Date()
         let run = try h.run(["run", "prefetch", "--json"], timeout: 60)
         let elapsed = Date().timeIntervalSince(began)
@@ -210,8 +214,10 @@ final class PrefetchCrashIntegrationTests: XCTestCase {
     /// Each file partly on disk at `partials` was completed by fetching only its missing parts:
     /// no part offset inside a range already written was served again, each served offset once,
     /// and the bytes served are exactly the bytes that were missing (server counters since reset).
-    func assertResumedWithoutRefetch(_ partials: [PartialState], cloud: ClouddProcess, entries: [(StorageBoxEntry, String)],
-                                     file: StaticString = #filePath, line: UInt = #line) throws {
+    func assertResumedWithoutRefetch(
+        _ partials: [PartialState], cloud: ClouddProcess, entries: [(StorageBoxEntry, String)],
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         for p in partials {
             let id = try XCTUnwrap(p.fileId)
             let size = try XCTUnwrap(p.size, p.name)
@@ -220,11 +226,13 @@ final class PrefetchCrashIntegrationTests: XCTestCase {
             for (key, count) in served.offsets {
                 let offset = try XCTUnwrap(Int64(key))
                 XCTAssertEqual(count, 1, "\(p.name): part at \(offset) served \(count) times", file: file, line: line)
-                XCTAssertFalse(p.ranges.contains { $0.contains(offset) }, "\(p.name): part at \(offset) was on disk already (\(p.ranges)) and fetched again",
-                               file: file, line: line)
+                XCTAssertFalse(
+                    p.ranges.contains { $0.contains(offset) }, "\(p.name): part at \(offset) was on disk already (\(p.ranges)) and fetched again",
+                    file: file, line: line)
             }
-            XCTAssertEqual(served.bytes, size - p.present, "\(p.name): \(p.present) of \(size) bytes were on disk; served \(served.bytes) more",
-                           file: file, line: line)
+            XCTAssertEqual(
+                served.bytes, size - p.present, "\(p.name): \(p.present) of \(size) bytes were on disk; served \(served.bytes) more",
+                file: file, line: line)
             XCTAssertLessThan(served.bytes, size, "\(p.name) was resumed, not fetched again whole", file: file, line: line)
         }
     }
@@ -251,24 +259,26 @@ struct PartialState: CustomStringConvertible {
         guard name.hasPrefix("telegram-cloud-document-") || name.hasPrefix("secret-file-") else { return nil }
         return name.split(separator: "-").last.flatMap { Int64($0) }
     }
-    var resourceId: String { name } // these ids are their own safe file names
+    var resourceId: String { name }  // these ids are their own safe file names
     var description: String { "\(name): \(present)/\(size.map(String.init) ?? "?")" }
 }
 
 extension JobrunHarness {
     /// A `prefetch-chat-media` job named `prefetch` with `params` lines and a timeout.
     func writePrefetchJob(_ params: String, timeout: String) throws {
-        try writeJob("prefetch", """
-        name: prefetch
-        kind: prefetch-chat-media
-        schedule: "*/15 * * * *"
-        timeout: \(timeout)
-        retry:
-          backoffLimit: 0
-        params:
-          freeSpaceFloor: 0
-        \(params)
-        """)
+        try writeJob(
+            "prefetch",
+            """
+            name: prefetch
+            kind: prefetch-chat-media
+            schedule: "*/15 * * * *"
+            timeout: \(timeout)
+            retry:
+              backoffLimit: 0
+            params:
+              freeSpaceFloor: 0
+            \(params)
+            """)
     }
 
     /// The partial downloads of account 0's resources, from their metas (torn metas left out).

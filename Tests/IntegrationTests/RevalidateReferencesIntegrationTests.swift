@@ -14,21 +14,23 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
         let cloud = try startCloudd(["--seed", "\(seed)", "--dcs", "2", "--peers", "5", "--messages-per-peer", "12", "--cdn-fraction", "0"])
         let h = JobrunHarness()
         for name in ["reval-a", "reval-b"] {
-            try h.writeJob(name, """
-            name: \(name)
-            kind: revalidate-references
-            schedule: "@hourly"
-            timeout: 2m
-            retry:
-              backoffLimit: 0
-            params:
-              window: \(window)
-              batchSize: 100
-              requestRate: 500
-              concurrency: 4
-              maxParents: 100000
-              requestTimeout: 10s
-            """)
+            try h.writeJob(
+                name,
+                """
+                name: \(name)
+                kind: revalidate-references
+                schedule: "@hourly"
+                timeout: 2m
+                retry:
+                  backoffLimit: 0
+                params:
+                  window: \(window)
+                  batchSize: 100
+                  requestRate: 500
+                  concurrency: 4
+                  maxParents: 100000
+                  requestTimeout: 10s
+                """)
         }
         try h.configureAccount(for: cloud, extra: extra)
         try h.syncOnce(initialMessages: 12)
@@ -39,7 +41,9 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
     func obtained(_ path: String) throws -> [String: Int64] {
         try Postbox(path: path, readOnly: true).readSync { tx in
             var out: [String: Int64] = [:]
-            try tx.mediaReferences.obtained(before: .max) { out[$0.resourceId] = $0.obtainedAt; return true }
+            try tx.mediaReferences.obtained(before: .max) {
+                out[$0.resourceId] = $0.obtainedAt; return true
+            }
             return out
         }
     }
@@ -49,7 +53,7 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
         let (cloud, h, db) = try startSynced(seed: 11, window: "1s", config: "referenceTTL: 3s\n")
         let before = try obtained(db)
         XCTAssertGreaterThan(before.count, 0)
-        Thread.sleep(forTimeInterval: 3.2) // the synced references are now within the window
+        Thread.sleep(forTimeInterval: 3.2)  // the synced references are now within the window
         try cloud.expireReferences()
         try cloud.resetCounters()
 
@@ -121,7 +125,7 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
 
     func testFailingCloudExits69ThenRecovers() throws {
         let (cloud, h, _) = try startSynced(seed: 13, window: "1s", config: "referenceTTL: 3s\n")
-        Thread.sleep(forTimeInterval: 3.2) // every synced reference is now due
+        Thread.sleep(forTimeInterval: 3.2)  // every synced reference is now due
         try cloud.expireReferences()
         try cloud.setFaults(FaultConfig(failRevalidation: true))
         let failed = try h.run(["run", "reval-a"])
@@ -130,7 +134,7 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
         XCTAssertTrue(failed.stderr.contains("INTERNAL"), failed.stderr)
 
         try cloud.setFaults(FaultConfig(failRevalidation: false))
-        Thread.sleep(forTimeInterval: 1.2) // the failed parents' backoff (1 s after one failure)
+        Thread.sleep(forTimeInterval: 1.2)  // the failed parents' backoff (1 s after one failure)
         let recovered = try h.run(["run", "reval-a"])
         XCTAssertEqual(recovered.status, 0, recovered.stderr)
         XCTAssertTrue(recovered.stdout.contains("parents_failed: 0"), recovered.stdout)

@@ -40,13 +40,15 @@ final class RunnerIntegrationTests: XCTestCase {
 
     func testRunOnAnInvalidJobRunsNothingAndExits78() throws {
         let h = JobrunHarness()
-        try h.writeJob("broken", """
-        name: broken
-        kind: time-based-cleanup
-        schedule: "0 3 30 2 *"
-        params:
-          maxSize: 1GiB
-        """)
+        try h.writeJob(
+            "broken",
+            """
+            name: broken
+            kind: time-based-cleanup
+            schedule: "0 3 30 2 *"
+            params:
+              maxSize: 1GiB
+            """)
         let result = try h.run(["run", "broken"])
         XCTAssertEqual(result.status, 78)
         XCTAssertTrue(result.stderr.contains("broken.yaml:3:"), "the error names file:line:column: \(result.stderr)")
@@ -93,7 +95,9 @@ final class RunnerIntegrationTests: XCTestCase {
         let pids = Set(events.filter { $0["event"] as? String == "run.started" }.compactMap { $0["pid"] as? Int })
         XCTAssertEqual(pids, [Int(scheduler.pid)], "both jobs ran inside the scheduler process")
         // Concurrent: each job started before the other finished.
-        func time(_ job: String, _ event: String) -> String { events.first { $0["job"] as? String == job && $0["event"] as? String == event }?["ts"] as? String ?? "" }
+        func time(_ job: String, _ event: String) -> String {
+            events.first { $0["job"] as? String == job && $0["event"] as? String == event }?["ts"] as? String ?? ""
+        }
         XCTAssertLessThan(time("cleanup-a", "run.started"), time("cleanup-b", "run.finished"))
         XCTAssertLessThan(time("cleanup-b", "run.started"), time("cleanup-a", "run.finished"))
         XCTAssertTrue(events.contains { $0["event"] as? String == "scheduler.stopped" })

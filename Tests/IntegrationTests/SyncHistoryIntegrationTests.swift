@@ -13,19 +13,21 @@ final class SyncHistoryIntegrationTests: XCTestCase {
         let cloud = try ClouddProcess(["--seed", "\(seed)", "--dcs", "2", "--peers", "5", "--messages-per-peer", "12", "--cdn-fraction", "0"])
         addTeardownBlock { cloud.stop() }
         let h = JobrunHarness()
-        try h.writeJob("sync", """
-        name: sync
-        kind: sync-history
-        schedule: "@hourly"
-        timeout: 2m
-        retry:
-          backoffLimit: 0
-        params:
-          initialMessages: 10
-          pageSize: 4
-          concurrency: \(concurrency)
-          requestRate: 200
-        """)
+        try h.writeJob(
+            "sync",
+            """
+            name: sync
+            kind: sync-history
+            schedule: "@hourly"
+            timeout: 2m
+            retry:
+              backoffLimit: 0
+            params:
+              initialMessages: 10
+              pageSize: 4
+              concurrency: \(concurrency)
+              requestRate: 200
+            """)
         return (cloud, h)
     }
 
@@ -47,7 +49,7 @@ final class SyncHistoryIntegrationTests: XCTestCase {
         XCTAssertTrue(typo.stderr.contains("config.yaml:1:1: unknown key `datacenter`"), typo.stderr)
         let token = "it-token-\(UUID().uuidString.prefix(8))"
         try "\(token)\n".write(toFile: account + "/credentials", atomically: true, encoding: .utf8)
-        chmod(account + "/credentials", 0o600) // a credentials file others may read is refused
+        chmod(account + "/credentials", 0o600)  // a credentials file others may read is refused
         try cloud.accountConfig(credentialsFile: "credentials").write(toFile: account + "/config.yaml", atomically: true, encoding: .utf8)
 
         // First run: 10 newest messages of every peer.
@@ -58,8 +60,10 @@ final class SyncHistoryIntegrationTests: XCTestCase {
         do {
             let postbox = try Postbox(path: account + "/postbox/db/db.sqlite", readOnly: true)
             let (storedPeers, counts, states, references) = try postbox.readSync { tx in
-                (try tx.peers.count(), try peers.map { try tx.messages.count(peer: PeerId($0)) },
-                 try peers.map { try tx.syncStates.get(PeerId($0))?.maxSyncedId }, try tx.mediaReferences.count())
+                (
+                    try tx.peers.count(), try peers.map { try tx.messages.count(peer: PeerId($0)) },
+                    try peers.map { try tx.syncStates.get(PeerId($0))?.maxSyncedId }, try tx.mediaReferences.count()
+                )
             }
             XCTAssertEqual(storedPeers, 5)
             XCTAssertEqual(counts, Array(repeating: 10, count: 5))
@@ -116,8 +120,10 @@ extension SyncHistoryIntegrationTests {
         XCTAssertNotEqual(killed.status, 0, "the run was killed: \(killed.stderr)")
         let peers = try cloud.dataset().peers.map(\.id)
         let (stored, holes) = try Postbox(path: account + "/postbox/db/db.sqlite", readOnly: true).readSync { tx in
-            (try peers.map { try tx.messages.count(peer: PeerId($0)) }.reduce(0, +),
-             try peers.flatMap { try tx.holes.holes(peer: PeerId($0)) })
+            (
+                try peers.map { try tx.messages.count(peer: PeerId($0)) }.reduce(0, +),
+                try peers.flatMap { try tx.holes.holes(peer: PeerId($0)) }
+            )
         }
         XCTAssertEqual(stored, 4, "exactly one page was committed before the crash")
         XCTAssertEqual(holes, [3...8], "the rest of that peer's first window is a hole")

@@ -72,7 +72,9 @@ final class UploadQueueIntegrationTests: XCTestCase {
         }
         XCTAssertGreaterThan(killedMidUpload, trials / 4, "enough kills landed mid-upload to prove resume")
         XCTAssertGreaterThan(skippedTotal, 0)
-        print("crash trials: \(trials), killed mid-upload: \(killedMidUpload), acknowledged parts skipped on resume: \(skippedTotal), \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        print(
+            "crash trials: \(trials), killed mid-upload: \(killedMidUpload), acknowledged parts skipped on resume: \(skippedTotal), \(String(format: "%.1f", Date().timeIntervalSince(started))) s"
+        )
     }
 
     func testTwoProcessesDrainingOneQueueNeverUploadAnItemTwice() throws {
@@ -158,7 +160,7 @@ final class UploadQueueIntegrationTests: XCTestCase {
         try FileManager.default.removeItem(atPath: staged)
         try FileManager.default.removeItem(atPath: vanishing)
         guard case .success(let g2) = try h.enqueue(good2, peer: peer, extra: ["--secret", "--caption", "last"]) else { return XCTFail() }
-        try FileManager.default.removeItem(atPath: good2) // the source may vanish once queued
+        try FileManager.default.removeItem(atPath: good2)  // the source may vanish once queued
 
         let r = try h.run(["run", "upload-queue", "--json"])
         XCTAssertEqual(r.status, 0, r.stderr)
@@ -199,7 +201,7 @@ final class UploadQueueLimitsIntegrationTests: XCTestCase {
         try h.writeUploadJob("slow-requests", params: "  requestRate: 10")
         func duration(_ job: String) throws -> Double {
             let path = h.dir.file("\(job).bin")
-            try makeUploadTestFile(path, size: 20 * 131_072) // 20 parts of 128 KiB
+            try makeUploadTestFile(path, size: 20 * 131_072)  // 20 parts of 128 KiB
             guard case .success = try h.enqueue(path, peer: peer) else { XCTFail("enqueue"); return 0 }
             let started = Date()
             let r = try h.run(["run", job, "--json"])

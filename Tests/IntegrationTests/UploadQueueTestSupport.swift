@@ -1,11 +1,12 @@
 import CloudProtocol
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Postbox
 import TestSupport
 import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// A real `cloudd` child process (started by `ClouddProcess`) for the upload integration tests,
 /// with blocking JSON helpers for its upload and admin endpoints.
@@ -83,20 +84,22 @@ extension JobrunHarness {
 
     /// An `upload-queue` job file.
     func writeUploadJob(_ name: String, policy: String = "Forbid", params: String = "") throws {
-        try writeJob(name, """
-        name: \(name)
-        kind: upload-queue
-        schedule: "*/5 * * * *"
-        timeout: 10m
-        retry:
-          backoffLimit: 0
-        concurrencyPolicy: \(policy)
-        params:
-          concurrency: 2
-          itemBackoff: 0s
-          leaseDuration: 30s
-        \(params)
-        """)
+        try writeJob(
+            name,
+            """
+            name: \(name)
+            kind: upload-queue
+            schedule: "*/5 * * * *"
+            timeout: 10m
+            retry:
+              backoffLimit: 0
+            concurrencyPolicy: \(policy)
+            params:
+              concurrency: 2
+              itemBackoff: 0s
+              leaseDuration: 30s
+            \(params)
+            """)
     }
 
     /// `jobrun enqueue-upload … --json`; the queued item id, or the failed exit status and stderr.
@@ -112,7 +115,9 @@ extension JobrunHarness {
         let postbox = try Postbox(path: root + "/account-0/postbox/db/db.sqlite", readOnly: true)
         return try postbox.readSync { tx in
             var out: [UploadItem] = []
-            try tx.uploadQueue.scan { out.append($0); return true }
+            try tx.uploadQueue.scan {
+                out.append($0); return true
+            }
             return out
         }
     }
@@ -125,7 +130,8 @@ extension JobrunHarness {
     /// Counters of a `jobrun run … --json` answer.
     static func counters(_ stdout: String) -> [String: Int] {
         guard let line = stdout.split(separator: "\n").last,
-              let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return [:] }
+            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        else { return [:] }
         return object["counters"] as? [String: Int] ?? [:]
     }
 }

@@ -15,24 +15,25 @@ final class AccountCloudConfigTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         try "tok-from-file\nignored\n".write(to: dir.appendingPathComponent("credentials"), atomically: true, encoding: .utf8)
         chmod(dir.appendingPathComponent("credentials").path, 0o600)
-        let c = try parse("""
-        datacenters:
-          1: http://127.0.0.1:40000
-          2: http://127.0.0.1:40001/
-        cdn: http://127.0.0.1:40100
-        mainDc: 2
-        credentialsFile: credentials
-        requestTimeout: 45s
-        connectTimeout: 3
-        maxAnswerSize: 2MiB
-        retry:
-          maxAttempts: 7
-          baseDelay: 100ms
-          maxDelay: 2s
-          jitter: 0.25
-          maxFloodWait: 1m
-          maxFloodWaits: 2
-        """, dir: dir.path)
+        let c = try parse(
+            """
+            datacenters:
+              1: http://127.0.0.1:40000
+              2: http://127.0.0.1:40001/
+            cdn: http://127.0.0.1:40100
+            mainDc: 2
+            credentialsFile: credentials
+            requestTimeout: 45s
+            connectTimeout: 3
+            maxAnswerSize: 2MiB
+            retry:
+              maxAttempts: 7
+              baseDelay: 100ms
+              maxDelay: 2s
+              jitter: 0.25
+              maxFloodWait: 1m
+              maxFloodWaits: 2
+            """, dir: dir.path)
         XCTAssertEqual(c.datacenters, [1: "http://127.0.0.1:40000", 2: "http://127.0.0.1:40001/"])
         XCTAssertEqual(c.baseURL(ofDc: 2), "http://127.0.0.1:40001")
         XCTAssertEqual(c.cdnURL, "http://127.0.0.1:40100")
@@ -44,10 +45,11 @@ final class AccountCloudConfigTests: XCTestCase {
         XCTAssertEqual(c.retry, CloudRetryPolicy(maxAttempts: 7, baseDelay: 0.1, maxDelay: 2, jitter: 0.25, maxFloodWait: 60, maxFloodWaits: 2))
         XCTAssertFalse(c.description.contains("tok-from-file"))
 
-        let listed = try parse("""
-        datacenters: [{id: 1, url: "http://127.0.0.1:1"}, {id: 3, url: "http://127.0.0.1:3"}]
-        cdn: {id: 101, url: "http://127.0.0.1:101"}
-        """)
+        let listed = try parse(
+            """
+            datacenters: [{id: 1, url: "http://127.0.0.1:1"}, {id: 3, url: "http://127.0.0.1:3"}]
+            cdn: {id: 101, url: "http://127.0.0.1:101"}
+            """)
         XCTAssertEqual(listed.datacenters.keys.sorted(), [1, 3])
         XCTAssertEqual(listed.mainDc, 1)
         XCTAssertEqual(listed.cdnURL, "http://127.0.0.1:101")

@@ -43,7 +43,9 @@ final class AccountConfigHardeningTests: XCTestCase {
         for mode: mode_t in [0o644, 0o640, 0o604, 0o660] {
             chmod(file, mode)
             let refused = message(yaml, dir: dir.path)
-            XCTAssertTrue(refused?.contains("\(path):3:18: the credentials file \(file) is readable or writable by group or others") == true, refused ?? "accepted with mode \(String(mode, radix: 8))")
+            XCTAssertTrue(
+                refused?.contains("\(path):3:18: the credentials file \(file) is readable or writable by group or others") == true,
+                refused ?? "accepted with mode \(String(mode, radix: 8))")
             XCTAssertFalse(refused?.contains("very-secret-token") == true)
         }
         chmod(file, 0o600)

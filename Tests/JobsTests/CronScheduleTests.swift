@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import Jobs
 
 /// Table-driven next-fire tests against hand-checked times.
@@ -67,7 +68,7 @@ final class CronScheduleTests: XCTestCase {
             ("15 14 1 * *", "2026-11-21T10:00:00Z", "2026-12-01T14:15:00Z"),
             ("59 23 31 12 *", "2026-11-21T10:00:00Z", "2026-12-31T23:59:00Z"),
             ("0 0 1 1 *", "2026-12-31T23:59:59Z", "2027-01-01T00:00:00Z"),
-            ("0 0 31 2 MON", "2026-11-21T10:00:00Z", "2027-02-01T00:00:00Z"), // Mondays of February
+            ("0 0 31 2 MON", "2026-11-21T10:00:00Z", "2027-02-01T00:00:00Z"),  // Mondays of February
             ("0,30 8-9 * * *", "2026-11-21T09:30:00Z", "2026-11-22T08:00:00Z"),
         ]
         for (expression, after, expected) in table {
@@ -127,8 +128,9 @@ final class CronScheduleTests: XCTestCase {
     func testFiresAreStrictlyIncreasingAcrossDSTYear() throws {
         for zone in ["America/New_York", "Europe/Berlin", "Australia/Lord_Howe"] {
             let tz = TimeZone(identifier: zone)!
-            let fires = try CronSchedule("*/20 * * * *").fires(after: Self.date("2027-01-01T00:00:00Z"),
-                                                                through: Self.date("2028-01-01T00:00:00Z"), in: tz)
+            let fires = try CronSchedule("*/20 * * * *").fires(
+                after: Self.date("2027-01-01T00:00:00Z"),
+                through: Self.date("2028-01-01T00:00:00Z"), in: tz)
             XCTAssertGreaterThan(fires.count, 26_000, zone)
             XCTAssertTrue(zip(fires, fires.dropFirst()).allSatisfy { $0 < $1 }, zone)
         }
@@ -140,7 +142,7 @@ final class CronScheduleTests: XCTestCase {
                 XCTFail("\(expression) should be rejected"); continue
             }
             XCTAssertTrue(error.message.contains("never fires"), "\(expression): \(error.message)")
-            XCTAssertEqual(error.offset, 4, expression) // points at the day-of-month field
+            XCTAssertEqual(error.offset, 4, expression)  // points at the day-of-month field
         }
         // OR with a weekday still fires, and Feb 29 fires in leap years.
         XCTAssertNoThrow(try CronSchedule("0 0 30 2 MON"))

@@ -1,6 +1,7 @@
 import Foundation
 import Postbox
 import XCTest
+
 @testable import Jobs
 
 /// The data root as a security boundary: nothing under it is deleted, truncated or written
@@ -215,8 +216,9 @@ final class DataRootHardeningTests: XCTestCase {
         XCTAssertEqual(stat(lock.path.path, &st), 0)
         XCTAssertEqual(Int(st.st_size), JobLock.fileSize, "allocated when taken")
         XCTAssertEqual(lock.holderPid, getpid())
-        let pending = JobLock.PendingOutcome(runId: "abc123", outcome: .failed, exitCode: 74, startedAtMs: 1000, endedAtMs: 2000,
-                                             attempts: 2, message: "disk full\twith\ttabs\nand lines")
+        let pending = JobLock.PendingOutcome(
+            runId: "abc123", outcome: .failed, exitCode: 74, startedAtMs: 1000, endedAtMs: 2000,
+            attempts: 2, message: "disk full\twith\ttabs\nand lines")
         XCTAssertTrue(lock.recordPendingOutcome(pending))
         lock.release()
         XCTAssertNil(lock.holderPid, "released: no holder")

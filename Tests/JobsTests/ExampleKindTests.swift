@@ -37,8 +37,9 @@ final class ExampleKindTests: XCTestCase {
             try tx.messages.add((1...3).map { Message(id: MessageId(peerId: PeerId(7), namespace: MessageId.cloudNamespace, id: $0), timestamp: 100 + $0) })
         }
         let sink = try LogSink(root: root, process: "test", console: .off)
-        let runner = JobRunner(root: root, kinds: kinds, accounts: AccountContextPool(root: root), logger: JobLogger(sink: sink),
-                               tempDirectory: URL(fileURLWithPath: dir.file("tmp")))
+        let runner = JobRunner(
+            root: root, kinds: kinds, accounts: AccountContextPool(root: root), logger: JobLogger(sink: sink),
+            tempDirectory: URL(fileURLWithPath: dir.file("tmp")))
         let result = await runner.run(try JobFile.load(contentsOf: jobFile, kinds: kinds))
         XCTAssertEqual(result.exitCode, .ok, result.message ?? "")
         XCTAssertEqual(result.report.counters["messages"], 3)

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import Jobs
 
 final class JobCatalogTests: XCTestCase {
@@ -29,7 +30,11 @@ final class JobCatalogTests: XCTestCase {
         let catalog = JobCatalog.load(directory: directory)
         XCTAssertEqual(catalog.jobs.map(\.name), ["same"])
         let messages = catalog.errors.map(\.description)
-        XCTAssertTrue(messages.contains { $0.hasSuffix("b.yml:1:7: duplicate job name 'same' (also defined at \(directory.path)/a.yaml:1:7) (expected job names unique across the jobs directory)") }, "\(messages)")
+        XCTAssertTrue(
+            messages.contains {
+                $0.hasSuffix(
+                    "b.yml:1:7: duplicate job name 'same' (also defined at \(directory.path)/a.yaml:1:7) (expected job names unique across the jobs directory)")
+            }, "\(messages)")
         XCTAssertTrue(messages.contains { $0.contains("broken.yaml:2:7: unknown job kind 'nope'") }, "\(messages)")
         XCTAssertThrowsError(try JobCatalog.loadStrict(directory: directory))
 

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import XCTest
+
 @testable import Jobs
 
 /// Job files written to stall or mislead the runner: every `run` and `schedule` reads every file
@@ -51,11 +52,13 @@ final class JobFileHostileInputTests: XCTestCase {
             """
         XCTAssertThrowsError(try JobFile.parse(yaml: yaml, file: "d.yaml")) { error in
             let lines = "\(error)".split(separator: "\n").map(String.init)
-            XCTAssertEqual(lines, [
-                "d.yaml:7:3: duplicate key 'ttl' (first at line 6, column 3) (expected each key once per mapping)",
-                "d.yaml:8:1: duplicate key 'timeout' (first at line 3, column 1) (expected each key once per mapping)",
-                "d.yaml:9:1: duplicate key 'name' (first at line 1, column 1) (expected each key once per mapping)",
-            ])
+            XCTAssertEqual(
+                lines,
+                [
+                    "d.yaml:7:3: duplicate key 'ttl' (first at line 6, column 3) (expected each key once per mapping)",
+                    "d.yaml:8:1: duplicate key 'timeout' (first at line 3, column 1) (expected each key once per mapping)",
+                    "d.yaml:9:1: duplicate key 'name' (first at line 1, column 1) (expected each key once per mapping)",
+                ])
         }
     }
 

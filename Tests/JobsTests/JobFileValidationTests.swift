@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import Jobs
 
 /// Malformed job files, each rejected with the exact `file:line:column`.
@@ -46,7 +47,10 @@ final class JobFileValidationTests: XCTestCase {
         ("param out of range", head + "params:\n  partsInFlight: 100\n", "5:18", "out of range"),
         ("bad byte size", cleanupHead + "params:\n  maxSize: 10XB\n", "5:14", "unknown size unit 'XB'"),
         ("negative byte size", cleanupHead + "params:\n  maxSize: -5MB\n", "5:12", "negative"),
-        ("bad word in list", "name: p\nkind: prefetch-chat-media\nparams:\n  peerCategories: [contacts, martians]\n", "4:30", "'martians' is not a valid value"),
+        (
+            "bad word in list", "name: p\nkind: prefetch-chat-media\nparams:\n  peerCategories: [contacts, martians]\n", "4:30",
+            "'martians' is not a valid value"
+        ),
         ("list given as scalar", "name: p\nkind: prefetch-chat-media\nparams:\n  mediaTypes: photo\n", "4:15", "wrong type"),
         ("unknown key in size map", "name: p\nkind: prefetch-chat-media\nparams:\n  sizeCaps:\n    gif: 1MB\n", "5:5", "unknown key 'gif'"),
         ("bad size in map", "name: p\nkind: prefetch-chat-media\nparams:\n  sizeCaps:\n    video: 10 parsecs\n", "5:15", "unknown size unit"),
@@ -76,8 +80,9 @@ final class JobFileValidationTests: XCTestCase {
                 let first = error.errors.first?.description ?? ""
                 let matching = error.errors.first { $0.description.hasPrefix("case.yaml:\(position): ") }
                 XCTAssertNotNil(matching, "\(label): expected an error at \(position), got:\n\(error)")
-                XCTAssertTrue(error.errors.contains { $0.description.contains(fragment) },
-                              "\(label): expected '\(fragment)' in:\n\(error)")
+                XCTAssertTrue(
+                    error.errors.contains { $0.description.contains(fragment) },
+                    "\(label): expected '\(fragment)' in:\n\(error)")
                 XCTAssertTrue(first.hasPrefix("case.yaml:"), label)
             }
         }
@@ -88,25 +93,26 @@ final class JobFileValidationTests: XCTestCase {
             _ = try JobFile.parse(yaml: Self.head + "timeout: 5x\n", file: "jobs/x.yaml")
             XCTFail("accepted")
         } catch {
-            XCTAssertEqual(error.description,
-                           "jobs/x.yaml:4:11: bad duration '5x' for 'timeout': unknown duration unit 'x' (expected \(ConfigDuration.expected))")
+            XCTAssertEqual(
+                error.description,
+                "jobs/x.yaml:4:11: bad duration '5x' for 'timeout': unknown duration unit 'x' (expected \(ConfigDuration.expected))")
             XCTAssertEqual(error.exitCode.rawValue, 78)
         }
     }
 
     func testAllErrorsOfAFileAreCollected() {
         let yaml = """
-        name: t
-        kind: time-based-cleanup
-        timeout: 5x
-        schedule: "61 * * * *"
-        colour: blue
-        params:
-          ttl: soon
-          maxSize: 1GB
-          bogus: 1
+            name: t
+            kind: time-based-cleanup
+            timeout: 5x
+            schedule: "61 * * * *"
+            colour: blue
+            params:
+              ttl: soon
+              maxSize: 1GB
+              bogus: 1
 
-        """
+            """
         do {
             _ = try JobFile.parse(yaml: yaml, file: "multi.yaml")
             XCTFail("accepted")
@@ -117,17 +123,18 @@ final class JobFileValidationTests: XCTestCase {
     }
 
     func testValidFileDecodesWithDefaults() throws {
-        let job = try JobFile.parse(yaml: """
-        name: p
-        kind: prefetch-chat-media
-        schedule: "*/15 * * * *"
-        timeZone: Europe/Berlin
-        params:
-          sizeCaps:
-            video: 20MB
-          budget: 1.5GiB
+        let job = try JobFile.parse(
+            yaml: """
+                name: p
+                kind: prefetch-chat-media
+                schedule: "*/15 * * * *"
+                timeZone: Europe/Berlin
+                params:
+                  sizeCaps:
+                    video: 20MB
+                  budget: 1.5GiB
 
-        """, file: "p.yaml")
+                """, file: "p.yaml")
         XCTAssertEqual(job.kind, PrefetchChatMediaJob.name)
         XCTAssertEqual(job.timeout, .seconds(3600))
         XCTAssertEqual(job.concurrencyPolicy, .forbid)
@@ -138,7 +145,7 @@ final class JobFileValidationTests: XCTestCase {
         XCTAssertEqual(job.params[Kind.budget].bytes, Int64(1.5 * 1_073_741_824))
         let caps = job.params[Kind.sizeCaps]
         XCTAssertEqual(caps[.video]?.bytes, 20_000_000)
-        XCTAssertEqual(caps[.photo]?.bytes, 1 << 20) // default kept
+        XCTAssertEqual(caps[.photo]?.bytes, 1 << 20)  // default kept
         XCTAssertEqual(job.params[Kind.mediaTypes].count, 6)
         XCTAssertEqual(job.params[Kind.concurrency], 4)
         XCTAssertNil(job.params[Kind.bandwidthLimit])
@@ -147,19 +154,23 @@ final class JobFileValidationTests: XCTestCase {
     }
 
     func testDurationsAndSizes() {
-        let durations: [(String, Int64?)] = [("30s", 30_000), ("5m", 300_000), ("1h30m", 5_400_000), ("2d", 172_800_000),
-                                             ("1w", 604_800_000), ("250ms", 250), ("0s", 0), ("1h0m5s", 3_605_000),
-                                             ("-1s", nil), ("5x", nil), ("30", nil), ("1.5h", nil), ("", nil), ("5m1h", nil), ("1h 30m", nil)]
+        let durations: [(String, Int64?)] = [
+            ("30s", 30_000), ("5m", 300_000), ("1h30m", 5_400_000), ("2d", 172_800_000),
+            ("1w", 604_800_000), ("250ms", 250), ("0s", 0), ("1h0m5s", 3_605_000),
+            ("-1s", nil), ("5x", nil), ("30", nil), ("1.5h", nil), ("", nil), ("5m1h", nil), ("1h 30m", nil),
+        ]
         for (text, expected) in durations {
             switch ConfigDuration.parse(text) {
             case .success(let duration): XCTAssertEqual(ConfigDuration.milliseconds(duration), expected, text)
             case .failure: XCTAssertNil(expected, text)
             }
         }
-        let sizes: [(String, Int64?)] = [("512", 512), ("512B", 512), ("10kB", 10_000), ("10KB", 10_000), ("10MB", 10_000_000),
-                                         ("1GB", 1_000_000_000), ("64KiB", 65_536), ("1GiB", 1_073_741_824), ("1.5MiB", 1_572_864),
-                                         ("2TiB", 2_199_023_255_552), ("10 MB", 10_000_000),
-                                         ("-1MB", nil), ("10XB", nil), ("MB", nil), ("1.5B", nil), ("1..5MB", nil), ("1e3", nil)]
+        let sizes: [(String, Int64?)] = [
+            ("512", 512), ("512B", 512), ("10kB", 10_000), ("10KB", 10_000), ("10MB", 10_000_000),
+            ("1GB", 1_000_000_000), ("64KiB", 65_536), ("1GiB", 1_073_741_824), ("1.5MiB", 1_572_864),
+            ("2TiB", 2_199_023_255_552), ("10 MB", 10_000_000),
+            ("-1MB", nil), ("10XB", nil), ("MB", nil), ("1.5B", nil), ("1..5MB", nil), ("1e3", nil),
+        ]
         for (text, expected) in sizes {
             switch ByteSize.parse(text) {
             case .success(let bytes): XCTAssertEqual(bytes, expected, text)

@@ -37,22 +37,24 @@ final class JobRunnerTests: XCTestCase {
     }
 
     private func job(timeout: String = "1s") throws -> JobFile {
-        try JobFile.parse(yaml: """
-        name: scripted
-        kind: scripted
-        timeout: \(timeout)
-        retry:
-          backoffLimit: 2
-          backoff: {initial: 0s, max: 0s, multiplier: 1}
-        """, file: "scripted.yaml", kinds: JobKindRegistry.shipped.adding(ScriptedKind()))
+        try JobFile.parse(
+            yaml: """
+                name: scripted
+                kind: scripted
+                timeout: \(timeout)
+                retry:
+                  backoffLimit: 2
+                  backoff: {initial: 0s, max: 0s, multiplier: 1}
+                """, file: "scripted.yaml", kinds: JobKindRegistry.shipped.adding(ScriptedKind()))
     }
 
     private func runner(_ kind: ScriptedKind, _ dir: TemporaryDirectory) throws -> JobRunner {
         let root = DataRoot(path: dir.file("root"))
         try root.createDirectories()
         let sink = try LogSink(root: root, process: "test", console: .off)
-        return JobRunner(root: root, kinds: JobKindRegistry([kind]), accounts: AccountContextPool(root: root),
-                         logger: JobLogger(sink: sink), tempDirectory: URL(fileURLWithPath: dir.file("tmp")))
+        return JobRunner(
+            root: root, kinds: JobKindRegistry([kind]), accounts: AccountContextPool(root: root),
+            logger: JobLogger(sink: sink), tempDirectory: URL(fileURLWithPath: dir.file("tmp")))
     }
 
     private func history(_ dir: TemporaryDirectory) throws -> [JobRunRecord] {

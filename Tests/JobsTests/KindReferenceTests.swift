@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import Jobs
 
 /// The parameter tables of docs/job-files.md are the kinds' own declarations, printed.
@@ -7,8 +8,9 @@ final class KindReferenceTests: XCTestCase {
     func testJobFilesDocumentCarriesTheGeneratedTables() throws {
         let url = TestPaths.repositoryRoot.appendingPathComponent("docs/job-files.md")
         let document = try String(contentsOf: url, encoding: .utf8)
-        let expected = try XCTUnwrap(KindReference.replacingGenerated(in: document, with: KindReference.markdown()),
-                                     "docs/job-files.md lacks the generated-kinds markers")
+        let expected = try XCTUnwrap(
+            KindReference.replacingGenerated(in: document, with: KindReference.markdown()),
+            "docs/job-files.md lacks the generated-kinds markers")
         if ProcessInfo.processInfo.environment["JOBS_REGENERATE_DOCS"] == "1", expected != document {
             try expected.write(to: url, atomically: true, encoding: .utf8)
             return

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import Jobs
 
 final class LoggingTests: XCTestCase {
@@ -61,23 +62,25 @@ final class LoggingTests: XCTestCase {
         let hexKey = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
         let base64Token = "q8Zp3VfX0rT5bLwN2kJ9uYcE7aHsD4gM1oQ6iRvB+/xz"
         let reference = "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA"
-        log.info("download.started", [
-            "file_reference": "short-but-secret",
-            "fileReference": .string(reference),
-            "key": .string(hexKey),
-            "iv": "0123",
-            "aes_iv": "4567",
-            "cdn_token": "tok",
-            "authorization": "Bearer abc",
-            "credentials": ["user": "u", "password": "p"],
-            "password": "hunter2",
-            "nested": ["inner": ["secret": "deep-secret-value"], "list": [.string("x \(base64Token) y")]],
-            "message": .string("got reference \(reference) for message 5"),
-            "url": .string("https://dc1.example/file?token=\(hexKey)"),
-            "path": "/var/lib/jobrun/account-0/postbox/media/cache/photo_12345_abcdef",
-            "run_id": "3F2504E0-4F89-41D3-9A0C-0305E82C3301",
-            "bytes": 1024,
-        ])
+        log.info(
+            "download.started",
+            [
+                "file_reference": "short-but-secret",
+                "fileReference": .string(reference),
+                "key": .string(hexKey),
+                "iv": "0123",
+                "aes_iv": "4567",
+                "cdn_token": "tok",
+                "authorization": "Bearer abc",
+                "credentials": ["user": "u", "password": "p"],
+                "password": "hunter2",
+                "nested": ["inner": ["secret": "deep-secret-value"], "list": [.string("x \(base64Token) y")]],
+                "message": .string("got reference \(reference) for message 5"),
+                "url": .string("https://dc1.example/file?token=\(hexKey)"),
+                "path": "/var/lib/jobrun/account-0/postbox/media/cache/photo_12345_abcdef",
+                "run_id": "3F2504E0-4F89-41D3-9A0C-0305E82C3301",
+                "bytes": 1024,
+            ])
         log.info("event with \(hexKey)")
         let text = try String(contentsOf: sink.fileURL!, encoding: .utf8)
         for secret in ["short-but-secret", reference, hexKey, "0123", "4567", "tok\"", "Bearer abc", "hunter2", "deep-secret-value", base64Token] {
@@ -93,9 +96,11 @@ final class LoggingTests: XCTestCase {
     }
 
     func testSecretKeyRule() {
-        for key in ["file_reference", "fileReference", "file_references", "reference", "key", "aesKey", "api-key", "iv", "aes_iv",
-                    "cdnIv", "token", "cdnToken", "access_token", "secret", "clientSecret", "password", "authorization",
-                    "credentials", "cookie", "signature"] {
+        for key in [
+            "file_reference", "fileReference", "file_references", "reference", "key", "aesKey", "api-key", "iv", "aes_iv",
+            "cdnIv", "token", "cdnToken", "access_token", "secret", "clientSecret", "password", "authorization",
+            "credentials", "cookie", "signature",
+        ] {
             XCTAssertTrue(LogRedaction.isSecretKey(key), key)
         }
         for key in ["bytes", "peer", "message_id", "referencesRefreshed", "keep", "tier", "event_count", "archive", "duration"] {
@@ -125,8 +130,10 @@ final class LoggingTests: XCTestCase {
         // Age-based retention: rotated files older than maxAge are pruned at the next rotation.
         let old = directory.appendingPathComponent("jobrun.log.3")
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -30 * 86_400)], ofItemAtPath: old.path)
-        let aged = try LogSink(configuration: .init(directory: directory, process: "jobrun", maxFileSize: 2_000, maxFiles: 5,
-                                                    maxAge: .seconds(7 * 86_400), console: .off))
+        let aged = try LogSink(
+            configuration: .init(
+                directory: directory, process: "jobrun", maxFileSize: 2_000, maxFiles: 5,
+                maxAge: .seconds(7 * 86_400), console: .off))
         for _ in 0..<15 { JobLogger(sink: aged).info("tock", ["pad": .string(String(repeating: "y", count: 50))]) }
         let after = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         XCTAssertTrue(after.contains("jobrun.log.1"))
@@ -160,8 +167,9 @@ final class LoggingTests: XCTestCase {
 
     func testHumanLine() throws {
         let sink = try LogSink(configuration: .init(directory: nil, process: "jobrun", console: .off))
-        let line = sink.humanLine(date: Date(timeIntervalSince1970: 0), level: .warning, job: "sync", run: "0123456789",
-                                  event: "run.retry", fields: ["delay": 30, "reason": "flood wait"])
+        let line = sink.humanLine(
+            date: Date(timeIntervalSince1970: 0), level: .warning, job: "sync", run: "0123456789",
+            event: "run.retry", fields: ["delay": 30, "reason": "flood wait"])
         XCTAssertEqual(line, "00:00:00.000 WARNING sync [01234567] run.retry delay=30 reason=\"flood wait\"\n")
     }
 }
@@ -173,18 +181,21 @@ final class ParamsLoggingTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: directory) }
         let secret = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
         // Planted in free text of the job file, and in a field named like a secret.
-        let job = try JobFile.parse(yaml: """
-        name: s
-        kind: upload-queue
-        description: "token \(secret)"
-        params:
-          concurrency: 2
+        let job = try JobFile.parse(
+            yaml: """
+                name: s
+                kind: upload-queue
+                description: "token \(secret)"
+                params:
+                  concurrency: 2
 
-        """, file: "s.yaml")
+                """, file: "s.yaml")
         let sink = try LogSink(configuration: .init(directory: directory, process: "jobrun", console: .off))
-        JobLogger(sink: sink, job: job.name, run: "r").info("run.params", [
-            "params": .init(job.params), "description": .string(job.description ?? ""), "auth_token": .string(secret),
-        ])
+        JobLogger(sink: sink, job: job.name, run: "r").info(
+            "run.params",
+            [
+                "params": .init(job.params), "description": .string(job.description ?? ""), "auth_token": .string(secret),
+            ])
         let text = try String(contentsOf: sink.fileURL!, encoding: .utf8)
         XCTAssertFalse(text.contains(secret), text)
         XCTAssertTrue(text.contains("\"params\":{"), text)

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import Jobs
 
 final class MetricsTests: XCTestCase {
@@ -8,11 +9,16 @@ final class MetricsTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: directory) }
         let writer = MetricsWriter(root: DataRoot(url: directory))
         let started = Date(timeIntervalSince1970: 1_800_000_000)
-        let url = try writer.write(RunMetrics(job: "time-based-cleanup", kind: "time-based-cleanup", started: started,
-                                              finished: started.addingTimeInterval(12.5), outcome: .succeeded,
-                                              counters: ["bytes_freed": 4096, "files-removed": 3],
-                                              samples: [MetricSample("freed_bytes", labels: ["peer": "chan \"news\"\\x\nnext", "content_type": "photo"],
-                                                                     value: 2048, type: .counter, help: "Bytes freed.")]))
+        let url = try writer.write(
+            RunMetrics(
+                job: "time-based-cleanup", kind: "time-based-cleanup", started: started,
+                finished: started.addingTimeInterval(12.5), outcome: .succeeded,
+                counters: ["bytes_freed": 4096, "files-removed": 3],
+                samples: [
+                    MetricSample(
+                        "freed_bytes", labels: ["peer": "chan \"news\"\\x\nnext", "content_type": "photo"],
+                        value: 2048, type: .counter, help: "Bytes freed.")
+                ]))
         XCTAssertEqual(url, directory.appendingPathComponent("metrics/jobrun_time-based-cleanup.prom"))
         let text = try String(contentsOf: url, encoding: .utf8)
         let base = "job=\"time-based-cleanup\",kind=\"time-based-cleanup\""
@@ -82,12 +88,16 @@ final class MetricsTests: XCTestCase {
         let reader = Thread {
             while stop.wait(timeout: .now()) == .timedOut {
                 if let text = try? String(contentsOf: url, encoding: .utf8),
-                   !text.hasSuffix(lastLine) || text.split(separator: "\n").count != lineCount { torn += 1 }
+                    !text.hasSuffix(lastLine) || text.split(separator: "\n").count != lineCount
+                {
+                    torn += 1
+                }
             }
         }
         reader.start()
         for index in 0..<80 {
-            try writer.write(RunMetrics(job: "big", kind: "k", started: t0.addingTimeInterval(Double(index)), finished: t0, outcome: .succeeded, counters: counters))
+            try writer.write(
+                RunMetrics(job: "big", kind: "k", started: t0.addingTimeInterval(Double(index)), finished: t0, outcome: .succeeded, counters: counters))
         }
         stop.signal()
         Thread.sleep(forTimeInterval: 0.05)

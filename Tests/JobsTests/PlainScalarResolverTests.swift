@@ -1,5 +1,6 @@
 import XCTest
 import Yams
+
 @testable import Jobs
 
 /// The hand-written scalar typing agrees with Yams' default (regular-expression) resolver.

@@ -56,8 +56,10 @@ final class PrefetchPolicyTests: XCTestCase {
 
     /// Walks the default selection in order through a budget; `complete` says whether a started
     /// file finishes before the next is considered. Returns the names started.
-    private func admitted(_ d: PrefetchDataset, _ policy: PrefetchPolicy, complete: Bool,
-                          cacheTotal: Int64 = 0, freeSpace: Int64? = nil) throws -> (started: [String], skipped: [PrefetchBudget.Decision]) {
+    private func admitted(
+        _ d: PrefetchDataset, _ policy: PrefetchPolicy, complete: Bool,
+        cacheTotal: Int64 = 0, freeSpace: Int64? = nil
+    ) throws -> (started: [String], skipped: [PrefetchBudget.Decision]) {
         let s = try d.select(PrefetchPolicy())
         let names = Dictionary(uniqueKeysWithValues: d.ids.map { ($0.value, $0.key) })
         var budget = PrefetchBudget(policy: policy)
@@ -109,8 +111,12 @@ final class PrefetchPolicyTests: XCTestCase {
         let limit: Int64 = 10 << 20
         let r = try admitted(d, PrefetchPolicy(cacheLimit: limit), complete: true, cacheTotal: limit - (1 << 20))
         XCTAssertEqual(r.skipped, [.cacheLimit, .cacheLimit, .cacheLimit])
-        XCTAssertEqual(Set(r.started), ["photo.channel.1", "avatar.channel.small", "avatar.channel.big", "sticker.user", "photo.contact.1",
-                                        "avatar.contact.small", "secret.audio"])
+        XCTAssertEqual(
+            Set(r.started),
+            [
+                "photo.channel.1", "avatar.channel.small", "avatar.channel.big", "sticker.user", "photo.contact.1",
+                "avatar.contact.small", "secret.audio",
+            ])
         // In flight counts too: two files that each fit alone do not fit together.
         var b = PrefetchBudget(policy: PrefetchPolicy(cacheLimit: 1000))
         XCTAssertEqual(b.admit(size: 600, needed: 600, cacheTotal: 0, freeSpace: nil), .start)

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import Jobs
 
 /// `PrefetchProgress`: the terminal line's format (files, bytes, rate, ETA) and the throttling
@@ -19,17 +20,20 @@ final class PrefetchProgressTests: XCTestCase {
         XCTAssertNil(start.eta)
 
         // Files done without bytes (skipped/cached) after some time: still no ETA.
-        XCTAssertEqual(PrefetchProgress.line(files: 3, totalFiles: 5, bytes: 0, totalBytes: 4096, elapsed: 4).text,
-                       "prefetch: 3/5 files, 0 B/4.0 KiB, 0 B/s, ETA ?")
+        XCTAssertEqual(
+            PrefetchProgress.line(files: 3, totalFiles: 5, bytes: 0, totalBytes: 4096, elapsed: 4).text,
+            "prefetch: 3/5 files, 0 B/4.0 KiB, 0 B/s, ETA ?")
 
         // Done: ETA 0s; bytes past the total (a resumed file counted whole) never give a negative ETA.
-        XCTAssertEqual(PrefetchProgress.line(files: 2, totalFiles: 2, bytes: 2048, totalBytes: 2048, elapsed: 2).text,
-                       "prefetch: 2/2 files, 2.0 KiB/2.0 KiB, 1.0 KiB/s, ETA 0s")
+        XCTAssertEqual(
+            PrefetchProgress.line(files: 2, totalFiles: 2, bytes: 2048, totalBytes: 2048, elapsed: 2).text,
+            "prefetch: 2/2 files, 2.0 KiB/2.0 KiB, 1.0 KiB/s, ETA 0s")
         XCTAssertEqual(PrefetchProgress.line(files: 2, totalFiles: 2, bytes: 4096, totalBytes: 2048, elapsed: 1).eta, 0)
 
         // Long runs: minutes and hours in the ETA; GiB in the byte counts.
-        XCTAssertEqual(PrefetchProgress.line(files: 1, totalFiles: 9, bytes: 1 << 20, totalBytes: (1 << 30) + (1 << 20), elapsed: 1).text,
-                       "prefetch: 1/9 files, 1.0 MiB/1.0 GiB, 1.0 MiB/s, ETA 17m04s")
+        XCTAssertEqual(
+            PrefetchProgress.line(files: 1, totalFiles: 9, bytes: 1 << 20, totalBytes: (1 << 30) + (1 << 20), elapsed: 1).text,
+            "prefetch: 1/9 files, 1.0 MiB/1.0 GiB, 1.0 MiB/s, ETA 17m04s")
         XCTAssertEqual(PrefetchProgress.formatSeconds(0), "0s")
         XCTAssertEqual(PrefetchProgress.formatSeconds(59.4), "59s")
         XCTAssertEqual(PrefetchProgress.formatSeconds(59.6), "1m00s")

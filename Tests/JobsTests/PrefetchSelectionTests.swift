@@ -13,8 +13,10 @@ final class PrefetchSelectionTests: XCTestCase {
     func testDefaultPolicySelectsNewestFirstWithinCapsAndWindow() throws {
         let d = try PrefetchDataset()
         let s = try d.select(PrefetchPolicy())
-        let expected = ["photo.channel.1", "avatar.channel.small", "avatar.channel.big", "sticker.user", "photo.contact.1",
-                        "avatar.contact.small", "avatar.contact.big", "video.contact", "file.group", "secret.audio"]
+        let expected = [
+            "photo.channel.1", "avatar.channel.small", "avatar.channel.big", "sticker.user", "photo.contact.1",
+            "avatar.contact.small", "avatar.contact.big", "video.contact", "file.group", "secret.audio",
+        ]
         // Avatars tie with their chat's newest message and sort by resource id among themselves.
         XCTAssertEqual(s.candidates.map(\.resourceId), expected.map(d.resourceId))
         XCTAssertEqual(s.candidates.map(\.timestamp), s.candidates.map(\.timestamp).sorted(by: >), "newest first")
@@ -50,8 +52,9 @@ final class PrefetchSelectionTests: XCTestCase {
         policy.mediaTypes.remove(.sticker)
         policy.sizeCaps[.file] = 512 << 10
         let s = try d.select(policy)
-        XCTAssertEqual(Set(s.candidates.map(\.resourceId)),
-                       Set(["photo.contact.1", "video.contact", "avatar.contact.small", "avatar.contact.big"].map(d.resourceId)))
+        XCTAssertEqual(
+            Set(s.candidates.map(\.resourceId)),
+            Set(["photo.contact.1", "video.contact", "avatar.contact.small", "avatar.contact.big"].map(d.resourceId)))
         XCTAssertEqual(s.skips.category, 6, "user ×2, secret, channel photo, channel and quiet avatars")
         XCTAssertEqual(s.skips.sizeCap, 3, "both files over 512 KiB and the big voice note")
         XCTAssertEqual(s.skips.lookback, 2)
@@ -64,9 +67,13 @@ final class PrefetchSelectionTests: XCTestCase {
 
         // Lookback: a 150 s window keeps only what is newer.
         let recent = try d.select(PrefetchPolicy(lookback: 150))
-        XCTAssertEqual(Set(recent.candidates.map(\.resourceId)),
-                       Set(["photo.channel.1", "avatar.channel.small", "avatar.channel.big", "sticker.user", "photo.contact.1",
-                            "avatar.contact.small", "avatar.contact.big"].map(d.resourceId)))
+        XCTAssertEqual(
+            Set(recent.candidates.map(\.resourceId)),
+            Set(
+                [
+                    "photo.channel.1", "avatar.channel.small", "avatar.channel.big", "sticker.user", "photo.contact.1",
+                    "avatar.contact.small", "avatar.contact.big",
+                ].map(d.resourceId)))
         XCTAssertEqual(recent.skips.lookback, 3 + 2 + 1 + 1 + 1, "older messages (contact 3, group 2, secret, quiet) and the quiet chat's avatar")
     }
 
@@ -74,10 +81,14 @@ final class PrefetchSelectionTests: XCTestCase {
         let d = try PrefetchDataset()
         let now = PrefetchDataset.now
         try d.postbox.transactionSync { tx in
-            try tx.mediaReferences.set(MediaReferenceRecord(resourceId: d.resourceId("sticker.user"), parent: .message(MessageId(peerId: d.user, id: 1)),
-                                                            fileReference: Data("x".utf8), obtainedAt: now, status: .gone))
-            try tx.mediaReferences.set(MediaReferenceRecord(resourceId: d.resourceId("video.contact"), parent: .message(MessageId(peerId: d.contact, id: 2)),
-                                                            fileReference: Data("fresh".utf8), obtainedAt: now))
+            try tx.mediaReferences.set(
+                MediaReferenceRecord(
+                    resourceId: d.resourceId("sticker.user"), parent: .message(MessageId(peerId: d.user, id: 1)),
+                    fileReference: Data("x".utf8), obtainedAt: now, status: .gone))
+            try tx.mediaReferences.set(
+                MediaReferenceRecord(
+                    resourceId: d.resourceId("video.contact"), parent: .message(MessageId(peerId: d.contact, id: 2)),
+                    fileReference: Data("fresh".utf8), obtainedAt: now))
         }
         let box = try MediaBox(basePath: d.dir.file("media"))
         try box.store(Data(count: 16), id: MediaResourceId(d.resourceId("file.group")), info: MediaResourceStorageInfo(contentType: .file))

@@ -72,28 +72,35 @@ struct PrefetchDataset {
     /// A photo; `ids[name + ".<i>"]` is its i-th size (smallest first).
     private mutating func photo(_ name: String, sizes: [Int64]) -> CloudPhotoMedia {
         let types = ["s", "m", "x", "y", "w"]
-        let photoSizes = sizes.enumerated().map { PhotoSize(type: types[$0.offset], w: 100, h: 100, size: $0.element, location: location(.photo, thumb: types[$0.offset])) }
+        let photoSizes = sizes.enumerated().map {
+            PhotoSize(type: types[$0.offset], w: 100, h: 100, size: $0.element, location: location(.photo, thumb: types[$0.offset]))
+        }
         nextFileId += 1
-        let media = CloudPhotoMedia(Photo(id: nextFileId, accessHash: 1, dcId: 1, date: Self.now, sizes: photoSizes, fileReference: Data("ref-\(name)".utf8)),
-                                    obtainedAt: Self.now - 60)
+        let media = CloudPhotoMedia(
+            Photo(id: nextFileId, accessHash: 1, dcId: 1, date: Self.now, sizes: photoSizes, fileReference: Data("ref-\(name)".utf8)),
+            obtainedAt: Self.now - 60)
         for (i, s) in media.sizes.enumerated() { ids["\(name).\(i)"] = s.file.resourceId }
         return media
     }
 
     private mutating func document(_ name: String, _ kind: DocumentKind, _ size: Int64) -> CloudDocumentMedia {
         let loc = location(.document)
-        let media = CloudDocumentMedia(Document(id: loc.id, accessHash: loc.accessHash, dcId: 1, kind: kind, size: size, mimeType: "application/octet-stream",
-                                                fileName: nil, duration: nil, stickerSetId: nil, date: Self.now, location: loc,
-                                                fileReference: Data("ref-\(name)".utf8)), obtainedAt: Self.now - 60)
+        let media = CloudDocumentMedia(
+            Document(
+                id: loc.id, accessHash: loc.accessHash, dcId: 1, kind: kind, size: size, mimeType: "application/octet-stream",
+                fileName: nil, duration: nil, stickerSetId: nil, date: Self.now, location: loc,
+                fileReference: Data("ref-\(name)".utf8)), obtainedAt: Self.now - 60)
         ids[name] = media.file.resourceId
         return media
     }
 
     private mutating func secretFile(_ name: String, _ size: Int64) -> CloudSecretFileMedia {
         let loc = location(.secret)
-        let media = CloudSecretFileMedia(SecretFile(id: loc.id, accessHash: loc.accessHash, dcId: 1, size: (size + 15) / 16 * 16, decryptedSize: size,
-                                                    key: Data(count: 32), iv: Data(count: 32), keyFingerprint: 0, mimeType: "audio/ogg",
-                                                    fileName: nil, location: loc), obtainedAt: Self.now - 60)
+        let media = CloudSecretFileMedia(
+            SecretFile(
+                id: loc.id, accessHash: loc.accessHash, dcId: 1, size: (size + 15) / 16 * 16, decryptedSize: size,
+                key: Data(count: 32), iv: Data(count: 32), keyFingerprint: 0, mimeType: "audio/ogg",
+                fileName: nil, location: loc), obtainedAt: Self.now - 60)
         ids[name] = media.file.resourceId
         return media
     }
@@ -102,8 +109,9 @@ struct PrefetchDataset {
         let small = PhotoSize(type: "a", w: 160, h: 160, size: 10_000, location: location(.peerPhoto, peer: peer.rawValue, thumb: "a"))
         let big = PhotoSize(type: "c", w: 640, h: 640, size: 100_000, location: location(.peerPhoto, peer: peer.rawValue, thumb: "c"))
         nextFileId += 1
-        let media = CloudAvatarMedia(peerId: peer.rawValue, photo: PeerPhoto(photoId: nextFileId, dcId: 1, small: small, big: big, fileReference: Data("ref-\(name)".utf8)),
-                                     obtainedAt: Self.now - 60)
+        let media = CloudAvatarMedia(
+            peerId: peer.rawValue, photo: PeerPhoto(photoId: nextFileId, dcId: 1, small: small, big: big, fileReference: Data("ref-\(name)".utf8)),
+            obtainedAt: Self.now - 60)
         ids[name + ".small"] = media.small.file.resourceId
         ids[name + ".big"] = media.big.file.resourceId
         return media

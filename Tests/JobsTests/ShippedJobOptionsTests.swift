@@ -3,6 +3,7 @@ import Foundation
 import MediaBox
 import Postbox
 import XCTest
+
 @testable import Jobs
 
 /// Every shipped job file's parameters, followed through to the options its kind hands the layer
@@ -31,19 +32,20 @@ final class ShippedJobOptionsTests: XCTestCase {
         XCTAssertTrue(dry.dryRun)
         XCTAssertGreaterThan(dry.listVictims, 0)
 
-        let custom = try JobFile.parse(yaml: """
-            name: c
-            kind: time-based-cleanup
-            params:
-              maxSize: 1GB
-              maxFiles: 500
-              excludePeers: [42, 7]
-              excludeContentTypes: [voice, sticker]
-              categoryTtl: {private: 2d, group: 1d}
-              immunity: 0s
-              reconcile: false
-              compactDatabase: false
-            """, file: "c.yaml")
+        let custom = try JobFile.parse(
+            yaml: """
+                name: c
+                kind: time-based-cleanup
+                params:
+                  maxSize: 1GB
+                  maxFiles: 500
+                  excludePeers: [42, 7]
+                  excludeContentTypes: [voice, sticker]
+                  categoryTtl: {private: 2d, group: 1d}
+                  immunity: 0s
+                  reconcile: false
+                  compactDatabase: false
+                """, file: "c.yaml")
         let c = TimeBasedCleanupJob.options(custom.params, dryRun: false)
         XCTAssertEqual(c.sizeLimit, 1_000_000_000)
         XCTAssertEqual(c.countLimit, 500)
@@ -102,8 +104,9 @@ final class ShippedJobOptionsTests: XCTestCase {
         XCTAssertEqual(p.cacheLimit, 2 << 30)
         XCTAssertEqual(p.concurrency, 4)
         XCTAssertNil(p.bandwidthLimit)
-        XCTAssertEqual(PrefetchPolicy(), PrefetchPolicy(params: try JobFile.parse(yaml: "name: p\nkind: prefetch-chat-media\n", file: "p.yaml").params),
-                       "the policy's defaults are the kind's")
+        XCTAssertEqual(
+            PrefetchPolicy(), PrefetchPolicy(params: try JobFile.parse(yaml: "name: p\nkind: prefetch-chat-media\n", file: "p.yaml").params),
+            "the policy's defaults are the kind's")
     }
 
     func testUploadFileReachesItsSettings() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import Jobs
 
 final class SupportTests: XCTestCase {
@@ -32,7 +33,7 @@ final class SupportTests: XCTestCase {
             XCTAssertEqual(stat(url.path, &info), 0, url.path)
             XCTAssertEqual(info.st_mode & 0o777, 0o700, url.path)
         }
-        try made.createDirectories() // idempotent
+        try made.createDirectories()  // idempotent
     }
 
     func testTempBoxLifecycleAndStaleSweep() throws {
@@ -54,13 +55,13 @@ final class SupportTests: XCTestCase {
         try FileManager.default.createDirectory(at: stale, withIntermediateDirectories: true)
         try Data("99999\n".utf8).write(to: stale.appendingPathComponent(".owner"))
         try Data("junk".utf8).write(to: stale.appendingPathComponent("junk"))
-        let second = try TempBox(root: root, process: "jobrun") // sweeps on start
+        let second = try TempBox(root: root, process: "jobrun")  // sweeps on start
         XCTAssertFalse(FileManager.default.fileExists(atPath: stale.path))
         XCTAssertTrue(FileManager.default.fileExists(atPath: box.directory.path))
 
         box.close()
         XCTAssertFalse(FileManager.default.fileExists(atPath: box.directory.path))
-        box.close() // idempotent
+        box.close()  // idempotent
         second.close()
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: root.temp(process: "jobrun").path), [])
     }

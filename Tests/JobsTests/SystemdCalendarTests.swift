@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import Jobs
 
 /// cron → OnCalendar: the union of the systemd expressions fires exactly when cron would.
@@ -20,8 +21,9 @@ final class SystemdCalendarTests: XCTestCase {
         for (cron, expected) in table {
             XCTAssertEqual(SystemdCalendar.expressions(for: try CronSchedule(cron)), expected, cron)
         }
-        XCTAssertEqual(SystemdCalendar.expressions(for: try CronSchedule("@daily"), timeZone: TimeZone(identifier: "Europe/Berlin")),
-                       ["*-*-* 00:00:00 Europe/Berlin"])
+        XCTAssertEqual(
+            SystemdCalendar.expressions(for: try CronSchedule("@daily"), timeZone: TimeZone(identifier: "Europe/Berlin")),
+            ["*-*-* 00:00:00 Europe/Berlin"])
     }
 
     /// Fire times from `systemd-analyze calendar` for the union of expressions, as Unix seconds.
@@ -32,8 +34,9 @@ final class SystemdCalendarTests: XCTestCase {
         parser.timeZone = TimeZone(identifier: "UTC")
         parser.dateFormat = "yyyy-MM-dd HH:mm:ss"
         for expression in expressions {
-            let (status, out, err) = try TestPaths.run(analyze, ["calendar", "--iterations=\(iterations)", "--base-time=\(base)", expression],
-                                                        environment: ["TZ": "UTC", "PATH": "/usr/bin:/bin", "SYSTEMD_COLORS": "0"])
+            let (status, out, err) = try TestPaths.run(
+                analyze, ["calendar", "--iterations=\(iterations)", "--base-time=\(base)", expression],
+                environment: ["TZ": "UTC", "PATH": "/usr/bin:/bin", "SYSTEMD_COLORS": "0"])
             XCTAssertEqual(status, 0, "\(expression): \(err)")
             for line in out.split(separator: "\n") where line.contains("Next elapse:") || line.contains("Iter. #") {
                 // "    Next elapse: Sun 2026-11-22 00:00:00 UTC"

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import Jobs
 
 /// Generated units pass `systemd-analyze verify` with empty stderr, and `cron/` matches them.
@@ -12,8 +13,9 @@ final class UnitWriterTests: XCTestCase {
         guard let analyze = TestPaths.which("systemd-analyze") else {
             throw XCTSkip("systemd-analyze is not installed; cannot verify units")
         }
-        let (status, out, err) = try TestPaths.run(analyze, ["verify"] + files.map(\.path),
-                                                    environment: ["PATH": "/usr/bin:/bin", "SYSTEMD_COLORS": "0", "SYSTEMD_LOG_LEVEL": "notice"])
+        let (status, out, err) = try TestPaths.run(
+            analyze, ["verify"] + files.map(\.path),
+            environment: ["PATH": "/usr/bin:/bin", "SYSTEMD_COLORS": "0", "SYSTEMD_LOG_LEVEL": "notice"])
         XCTAssertEqual(err, "", "systemd-analyze verify stderr")
         XCTAssertEqual(status, 0, "status \(status): \(out) \(err)")
     }
@@ -25,13 +27,15 @@ final class UnitWriterTests: XCTestCase {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         // A job with dom/dow OR (two OnCalendar lines), a time zone and an unscheduled one too.
         var jobs = try shippedJobs()
-        jobs.append(try JobFile.parse(yaml: """
-        name: odd-one
-        kind: upload-queue
-        schedule: "0 0 13 * FRI"
-        timeZone: Europe/Berlin
-        timeout: 90s
-        """, file: "odd.yaml"))
+        jobs.append(
+            try JobFile.parse(
+                yaml: """
+                    name: odd-one
+                    kind: upload-queue
+                    schedule: "0 0 13 * FRI"
+                    timeZone: Europe/Berlin
+                    timeout: 90s
+                    """, file: "odd.yaml"))
         jobs.append(try JobFile.parse(yaml: "name: by-hand\nkind: upload-queue\n", file: "hand.yaml"))
         let writer = UnitWriter(options: .init(binary: "/bin/true", root: root.path, jobsDirectory: directory.path))
         let files = try writer.write(jobs: jobs, to: directory.appendingPathComponent("units"))

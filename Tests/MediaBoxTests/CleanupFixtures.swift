@@ -16,8 +16,10 @@ struct CacheFixture {
     }
 
     /// Stores `id` with `size` pattern bytes and sets its access time.
-    func add(_ id: String, size: Int, accessTime: Int64, peer: Int64 = 1, peerClass: PeerStorageClass? = .privateChats,
-             type: MediaContentType = .photo, location: MediaStorageLocation = .resources) throws {
+    func add(
+        _ id: String, size: Int, accessTime: Int64, peer: Int64 = 1, peerClass: PeerStorageClass? = .privateChats,
+        type: MediaContentType = .photo, location: MediaStorageLocation = .resources
+    ) throws {
         let info = MediaResourceStorageInfo(peerId: PeerId(peer), peerClass: peerClass, contentType: type, location: location)
         try box.store(MediaBoxFixtures.pattern(id: id, count: size), id: MediaResourceId(id), info: info)
         try box.storageBox.setAccessTimes([(MediaStorageKey(location: location, id: MediaResourceId(id)), accessTime)])

@@ -86,8 +86,10 @@ final class CleanupTests: XCTestCase {
         try f.add("b", size: 100, accessTime: now - 600)
         try f.add("recent", size: 100, accessTime: now - 10)
         try f.add("recent2", size: 100, accessTime: now - 5)
-        let report = try f.cleanup(CleanupOptions(generalTTL: 1, sizeLimit: 0, immunityWindow: 60,
-                                                  excludedPeers: [PeerId(42)], excludedContentTypes: [.voice], now: now))
+        let report = try f.cleanup(
+            CleanupOptions(
+                generalTTL: 1, sizeLimit: 0, immunityWindow: 60,
+                excludedPeers: [PeerId(42)], excludedContentTypes: [.voice], now: now))
         XCTAssertTrue(f.exists("keep-peer"))
         XCTAssertTrue(f.exists("keep-voice"))
         XCTAssertFalse(f.exists("a"))

@@ -90,10 +90,12 @@ final class CrossProcessTests: XCTestCase {
                 complete += 1
             }
             XCTAssertGreaterThan(complete, 0)
-            let report = try Reconciliation.run(mediaBox: box, options: ReconciliationOptions(stalePartialAge: 0, settleTime: 0),
-                                                now: Int64(Date().timeIntervalSince1970) + 5)
-            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: media).filter { $0.contains("_partial") }, [],
-                           "round \(round): \(report)")
+            let report = try Reconciliation.run(
+                mediaBox: box, options: ReconciliationOptions(stalePartialAge: 0, settleTime: 0),
+                now: Int64(Date().timeIntervalSince1970) + 5)
+            XCTAssertEqual(
+                try FileManager.default.contentsOfDirectory(atPath: media).filter { $0.contains("_partial") }, [],
+                "round \(round): \(report)")
             let stats = try box.stats()
             XCTAssertEqual(stats.total, StorageUsage(bytes: Int64(complete) * 65536, count: Int64(complete)))
             XCTAssertEqual(MediaBoxFixtures.findByteCount(media), stats.total.bytes)

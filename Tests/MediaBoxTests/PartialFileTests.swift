@@ -214,7 +214,9 @@ final class PartialFileTests: XCTestCase {
         let box = try MediaBox(basePath: tmp.path + "/media", fetcher: fetcher, options: MediaBox.Options(completionSync: .group))
         let results = try await withThrowingTaskGroup(of: MediaResourceData.self) { group in
             for i in 0..<64 {
-                group.addTask { try await box.fetch(SimpleMediaResource("g\(i)", size: Int64(1000 + i * 100)), info: MediaResourceStorageInfo(contentType: .sticker)) }
+                group.addTask {
+                    try await box.fetch(SimpleMediaResource("g\(i)", size: Int64(1000 + i * 100)), info: MediaResourceStorageInfo(contentType: .sticker))
+                }
             }
             return try await group.reduce(into: [MediaResourceData]()) { $0.append($1) }
         }

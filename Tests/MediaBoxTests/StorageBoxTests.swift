@@ -8,8 +8,11 @@ final class StorageBoxTests: XCTestCase {
     func testTotalsAreMaintainedOnStoreTouchAndRemove() throws {
         let tmp = TemporaryDirectory(prefix: "storagebox")
         let sb = try StorageBox(directory: tmp.path + "/storage")
-        func entry(_ id: String, _ peer: Int64, _ type: MediaContentType, _ size: Int64, _ t: Int64, _ loc: MediaStorageLocation = .resources) -> StorageBoxEntry {
-            StorageBoxEntry(id: MediaResourceId(id), info: MediaResourceStorageInfo(peerId: PeerId(peer), contentType: type, location: loc), size: size, accessTime: t)
+        func entry(_ id: String, _ peer: Int64, _ type: MediaContentType, _ size: Int64, _ t: Int64, _ loc: MediaStorageLocation = .resources)
+            -> StorageBoxEntry
+        {
+            StorageBoxEntry(
+                id: MediaResourceId(id), info: MediaResourceStorageInfo(peerId: PeerId(peer), contentType: type, location: loc), size: size, accessTime: t)
         }
         try sb.insert([entry("a", 1, .photo, 100, 10), entry("b", 1, .video, 1000, 20), entry("c", 2, .photo, 10, 30, .shortCache)])
         var s = try sb.stats()

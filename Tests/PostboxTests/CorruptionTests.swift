@@ -24,9 +24,10 @@ final class CorruptionTests: XCTestCase {
         do {
             let postbox = try Postbox(path: path)
             try postbox.transactionSync { tx in
-                try tx.messages.add((1...5000).map { Message(id: MessageId(peerId: PeerId(1), id: Int32($0)), timestamp: Int32($0), text: String(repeating: "x", count: 100)) })
+                try tx.messages.add(
+                    (1...5000).map { Message(id: MessageId(peerId: PeerId(1), id: Int32($0)), timestamp: Int32($0), text: String(repeating: "x", count: 100)) })
             }
-            _ = try postbox.compact() // checkpoint the WAL into the main file
+            _ = try postbox.compact()  // checkpoint the WAL into the main file
         }
         // Overwrite pages in the middle of the file with garbage, keeping the header.
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))

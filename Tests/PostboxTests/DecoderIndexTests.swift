@@ -102,11 +102,14 @@ final class DecoderIndexTests: XCTestCase {
         let postbox = try Postbox(path: dir.appendingPathComponent("db.sqlite").path)
         let peer = PeerId(5)
         try postbox.transactionSync { tx in
-            try tx.messages.add((1...300).map { Message(id: MessageId(peerId: peer, id: $0), timestamp: 1000 + $0, authorId: $0 % 2 == 0 ? PeerId(9) : nil, text: "m\($0)") })
+            try tx.messages.add(
+                (1...300).map { Message(id: MessageId(peerId: peer, id: $0), timestamp: 1000 + $0, authorId: $0 % 2 == 0 ? PeerId(9) : nil, text: "m\($0)") })
         }
         let seen = try postbox.readSync { tx -> [Message] in
             var out: [Message] = []
-            try tx.messages.scan(peer: peer, newestFirst: true) { out.append($0); return true }
+            try tx.messages.scan(peer: peer, newestFirst: true) {
+                out.append($0); return true
+            }
             return out
         }
         XCTAssertEqual(seen.map(\.id.id), Array((1...300).reversed()))

@@ -1,6 +1,7 @@
 import Foundation
-@testable import Postbox
 import XCTest
+
+@testable import Postbox
 
 /// A message as another build might write it: fields reordered, unknown ones, a known name with
 /// another type, and duplicates. `Message` decodes it in one pass (`forEachField`); the result
@@ -12,12 +13,12 @@ struct OddMessage: PostboxCoding {
     func encode(_ e: PostboxEncoder) {
         e.encode("future", forKey: "newField")
         e.encode(Int32(1_700_000_000), forKey: "ts")
-        e.encode(Int32(12), forKey: "t")               // "t" with the wrong type: ignored
+        e.encode(Int32(12), forKey: "t")  // "t" with the wrong type: ignored
         e.encode("hello", forKey: "t")
-        e.encode("second", forKey: "t")                // a duplicate: the first one counts
+        e.encode("second", forKey: "t")  // a duplicate: the first one counts
         e.encode(Int64(77), forKey: "p")
         e.encode(Int32(5), forKey: "i")
-        e.encode(Int64(99), forKey: "pp")              // a longer name sharing a prefix
+        e.encode(Int64(99), forKey: "pp")  // a longer name sharing a prefix
         e.encodeObjectArray([], forKey: "m")
     }
 }

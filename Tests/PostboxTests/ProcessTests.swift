@@ -10,7 +10,7 @@ final class ProcessTests: XCTestCase {
     func testTwoProcessesWritingConcurrentlyBothFinishWithEveryWrite() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("db.sqlite")
-        _ = try Postbox(path: path) // create before the race
+        _ = try Postbox(path: path)  // create before the race
         let perProcess = 10_000
         let a = try ChildProcess(testkit, ["write-transactions", path, "1000000", "\(perProcess)"])
         let b = try ChildProcess(testkit, ["write-transactions", path, "2000000", "\(perProcess)"])

@@ -25,8 +25,10 @@ enum RetentionFixture {
                     if i % 2 == 0 {
                         let resource = "photo-\(p)-\(i)"
                         media = [TestPhoto(id: Int64(p) << 32 | Int64(i), resourceIds: [resource])]
-                        try tx.mediaReferences.set(MediaReferenceRecord(resourceId: resource, parent: .message(id), fileReference: Data(repeating: 7, count: 24),
-                                                                        obtainedAt: Int64(timestamp(peer: p, message: i))))
+                        try tx.mediaReferences.set(
+                            MediaReferenceRecord(
+                                resourceId: resource, parent: .message(id), fileReference: Data(repeating: 7, count: 24),
+                                obtainedAt: Int64(timestamp(peer: p, message: i))))
                     }
                     batch.append(Message(id: id, timestamp: timestamp(peer: p, message: i), text: text, media: media))
                 }

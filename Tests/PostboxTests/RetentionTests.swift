@@ -77,14 +77,14 @@ final class RetentionTests: XCTestCase {
         let dir = TemporaryDirectory()
         let postbox = try Postbox(path: dir.file("db.sqlite"))
         try RetentionFixture.fill(postbox, peers: 30, perPeer: 60)
-        let now = Int64(RetentionFixture.timestamp(peer: 0, message: 40)) // messages 1…39 are older than 0 s
+        let now = Int64(RetentionFixture.timestamp(peer: 0, message: 40))  // messages 1…39 are older than 0 s
         var policy = HistoryRetentionPolicy()
         policy.now = now
         policy.maxAge = 0
         policy.maxMessagesPerPeer = 50
         policy.keepNewest = 25
         policy.excludedPeers = [RetentionFixture.peerId(0)]
-        policy.excludedCategories = [.channel] // peers 2, 5, 8, …
+        policy.excludedCategories = [.channel]  // peers 2, 5, 8, …
 
         var dry = policy
         dry.dryRun = true
@@ -136,13 +136,14 @@ final class RetentionTests: XCTestCase {
         var policy = HistoryRetentionPolicy()
         policy.maxMessagesPerPeer = 10
         policy.keepNewest = 10
-        policy.batchSize = 7 // several transactions, the in-use message in the middle of one
+        policy.batchSize = 7  // several transactions, the in-use message in the middle of one
         let busy = MessageId(peerId: peer, id: 12)
         let report = try HistoryRetention(postbox: postbox, policy: policy, inUse: { $0.id == busy }).run()
         XCTAssertEqual(report.keptInUse, 1)
         XCTAssertEqual(try RetentionFixture.ids(postbox, peer), [12] + Array(31...40))
-        XCTAssertEqual(try postbox.readSync { try $0.holes.entries(peer: peer) },
-                       [HistoryHole(1...11, kind: .trimmed), HistoryHole(13...30, kind: .trimmed)])
+        XCTAssertEqual(
+            try postbox.readSync { try $0.holes.entries(peer: peer) },
+            [HistoryHole(1...11, kind: .trimmed), HistoryHole(13...30, kind: .trimmed)])
         XCTAssertNotNil(try postbox.readSync { try $0.mediaReferences.get("photo-0-12") }, "the busy message keeps its reference")
         XCTAssertNil(try postbox.readSync { try $0.mediaReferences.get("photo-0-14") })
         XCTAssertEqual(try postbox.checkHistoryConsistency(), [])
@@ -163,7 +164,8 @@ final class RetentionTests: XCTestCase {
         let cases: [(UploadItem.State, Int64)] = [(.sent, old), (.failed, old), (.queued, old), (.uploading, old), (.sent, recent)]
         try postbox.transactionSync { tx in
             for (i, (state, at)) in cases.enumerated() {
-                var item = UploadItem(id: Int64(i + 1), peerId: PeerId(1), stagedPath: "/x/\(i)", originalName: "f", size: 10, sha256: "", randomId: 1, enqueuedAt: at)
+                var item = UploadItem(
+                    id: Int64(i + 1), peerId: PeerId(1), stagedPath: "/x/\(i)", originalName: "f", size: 10, sha256: "", randomId: 1, enqueuedAt: at)
                 item.state = state
                 try tx.uploadQueue.set(item)
                 for part in 0..<3 { try tx.uploadQueue.acknowledge(item: item.id, part: Int32(part)) }
@@ -196,13 +198,15 @@ final class RetentionTests: XCTestCase {
             try tx.holes.add(peer: peer, range: 101...120, kind: .trimmed)
             try tx.holes.fill(peer: peer, range: 50...60)
         }
-        XCTAssertEqual(try postbox.readSync { try $0.holes.entries(peer: peer) },
-                       [HistoryHole(1...49, kind: .trimmed), HistoryHole(61...120, kind: .trimmed), HistoryHole(150...200, kind: .gap)])
+        XCTAssertEqual(
+            try postbox.readSync { try $0.holes.entries(peer: peer) },
+            [HistoryHole(1...49, kind: .trimmed), HistoryHole(61...120, kind: .trimmed), HistoryHole(150...200, kind: .gap)])
         XCTAssertEqual(try postbox.readSync { try $0.holes.holes(peer: peer) }, [1...49, 61...120, 150...200])
         // A gap overlapping a trimmed range takes its part; same-kind neighbours merge.
         try postbox.transactionSync { try $0.holes.add(peer: peer, range: 110...149) }
-        XCTAssertEqual(try postbox.readSync { try $0.holes.entries(peer: peer) },
-                       [HistoryHole(1...49, kind: .trimmed), HistoryHole(61...109, kind: .trimmed), HistoryHole(110...200, kind: .gap)])
+        XCTAssertEqual(
+            try postbox.readSync { try $0.holes.entries(peer: peer) },
+            [HistoryHole(1...49, kind: .trimmed), HistoryHole(61...109, kind: .trimmed), HistoryHole(110...200, kind: .gap)])
     }
 
     /// The usage report adds up: dbstat tables cover the file, peers are listed largest first,

@@ -1,6 +1,7 @@
 import Foundation
-@testable import Postbox
 import XCTest
+
+@testable import Postbox
 
 /// Rows decoded with `PostboxRowDecoder` are validated while they are read: a truncated record,
 /// or one whose fields claim more bytes than the record holds, throws — whether the type walks
@@ -84,7 +85,10 @@ final class RowValidationTests: XCTestCase {
             XCTAssertThrowsError(try row.withUnsafeBytes { try nothing.decode($0) }, "length \(lie)")
             XCTAssertThrowsError(try PostboxDecoder.decode(Message.self, from: row))
         }
-        fields.append(contentsOf: [200, 1, 2])   // a name running past the end
-        XCTAssertThrowsError(try record(full, fields: fields).withUnsafeBytes { var r = PostboxRowDecoder(Message.self); return try r.decode($0) })
+        fields.append(contentsOf: [200, 1, 2])  // a name running past the end
+        XCTAssertThrowsError(
+            try record(full, fields: fields).withUnsafeBytes {
+                var r = PostboxRowDecoder(Message.self); return try r.decode($0)
+            })
     }
 }

@@ -30,7 +30,9 @@ final class TransactionTests: XCTestCase {
         let postbox = try Postbox(path: dir.file("db.sqlite"))
         try await postbox.transaction { tx in
             try tx.peers.set(Peer(id: PeerId(1), category: .channel, title: "news", photo: TestPhoto(id: 9, resourceIds: ["a"])))
-            try tx.messages.add([Message(id: MessageId(peerId: PeerId(1), id: 10), timestamp: 100, text: "hi", media: [TestPhoto(id: 5, resourceIds: ["r1", "r2"])])])
+            try tx.messages.add([
+                Message(id: MessageId(peerId: PeerId(1), id: 10), timestamp: 100, text: "hi", media: [TestPhoto(id: 5, resourceIds: ["r1", "r2"])])
+            ])
         }
         let (peer, message) = try await postbox.read { tx in (try tx.peers.get(PeerId(1)), try tx.messages.get(MessageId(peerId: PeerId(1), id: 10))) }
         XCTAssertEqual(peer?.title, "news")
@@ -110,10 +112,11 @@ final class TransactionTests: XCTestCase {
         let b = try Postbox(path: dir.file("db.sqlite"))
         try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v1")) }
         // b caches v1 in a write transaction, and writes something of its own.
-        XCTAssertEqual(try b.transactionSync { tx -> String? in
-            try tx.peers.set(Peer(id: PeerId(2), category: .group, title: "b"))
-            return try tx.peers.get(PeerId(1))?.title
-        }, "v1")
+        XCTAssertEqual(
+            try b.transactionSync { tx -> String? in
+                try tx.peers.set(Peer(id: PeerId(2), category: .group, title: "b"))
+                return try tx.peers.get(PeerId(1))?.title
+            }, "v1")
         XCTAssertEqual(try b.transactionSync { try $0.peers.get(PeerId(1))?.title }, "v1", "its own commit keeps b's cache")
         try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v2")) }
         XCTAssertEqual(try b.transactionSync { try $0.peers.get(PeerId(1))?.title }, "v2", "b's cached v1 must be dropped")
@@ -166,10 +169,14 @@ final class TransactionTests: XCTestCase {
         }
         try postbox.readSync { tx in
             var newest: [Int32] = []
-            try tx.messages.scan(peer: peer, since: 1150, limit: 3) { newest.append($0.id.id); return true }
+            try tx.messages.scan(peer: peer, since: 1150, limit: 3) {
+                newest.append($0.id.id); return true
+            }
             XCTAssertEqual(newest, [20, 19, 18])
             var oldest: [Int32] = []
-            try tx.messages.scan(peer: peer, newestFirst: false, since: 1150) { oldest.append($0.id.id); return true }
+            try tx.messages.scan(peer: peer, newestFirst: false, since: 1150) {
+                oldest.append($0.id.id); return true
+            }
             XCTAssertEqual(oldest, Array(15...20))
             XCTAssertEqual(try tx.messages.maxId(peer: peer), 20)
             XCTAssertEqual(try tx.syncStates.get(peer)?.maxSyncedId, 20)
@@ -183,7 +190,9 @@ final class TransactionTests: XCTestCase {
         try postbox.readSync { tx in
             XCTAssertEqual(try tx.messages.count(peer: peer), 19)
             var first: Message?
-            try tx.messages.scan(peer: peer, limit: 1) { first = $0; return false }
+            try tx.messages.scan(peer: peer, limit: 1) {
+                first = $0; return false
+            }
             XCTAssertEqual(first?.text, "edited")
             XCTAssertNil(try tx.messages.get(MessageId(peerId: peer, id: 2)))
         }
@@ -205,7 +214,9 @@ final class TransactionTests: XCTestCase {
             XCTAssertEqual(Set(try tx.mediaReferences.resources(of: message)), ["m0", "m1", "m2", "m3", "m4"])
             XCTAssertEqual(try tx.mediaReferences.resources(of: .peerAvatar(PeerId(1))), ["avatar"])
             var old: [String] = []
-            try tx.mediaReferences.obtained(before: 104) { old.append($0.resourceId); return true }
+            try tx.mediaReferences.obtained(before: 104) {
+                old.append($0.resourceId); return true
+            }
             XCTAssertEqual(old, ["avatar", "m1", "m2", "m3"])
         }
         for parent in [message, .peerAvatar(PeerId(-4)), .stickerSet(id: 9), .wallpaper(id: -1), .story(peerId: PeerId(8), id: 3)] {

@@ -88,13 +88,19 @@ final class ValueBoxTests: XCTestCase {
         let vb = try open(dir)
         try write(vb) { for i in Int64(1)...10 { try vb.set(ints, key: ValueBoxKey(i), value: Data([UInt8(i)])) } }
         var up: [Int64] = []
-        try vb.range(ints, start: ValueBoxKey(Int64(2)), end: ValueBoxKey(Int64(6))) { k, _ in up.append(k.getInt64(0)); return true }
+        try vb.range(ints, start: ValueBoxKey(Int64(2)), end: ValueBoxKey(Int64(6))) { k, _ in
+            up.append(k.getInt64(0)); return true
+        }
         XCTAssertEqual(up, [3, 4, 5])
         var down: [Int64] = []
-        try vb.range(ints, start: ValueBoxKey(Int64(6)), end: ValueBoxKey(Int64(2))) { k, _ in down.append(k.getInt64(0)); return true }
+        try vb.range(ints, start: ValueBoxKey(Int64(6)), end: ValueBoxKey(Int64(2))) { k, _ in
+            down.append(k.getInt64(0)); return true
+        }
         XCTAssertEqual(down, [5, 4, 3])
         var limited: [Int64] = []
-        try vb.range(ints, start: ValueBoxKey(Int64(0)), end: ValueBoxKey(Int64(11)), limit: 2) { k, _ in limited.append(k.getInt64(0)); return true }
+        try vb.range(ints, start: ValueBoxKey(Int64(0)), end: ValueBoxKey(Int64(11)), limit: 2) { k, _ in
+            limited.append(k.getInt64(0)); return true
+        }
         XCTAssertEqual(limited, [1, 2])
     }
 
@@ -103,7 +109,9 @@ final class ValueBoxTests: XCTestCase {
         let vb = try open(dir)
         try write(vb) { for i in Int64(1)...100 { try vb.set(ints, key: ValueBoxKey(i), value: Data()) } }
         var visited = 0
-        try vb.scan(ints) { _, _ in visited += 1; return visited < 7 }
+        try vb.scan(ints) { _, _ in
+            visited += 1; return visited < 7
+        }
         XCTAssertEqual(visited, 7, "returning false stops the scan")
 
         var evens: [Int64] = []

@@ -68,7 +68,9 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Runs to completion and returns (status, stdout, stderr).
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 300) throws -> (status: Int32, stdout: String, stderr: String) {
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 300) throws -> (
+        status: Int32, stdout: String, stderr: String
+    ) {
         let p = try ChildProcess(executable, arguments, environment: environment)
         let status = p.wait(timeout: timeout)
         return (status, p.stdout, p.stderr)

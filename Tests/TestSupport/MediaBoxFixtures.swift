@@ -50,4 +50,3 @@ public enum MediaBoxFixtures {
         return String(decoding: data, as: UTF8.self).split(separator: "\n").reduce(Int64(0)) { $0 + (Int64($1) ?? 0) }
     }
 }
-

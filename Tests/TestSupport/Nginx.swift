@@ -23,8 +23,10 @@ public final class NginxServer: @unchecked Sendable {
         public var workers: Int
         /// Raw directives appended inside the `server { }` block.
         public var extraServerConfig: String
-        public init(tls: (certificate: String, key: String)? = nil, http2: Bool = false,
-                    workers: Int = 1, extraServerConfig: String = "") {
+        public init(
+            tls: (certificate: String, key: String)? = nil, http2: Bool = false,
+            workers: Int = 1, extraServerConfig: String = ""
+        ) {
             self.tls = tls
             self.http2 = http2
             self.workers = workers
@@ -49,7 +51,8 @@ public final class NginxServer: @unchecked Sendable {
 
     /// The nginx binary, if installed.
     public static var executable: String? {
-        let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
+        let paths =
+            (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
             + ["/usr/sbin", "/usr/local/sbin", "/sbin"]
         return paths.map { "\($0)/nginx" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
@@ -127,42 +130,42 @@ public final class NginxServer: @unchecked Sendable {
         // As root, keep workers as root so they can read/write the test's directories.
         let user = geteuid() == 0 ? "user root root;" : ""
         return """
-        \(user)
-        worker_processes \(options.workers);
-        daemon off;
-        master_process on;
-        pid \(work)/nginx.pid;
-        error_log \(work)/error.log warn;
-        events { worker_connections 1024; }
-        http {
-            access_log off;
-            sendfile on;
-            tcp_nopush on;
-            tcp_nodelay on;
-            keepalive_timeout 65;
-            keepalive_requests 100000;
-            http2_max_requests 100000;
-            default_type application/octet-stream;
-            client_body_temp_path \(work)/body;
-            proxy_temp_path \(work)/proxy;
-            fastcgi_temp_path \(work)/fastcgi;
-            uwsgi_temp_path \(work)/uwsgi;
-            scgi_temp_path \(work)/scgi;
-            server {
-                \(listen);
-                server_name localhost;
-                root \(root);
-                \(tls)
-                location / { }
-                location /upload/ {
-                    dav_methods PUT DELETE;
-                    create_full_put_path on;
-                    client_max_body_size 0;
+            \(user)
+            worker_processes \(options.workers);
+            daemon off;
+            master_process on;
+            pid \(work)/nginx.pid;
+            error_log \(work)/error.log warn;
+            events { worker_connections 1024; }
+            http {
+                access_log off;
+                sendfile on;
+                tcp_nopush on;
+                tcp_nodelay on;
+                keepalive_timeout 65;
+                keepalive_requests 100000;
+                http2_max_requests 100000;
+                default_type application/octet-stream;
+                client_body_temp_path \(work)/body;
+                proxy_temp_path \(work)/proxy;
+                fastcgi_temp_path \(work)/fastcgi;
+                uwsgi_temp_path \(work)/uwsgi;
+                scgi_temp_path \(work)/scgi;
+                server {
+                    \(listen);
+                    server_name localhost;
+                    root \(root);
+                    \(tls)
+                    location / { }
+                    location /upload/ {
+                        dav_methods PUT DELETE;
+                        create_full_put_path on;
+                        client_max_body_size 0;
+                    }
+                    \(options.extraServerConfig)
                 }
-                \(options.extraServerConfig)
             }
-        }
-        """
+            """
     }
 
     /// A port the kernel just handed out on 127.0.0.1 (closed again; the caller retries on a race).
@@ -205,14 +208,18 @@ public enum TestCertificate {
     public static func make(in directory: URL) throws -> (certificate: String, key: String) {
         let cert = directory.appendingPathComponent("cert.pem").path
         let key = directory.appendingPathComponent("key.pem").path
-        guard let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first(where: {
-            FileManager.default.isExecutableFile(atPath: $0)
-        }) else { throw XCTSkip("openssl command not found; skipping TLS test") }
+        guard
+            let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else { throw XCTSkip("openssl command not found; skipping TLS test") }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: openssl)
-        p.arguments = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                       "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
-                       "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"]
+        p.arguments = [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ]
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()

@@ -25,9 +25,11 @@ public struct CloudAccountConfig: Sendable, Equatable, CustomStringConvertible, 
     /// `--reference-ttl`, default 3600): what "expires within" means for revalidation.
     public var referenceTTL: Double = 3600
 
-    public init(datacenters: [Int: String], cdnURL: String? = nil, mainDc: Int? = nil, authToken: String? = nil,
-                requestTimeout: Double = 30, connectTimeout: Double = 10, maxAnswerSize: Int = 16 << 20,
-                retry: CloudRetryPolicy = CloudRetryPolicy()) {
+    public init(
+        datacenters: [Int: String], cdnURL: String? = nil, mainDc: Int? = nil, authToken: String? = nil,
+        requestTimeout: Double = 30, connectTimeout: Double = 10, maxAnswerSize: Int = 16 << 20,
+        retry: CloudRetryPolicy = CloudRetryPolicy()
+    ) {
         self.datacenters = datacenters
         self.cdnURL = cdnURL
         self.mainDc = mainDc ?? datacenters.keys.min() ?? 1
@@ -80,14 +82,19 @@ public struct CloudAccountConfig: Sendable, Equatable, CustomStringConvertible, 
 
     public var description: String {
         let dcs = datacenters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
-        return "CloudAccountConfig(dcs: [\(dcs)], cdn: \(cdnURL ?? "none"), mainDc: \(mainDc), authToken: \(authToken == nil ? "unset" : "[redacted]"), requestTimeout: \(requestTimeout)s)"
+        return
+            "CloudAccountConfig(dcs: [\(dcs)], cdn: \(cdnURL ?? "none"), mainDc: \(mainDc), authToken: \(authToken == nil ? "unset" : "[redacted]"), requestTimeout: \(requestTimeout)s)"
     }
 
     public var debugDescription: String { description }
 
     public var customMirror: Mirror {
-        Mirror(self, children: ["datacenters": datacenters, "cdnURL": cdnURL as Any, "mainDc": mainDc,
-                                "authToken": authToken == nil ? "unset" : "[redacted]",
-                                "requestTimeout": requestTimeout, "retry": retry], displayStyle: .struct)
+        Mirror(
+            self,
+            children: [
+                "datacenters": datacenters, "cdnURL": cdnURL as Any, "mainDc": mainDc,
+                "authToken": authToken == nil ? "unset" : "[redacted]",
+                "requestTimeout": requestTimeout, "retry": retry,
+            ], displayStyle: .struct)
     }
 }

@@ -10,16 +10,19 @@ extension CloudClient {
     /// Checked: the part rules (before sending), the body length against `limit` and the file
     /// size, and `X-Part-SHA256`. A corrupt part is fetched again (up to the retry policy's
     /// attempts); a short or oversize part is a `badAnswer`.
-    public func getFilePart(location: FileLocation, fileReference: Data, offset: Int64, limit: Int64,
-                            dc: Int? = nil) async throws -> FilePartAnswer {
+    public func getFilePart(
+        location: FileLocation, fileReference: Data, offset: Int64, limit: Int64,
+        dc: Int? = nil
+    ) async throws -> FilePartAnswer {
         if let rule = FilePartRules.validate(offset: offset, limit: limit) {
             throw CloudClientError.invalidRequest("part offset \(offset) limit \(limit) breaks the part rules (\(rule.rawValue))")
         }
         let body = try CloudJSON.encoder.encode(GetFileRequest(location: location, fileReference: fileReference, offset: offset, limit: limit))
         var corrupt = 0
         while true {
-            let answer = try await send(.getFile, to: .dc(dc ?? location.dcId), body: .data(body),
-                                        destination: .collect(maxSize: Int(limit) + (64 << 10)))
+            let answer = try await send(
+                .getFile, to: .dc(dc ?? location.dcId), body: .data(body),
+                destination: .collect(maxSize: Int(limit) + (64 << 10)))
             if answer.response.header(CloudHeader.result) == "cdnRedirect" {
                 let redirect = try decode(GetFileRedirect.self, from: answer, method: .getFile).cdnRedirect
                 noteCdnURL(redirect.cdnURL)
@@ -31,8 +34,9 @@ extension CloudClient {
             case .corrupt:
                 corrupt += 1
                 if corrupt >= config.retry.maxAttempts {
-                    throw CloudClientError.badAnswer(method: CloudMethod.getFile.rawValue, dc: answer.endpoint.description,
-                                                     reason: "part at \(offset) failed its SHA-256 check \(corrupt) times")
+                    throw CloudClientError.badAnswer(
+                        method: CloudMethod.getFile.rawValue, dc: answer.endpoint.description,
+                        reason: "part at \(offset) failed its SHA-256 check \(corrupt) times")
                 }
             }
         }
@@ -48,15 +52,17 @@ extension CloudClient {
         let body = try CloudJSON.encoder.encode(GetCdnFileRequest(fileToken: fileToken, offset: offset, limit: limit))
         var corrupt = 0
         while true {
-            let answer = try await send(.getCdnFile, to: endpoint, body: .data(body), destination: .collect(maxSize: Int(limit) + (64 << 10)),
-                                        followMigrations: false)
+            let answer = try await send(
+                .getCdnFile, to: endpoint, body: .data(body), destination: .collect(maxSize: Int(limit) + (64 << 10)),
+                followMigrations: false)
             switch try checkPart(answer, method: .getCdnFile, offset: offset, limit: limit) {
             case .ok(let size): return (answer.response.body, size)
             case .corrupt:
                 corrupt += 1
                 if corrupt >= config.retry.maxAttempts {
-                    throw CloudClientError.badAnswer(method: CloudMethod.getCdnFile.rawValue, dc: answer.endpoint.description,
-                                                     reason: "CDN part at \(offset) failed its SHA-256 check \(corrupt) times")
+                    throw CloudClientError.badAnswer(
+                        method: CloudMethod.getCdnFile.rawValue, dc: answer.endpoint.description,
+                        reason: "CDN part at \(offset) failed its SHA-256 check \(corrupt) times")
                 }
             }
         }

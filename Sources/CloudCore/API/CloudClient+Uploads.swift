@@ -7,9 +7,10 @@ extension CloudClient {
     /// the server replaces a re-sent part.
     public func saveFilePart(fileId: Int64, part: Int, body: RequestBody, dc: Int? = nil) async throws {
         try checkPart(fileId: fileId, part: part, body: body)
-        let answer = try await send(.saveFilePart, to: dc.map(CloudEndpoint.dc) ?? .main,
-                                    query: [(UploadQuery.fileId, String(fileId)), (UploadQuery.part, String(part))],
-                                    body: body, contentType: "application/octet-stream")
+        let answer = try await send(
+            .saveFilePart, to: dc.map(CloudEndpoint.dc) ?? .main,
+            query: [(UploadQuery.fileId, String(fileId)), (UploadQuery.part, String(part))],
+            body: body, contentType: "application/octet-stream")
         try checkOk(answer, .saveFilePart)
     }
 
@@ -19,10 +20,13 @@ extension CloudClient {
         guard totalParts > part, totalParts <= 8000 else {
             throw CloudClientError.invalidRequest("part \(part) of \(totalParts): totalParts must exceed the part number and be ≤ 8000")
         }
-        let answer = try await send(.saveBigFilePart, to: dc.map(CloudEndpoint.dc) ?? .main,
-                                    query: [(UploadQuery.fileId, String(fileId)), (UploadQuery.part, String(part)),
-                                            (UploadQuery.totalParts, String(totalParts))],
-                                    body: body, contentType: "application/octet-stream")
+        let answer = try await send(
+            .saveBigFilePart, to: dc.map(CloudEndpoint.dc) ?? .main,
+            query: [
+                (UploadQuery.fileId, String(fileId)), (UploadQuery.part, String(part)),
+                (UploadQuery.totalParts, String(totalParts)),
+            ],
+            body: body, contentType: "application/octet-stream")
         try checkOk(answer, .saveBigFilePart)
     }
 
@@ -33,8 +37,9 @@ extension CloudClient {
         let r: SendMediaResponse = try await call(.sendMedia, dc: dc, body: request)
         let m = r.message
         if m.peerId != request.peerId || (m.randomId != nil && m.randomId != request.randomId) || m.media.count != 1 {
-            throw CloudClientError.badAnswer(method: CloudMethod.sendMedia.rawValue, dc: dc.map { "DC \($0)" } ?? "main DC",
-                                             reason: "the message does not match the request (peer \(m.peerId), \(m.media.count) media)")
+            throw CloudClientError.badAnswer(
+                method: CloudMethod.sendMedia.rawValue, dc: dc.map { "DC \($0)" } ?? "main DC",
+                reason: "the message does not match the request (peer \(m.peerId), \(m.media.count) media)")
         }
         return m
     }

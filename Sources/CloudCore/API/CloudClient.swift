@@ -61,8 +61,10 @@ public final class CloudClient: Sendable {
     /// requests in flight and, when given, capped at `receiveLimit` / `sendLimit` bytes per second
     /// over all its transfers: for a job that needs more connections than the shared pool, or a
     /// bandwidth cap that must not slow the other jobs.
-    public func withOwnTransport(connections: Int, receiveLimit: Int? = nil, sendLimit: Int? = nil,
-                                 observer: CloudClientObserver? = nil) throws -> CloudClient {
+    public func withOwnTransport(
+        connections: Int, receiveLimit: Int? = nil, sendLimit: Int? = nil,
+        observer: CloudClientObserver? = nil
+    ) throws -> CloudClient {
         var tc = Self.transportConfiguration(for: config)
         tc.maxConnectionsPerHost = max(16, connections)
         tc.maxTotalConnections = max(64, connections + 8)
@@ -87,22 +89,27 @@ public final class CloudClient: Sendable {
 
     /// Calls `method` with `body` encoded as JSON at `dc` (default: the main DC) and decodes
     /// the answer as `Response`. Throws `CloudClientError` (or `CancellationError`).
-    public func call<Response: Decodable>(_ method: CloudMethod, dc: Int? = nil, body: some Encodable,
-                                          as type: Response.Type = Response.self) async throws -> Response {
+    public func call<Response: Decodable>(
+        _ method: CloudMethod, dc: Int? = nil, body: some Encodable,
+        as type: Response.Type = Response.self
+    ) async throws -> Response {
         try await call(method, endpoint: dc.map(CloudEndpoint.dc) ?? .main, body: body, as: type)
     }
 
     /// `call` at any endpoint (a DC, the CDN, a redirect's base URL).
-    public func call<Response: Decodable>(_ method: CloudMethod, endpoint: CloudEndpoint, body: some Encodable,
-                                          as type: Response.Type = Response.self) async throws -> Response {
+    public func call<Response: Decodable>(
+        _ method: CloudMethod, endpoint: CloudEndpoint, body: some Encodable,
+        as type: Response.Type = Response.self
+    ) async throws -> Response {
         let data: Data
         do {
             data = try CloudJSON.encoder.encode(body)
         } catch {
             throw CloudClientError.config("cannot encode the \(method.rawValue) request: \(error)")
         }
-        let answer = try await send(method, to: endpoint, body: .data(data),
-                                    destination: .collect(maxSize: config.maxAnswerSize))
+        let answer = try await send(
+            method, to: endpoint, body: .data(data),
+            destination: .collect(maxSize: config.maxAnswerSize))
         return try decode(type, from: answer, method: method)
     }
 
@@ -112,8 +119,9 @@ public final class CloudClient: Sendable {
         do {
             return try CloudJSON.decoder.decode(T.self, from: answer.response.body)
         } catch let error as DecodingError {
-            throw CloudClientError.badAnswer(method: method.rawValue, dc: answer.endpoint.description,
-                                             reason: CloudJSON.explain(error, bodySize: answer.response.body.count, expected: "\(T.self)"))
+            throw CloudClientError.badAnswer(
+                method: method.rawValue, dc: answer.endpoint.description,
+                reason: CloudJSON.explain(error, bodySize: answer.response.body.count, expected: "\(T.self)"))
         }
     }
 
@@ -126,10 +134,12 @@ public final class CloudClient: Sendable {
     ///
     /// `query` is appended as `?k=v&…` (upload part calls). A retried request resends `body`
     /// from its start and rewrites `destination` from its start.
-    public func send(_ method: CloudMethod, to endpoint: CloudEndpoint = .main, query: [(String, String)] = [],
-                     body: RequestBody, contentType: String = "application/json",
-                     destination: ResponseDestination = .collect, timeout: Double? = nil,
-                     followMigrations: Bool = true) async throws -> CloudAnswer {
+    public func send(
+        _ method: CloudMethod, to endpoint: CloudEndpoint = .main, query: [(String, String)] = [],
+        body: RequestBody, contentType: String = "application/json",
+        destination: ResponseDestination = .collect, timeout: Double? = nil,
+        followMigrations: Bool = true
+    ) async throws -> CloudAnswer {
         var target = endpoint
         var attempts = 0
         var retries = 0
@@ -144,8 +154,9 @@ public final class CloudClient: Sendable {
                 var headers = [HTTPHeader("Accept", "application/json")]
                 if case .none = body {} else { headers.append(HTTPHeader("Content-Type", contentType)) }
                 if let token = config.authToken { headers.append(HTTPHeader("Authorization", "Bearer " + token)) }
-                let request = HTTPRequest(url: base + method.path + Self.queryString(query), method: .post, headers: headers,
-                                          body: body, destination: destination, timeout: timeout ?? config.requestTimeout)
+                let request = HTTPRequest(
+                    url: base + method.path + Self.queryString(query), method: .post, headers: headers,
+                    body: body, destination: destination, timeout: timeout ?? config.requestTimeout)
                 attempts += 1
                 counters.withLock { $0.requests += 1 }
                 let response: HTTPResponse
@@ -153,8 +164,9 @@ public final class CloudClient: Sendable {
                     response = try await transport.send(request)
                 } catch let error as TransportError {
                     if case .tooLarge(let limit, let received) = error {
-                        throw CloudClientError.badAnswer(method: name, dc: target.description,
-                                                         reason: "answer too large: \(received) bytes, limit \(limit)")
+                        throw CloudClientError.badAnswer(
+                            method: name, dc: target.description,
+                            reason: "answer too large: \(received) bytes, limit \(limit)")
                     }
                     guard error.isRetryable else { throw CloudClientError.transport(method: name, dc: target.description, underlying: error) }
                     retries += 1
@@ -201,8 +213,9 @@ public final class CloudClient: Sendable {
                     continue
                 }
                 if case .other(let unknown) = error.name {
-                    throw CloudClientError.badAnswer(method: name, dc: target.description,
-                                                     reason: "unknown error name \(Self.printable(unknown)) (HTTP \(response.status))")
+                    throw CloudClientError.badAnswer(
+                        method: name, dc: target.description,
+                        reason: "unknown error name \(Self.printable(unknown)) (HTTP \(response.status))")
                 }
                 throw CloudClientError.server(error, method: name, dc: target.description)
             }
@@ -252,17 +265,19 @@ public final class CloudClient: Sendable {
         if response.status >= 500 {
             return CloudError(code: response.status, name: .internalError, message: "HTTP \(response.status) without an error envelope")
         }
-        throw CloudClientError.badAnswer(method: method, dc: target.description,
-                                         reason: "HTTP \(response.status) without an error envelope (\(response.body.count) bytes)")
+        throw CloudClientError.badAnswer(
+            method: method, dc: target.description,
+            reason: "HTTP \(response.status) without an error envelope (\(response.body.count) bytes)")
     }
 
     static func queryString(_ query: [(String, String)]) -> String {
         guard !query.isEmpty else { return "" }
         var allowed = CharacterSet.urlQueryAllowed
         allowed.remove(charactersIn: "&=+?#")
-        return "?" + query.map { k, v in
-            (k.addingPercentEncoding(withAllowedCharacters: allowed) ?? k) + "=" + (v.addingPercentEncoding(withAllowedCharacters: allowed) ?? v)
-        }.joined(separator: "&")
+        return "?"
+            + query.map { k, v in
+                (k.addingPercentEncoding(withAllowedCharacters: allowed) ?? k) + "=" + (v.addingPercentEncoding(withAllowedCharacters: allowed) ?? v)
+            }.joined(separator: "&")
     }
 
     static func shortReason(_ error: TransportError) -> String {
@@ -279,4 +294,3 @@ public final class CloudClient: Sendable {
         String(s.unicodeScalars.prefix(64).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f ? Character($0) : "?" })
     }
 }
-

@@ -24,8 +24,10 @@ public struct CloudRetryPolicy: Sendable, Equatable {
 
     public init() {}
 
-    public init(maxAttempts: Int = 5, baseDelay: Double = 0.25, maxDelay: Double = 8, jitter: Double = 0.5,
-                maxFloodWait: Double = 30, maxFloodWaits: Int = 5, maxMigrations: Int = 3) {
+    public init(
+        maxAttempts: Int = 5, baseDelay: Double = 0.25, maxDelay: Double = 8, jitter: Double = 0.5,
+        maxFloodWait: Double = 30, maxFloodWaits: Int = 5, maxMigrations: Int = 3
+    ) {
         self.maxAttempts = maxAttempts
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay

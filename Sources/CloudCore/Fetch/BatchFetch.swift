@@ -21,10 +21,12 @@ extension MultipartFetch {
     /// streamed through `mediaBox.fetch` into their partial files. At most `maxConcurrentFiles`
     /// files are in progress; parts still obey the fetcher's shared limit. Memory stays bounded by
     /// `maxConcurrentFiles × smallFileLimit + 2 × batchBytes`.
-    public func fetchBatch(_ resources: [any CloudFetchableResource], into mediaBox: MediaBox,
-                           info: @escaping @Sendable (MediaResourceId) -> MediaResourceStorageInfo,
-                           smallFileLimit: Int64 = 1 << 20, maxConcurrentFiles: Int = 32,
-                           batchBytes: Int = 32 << 20, batchCount: Int = 256) async throws -> BatchFetchReport {
+    public func fetchBatch(
+        _ resources: [any CloudFetchableResource], into mediaBox: MediaBox,
+        info: @escaping @Sendable (MediaResourceId) -> MediaResourceStorageInfo,
+        smallFileLimit: Int64 = 1 << 20, maxConcurrentFiles: Int = 32,
+        batchBytes: Int = 32 << 20, batchCount: Int = 256
+    ) async throws -> BatchFetchReport {
         let store = BatchStore(mediaBox: mediaBox, info: info, maxBytes: batchBytes, maxCount: batchCount)
         var report = BatchFetchReport()
         try await withThrowingTaskGroup(of: (Int64, Bool).self) { group in

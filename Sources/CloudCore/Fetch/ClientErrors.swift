@@ -14,8 +14,9 @@ enum ClientErrors {
             case let .badAnswer(method, _, reason):
                 throw MultipartFetchError.badAnswer(resourceId: resourceId, offset: offset, reason: "\(method): \(reason)")
             case let .unavailable(method, _, attempts, underlying):
-                throw MultipartFetchError.unavailable(resourceId: resourceId, offset: offset, attempts: attempts,
-                                                      reason: "\(method): \(TransportErrorText.describe(underlying))")
+                throw MultipartFetchError.unavailable(
+                    resourceId: resourceId, offset: offset, attempts: attempts,
+                    reason: "\(method): \(TransportErrorText.describe(underlying))")
             default:
                 throw MultipartFetchError.transport(resourceId: resourceId, reason: e.description)
             }

@@ -82,8 +82,9 @@ actor FileDownload {
         }
         if let size = declaredSize {
             planned = true
-            pending = PartPlan.parts(missing: self.missing, size: size,
-                                     partSize: Self.partSize(source: source, configuration: context.configuration, size: size))
+            pending = PartPlan.parts(
+                missing: self.missing, size: size,
+                partSize: Self.partSize(source: source, configuration: context.configuration, size: size))
         }
     }
 
@@ -216,7 +217,8 @@ actor FileDownload {
                 let plain = try d.decrypt(cipher)
                 if !plain.isEmpty { ready.append(.dataPart(offset: offset, data: plain)) }
             } catch {
-                failure = MultipartFetchError.badAnswer(resourceId: resourceId, offset: offset, reason: "secret container part cannot be decrypted (length \(cipher.count))")
+                failure = MultipartFetchError.badAnswer(
+                    resourceId: resourceId, offset: offset, reason: "secret container part cannot be decrypted (length \(cipher.count))")
                 cancelAll()
                 return
             }
@@ -271,7 +273,8 @@ actor FileDownload {
             return
         }
         guard case .cloud(let location, _, let parent) = source, let revalidator = context.revalidator,
-              revalidations < context.configuration.maxRevalidations else {
+            revalidations < context.configuration.maxRevalidations
+        else {
             let parent: MediaResourceReference
             if case .cloud(_, _, let p) = source { parent = p } else { parent = .standalone }
             throw MultipartFetchError.fileReferenceExpired(resourceId: resourceId, parent: parent)
@@ -302,7 +305,9 @@ actor FileDownload {
             let token = session.redirect.fileToken
             let hashes: [CdnFileHash]
             if let client {
-                hashes = try await ClientErrors.mapped(id, offset: 0) { try await client.reuploadCdnFile(fileToken: token, masterDc: session.redirect.masterDcId) }
+                hashes = try await ClientErrors.mapped(id, offset: 0) {
+                    try await client.reuploadCdnFile(fileToken: token, masterDc: session.redirect.masterDcId)
+                }
             } else {
                 hashes = try await requests.hashesCall(baseURL: master, method: .reuploadCdnFile, body: ReuploadCdnFileRequest(fileToken: token))
             }
@@ -333,8 +338,9 @@ actor FileDownload {
                     try await client.getCdnFileHashes(fileToken: session.redirect.fileToken, offset: missingOffset, masterDc: session.redirect.masterDcId)
                 }
             } else {
-                got = try await requests.hashesCall(baseURL: master, method: .getCdnFileHashes,
-                                                    body: GetCdnFileHashesRequest(fileToken: session.redirect.fileToken, offset: missingOffset))
+                got = try await requests.hashesCall(
+                    baseURL: master, method: .getCdnFileHashes,
+                    body: GetCdnFileHashesRequest(fileToken: session.redirect.fileToken, offset: missingOffset))
             }
             cdnHashes.merge(got)
         }

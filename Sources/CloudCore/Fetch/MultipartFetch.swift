@@ -2,7 +2,7 @@ import CloudProtocol
 import Foundation
 import MediaBox
 
-/// The cloud's `MediaResourceFetcher` (the seeds' MultipartFetch): downloads a
+/// The cloud's `MediaResourceFetcher` (Telegram-iOS's `multipartFetch`): downloads a
 /// `CloudFetchableResource` in parts and yields them to MediaBox, which writes them into the
 /// partial file at their offsets.
 ///
@@ -35,22 +35,26 @@ public final class MultipartFetch: MediaResourceFetcher {
     ///   - revalidator: consulted on `FILE_REFERENCE_EXPIRED`; nil makes that error final.
     public init(transport: any Transport, configuration: MultipartFetchConfiguration, revalidator: (any ReferenceRevalidator)? = nil) {
         self.configuration = configuration
-        self.context = FetchContext(transport: transport, configuration: configuration,
-                                    limiter: PartLimiter(limit: configuration.maxConcurrentParts), revalidator: revalidator, client: nil)
+        self.context = FetchContext(
+            transport: transport, configuration: configuration,
+            limiter: PartLimiter(limit: configuration.maxConcurrentParts), revalidator: revalidator, client: nil)
     }
 
     /// A fetcher on a `CloudClient`'s account: its DCs, auth token and transport (connections
     /// shared with the API calls); the CDN hash and reupload calls go through the client.
     /// `tune` adjusts the part settings (concurrency, attempts, …).
-    public init(client: CloudClient, revalidator: (any ReferenceRevalidator)? = nil,
-                tune: (inout MultipartFetchConfiguration) -> Void = { _ in }) {
+    public init(
+        client: CloudClient, revalidator: (any ReferenceRevalidator)? = nil,
+        tune: (inout MultipartFetchConfiguration) -> Void = { _ in }
+    ) {
         var configuration = MultipartFetchConfiguration(datacenters: client.config.datacenters, authToken: client.config.authToken)
         configuration.requestTimeout = client.config.requestTimeout
         configuration.retry.maxFloodWait = client.config.retry.maxFloodWait
         tune(&configuration)
         self.configuration = configuration
-        self.context = FetchContext(transport: client.transport, configuration: configuration,
-                                    limiter: PartLimiter(limit: configuration.maxConcurrentParts), revalidator: revalidator, client: client)
+        self.context = FetchContext(
+            transport: client.transport, configuration: configuration,
+            limiter: PartLimiter(limit: configuration.maxConcurrentParts), revalidator: revalidator, client: client)
     }
 
     public func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error> {

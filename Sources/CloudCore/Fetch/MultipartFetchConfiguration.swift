@@ -16,8 +16,9 @@ public struct MultipartFetchConfiguration: Sendable {
     /// Retries per *part* (transport errors, 5xx, corrupt or malformed parts), FLOOD_WAIT and
     /// FILE_MIGRATE bounds, and the backoff between attempts — the client's policy type, with
     /// shorter waits and more attempts, since a part is cheap to repeat.
-    public var retry = CloudRetryPolicy(maxAttempts: 8, baseDelay: 0.05, maxDelay: 2, jitter: 0.5,
-                                        maxFloodWait: 30, maxFloodWaits: 10, maxMigrations: 3)
+    public var retry = CloudRetryPolicy(
+        maxAttempts: 8, baseDelay: 0.05, maxDelay: 2, jitter: 0.5,
+        maxFloodWait: 30, maxFloodWaits: 10, maxMigrations: 3)
     /// Revalidations per download before `fileReferenceExpired` is thrown anyway.
     public var maxRevalidations: Int = 2
     /// Total time for one part request, in seconds.

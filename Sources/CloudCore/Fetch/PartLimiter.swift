@@ -14,7 +14,9 @@ final class PartLimiter: @unchecked Sendable {
 
     /// Waits for a slot; throws `CancellationError` if the task is cancelled while waiting.
     func acquire() async throws {
-        let id: UInt64 = lock.withLock { nextId += 1; return nextId }
+        let id: UInt64 = lock.withLock {
+            nextId += 1; return nextId
+        }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
                 lock.lock()

@@ -23,8 +23,9 @@ struct PartRequests: Sendable {
 
     private func post<Body: Encodable>(_ url: String, _ body: Body, maxSize: Int, hashBody: Bool = false) async throws -> HTTPResponse {
         let data = try JSONEncoder().encode(body)
-        var request = HTTPRequest(url: url, method: .post, headers: headers(json: true), body: .data(data),
-                                  destination: .collect(maxSize: maxSize), timeout: configuration.requestTimeout)
+        var request = HTTPRequest(
+            url: url, method: .post, headers: headers(json: true), body: .data(data),
+            destination: .collect(maxSize: maxSize), timeout: configuration.requestTimeout)
         request.hashBody = hashBody
         return try await transport.send(request)
     }
@@ -52,8 +53,9 @@ struct PartRequests: Sendable {
     /// `upload.getFile` at a DC.
     func getFile(baseURL: String, location: FileLocation, reference: FileReference, part: PartSpec) async throws -> PartOutcome {
         let request = GetFileRequest(location: location, fileReference: reference.bytes, offset: part.offset, limit: part.limit)
-        let response = try await post(baseURL + CloudMethod.getFile.path, request,
-                                      maxSize: max(Int(part.limit), Self.maxJSONAnswer), hashBody: true)
+        let response = try await post(
+            baseURL + CloudMethod.getFile.path, request,
+            maxSize: max(Int(part.limit), Self.maxJSONAnswer), hashBody: true)
         guard response.status == 200 else {
             if ErrorAnswer.name(response) == .fileReferenceExpired { return .referenceExpired(reference) }
             return ErrorAnswer.outcome(response, resourceId: resourceId)
@@ -72,11 +74,14 @@ struct PartRequests: Sendable {
 
     /// `upload.getCdnFile`: the encrypted part, decrypted (AES-256-CTR, counter = offset/16) and
     /// checked block by block against the master DC's SHA-256 hashes.
-    func getCdnFile(session: CdnSession, part: PartSpec, generation: Int,
-                    hashes: @Sendable (Range<Int64>) async throws -> [Int64: Data]) async throws -> PartOutcome {
-        let response = try await post(session.baseURL + CloudMethod.getCdnFile.path,
-                                      GetCdnFileRequest(fileToken: session.redirect.fileToken, offset: part.offset, limit: part.limit),
-                                      maxSize: max(Int(part.limit), 64 << 10), hashBody: true)
+    func getCdnFile(
+        session: CdnSession, part: PartSpec, generation: Int,
+        hashes: @Sendable (Range<Int64>) async throws -> [Int64: Data]
+    ) async throws -> PartOutcome {
+        let response = try await post(
+            session.baseURL + CloudMethod.getCdnFile.path,
+            GetCdnFileRequest(fileToken: session.redirect.fileToken, offset: part.offset, limit: part.limit),
+            maxSize: max(Int(part.limit), 64 << 10), hashBody: true)
         guard response.status == 200 else {
             switch ErrorAnswer.name(response) {
             case .fileReuploadNeeded: return .reuploadNeeded(generation: generation)
@@ -132,7 +137,9 @@ struct PartRequests: Sendable {
                     outcome = ErrorAnswer.outcome(response, resourceId: resourceId)
                 }
             } catch let e as TransportError {
-                guard TransportErrorText.isRetryable(e) else { throw MultipartFetchError.transport(resourceId: resourceId, reason: TransportErrorText.describe(e)) }
+                guard TransportErrorText.isRetryable(e) else {
+                    throw MultipartFetchError.transport(resourceId: resourceId, reason: TransportErrorText.describe(e))
+                }
                 outcome = .retry(reason: TransportErrorText.describe(e), badAnswer: TransportErrorText.isBadAnswer(e))
             }
             switch outcome {
@@ -163,8 +170,10 @@ struct PartRequests: Sendable {
         let h: [HTTPHeader] = []
         let response: HTTPResponse
         do {
-            response = try await transport.send(HTTPRequest(url: url, headers: h, range: HTTPRange(offset: part.offset, length: part.limit),
-                                                            destination: .collect(maxSize: Int(part.limit)), timeout: configuration.requestTimeout))
+            response = try await transport.send(
+                HTTPRequest(
+                    url: url, headers: h, range: HTTPRange(offset: part.offset, length: part.limit),
+                    destination: .collect(maxSize: Int(part.limit)), timeout: configuration.requestTimeout))
         } catch TransportError.tooLarge(let limit, let received) where part.offset == 0 {
             // A 200 for the whole file when a range was asked: the server has no Range support.
             return .fatal(.badAnswer(resourceId: resourceId, offset: 0, reason: "server ignored the range (\(received) bytes for a \(limit)-byte part)"))

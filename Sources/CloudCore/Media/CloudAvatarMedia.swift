@@ -18,10 +18,12 @@ public struct CloudAvatarMedia: CloudMedia, Equatable {
         self.dcId = Int32(clamping: photo.dcId)
         func size(_ s: PhotoSize, big: Bool) -> CloudPhotoSize {
             let resource = CloudPeerPhotoSizeMediaResource(peerId: peerId, photo: photo, big: big)
-            return CloudPhotoSize(type: s.type, width: Int32(clamping: s.w), height: Int32(clamping: s.h),
-                                  file: CloudFileDescriptor(resourceId: resource.id.stringRepresentation, location: s.location, size: s.size,
-                                                            contentType: .avatar, mimeType: "image/jpeg",
-                                                            fileReference: FileReference(photo.fileReference), referenceObtainedAt: obtainedAt))
+            return CloudPhotoSize(
+                type: s.type, width: Int32(clamping: s.w), height: Int32(clamping: s.h),
+                file: CloudFileDescriptor(
+                    resourceId: resource.id.stringRepresentation, location: s.location, size: s.size,
+                    contentType: .avatar, mimeType: "image/jpeg",
+                    fileReference: FileReference(photo.fileReference), referenceObtainedAt: obtainedAt))
         }
         small = size(photo.small, big: false)
         big = size(photo.big, big: true)

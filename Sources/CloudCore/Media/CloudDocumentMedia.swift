@@ -29,9 +29,10 @@ public struct CloudDocumentMedia: CloudMedia, Equatable {
         stickerSetId = document.stickerSetId
         date = document.date
         let resource = CloudDocumentMediaResource(document: document, reference: .standalone)
-        file = CloudFileDescriptor(resourceId: resource.id.stringRepresentation, location: document.location, size: document.size,
-                                   contentType: Self.contentType(of: document.kind), mimeType: document.mimeType,
-                                   fileReference: FileReference(document.fileReference), referenceObtainedAt: obtainedAt)
+        file = CloudFileDescriptor(
+            resourceId: resource.id.stringRepresentation, location: document.location, size: document.size,
+            contentType: Self.contentType(of: document.kind), mimeType: document.mimeType,
+            fileReference: FileReference(document.fileReference), referenceObtainedAt: obtainedAt)
     }
 
     /// The storage content type of a document kind.
@@ -80,9 +81,10 @@ public struct CloudDocumentMedia: CloudMedia, Equatable {
 
     /// The protocol's form.
     public var document: Document {
-        Document(id: documentId, accessHash: accessHash, dcId: Int(dcId), kind: kind, size: file.size, mimeType: file.mimeType ?? "application/octet-stream",
-                 fileName: fileName, duration: duration.map(Int.init), stickerSetId: stickerSetId, date: date,
-                 location: file.location, fileReference: file.fileReference.bytes)
+        Document(
+            id: documentId, accessHash: accessHash, dcId: Int(dcId), kind: kind, size: file.size, mimeType: file.mimeType ?? "application/octet-stream",
+            fileName: fileName, duration: duration.map(Int.init), stickerSetId: stickerSetId, date: date,
+            location: file.location, fileReference: file.fileReference.bytes)
     }
 
     public func resources(parent: MediaResourceReference) -> [any CloudFetchableResource] {

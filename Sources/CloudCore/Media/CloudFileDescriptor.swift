@@ -21,8 +21,10 @@ public struct CloudFileDescriptor: PostboxCoding, Sendable, Equatable, CustomStr
     /// Unix seconds when `fileReference` was obtained.
     public var referenceObtainedAt: Int64
 
-    public init(resourceId: String, location: FileLocation, size: Int64, contentType: MediaContentType, mimeType: String? = nil,
-                fileReference: FileReference, referenceObtainedAt: Int64) {
+    public init(
+        resourceId: String, location: FileLocation, size: Int64, contentType: MediaContentType, mimeType: String? = nil,
+        fileReference: FileReference, referenceObtainedAt: Int64
+    ) {
         self.resourceId = resourceId
         self.location = location
         self.size = size
@@ -69,8 +71,9 @@ public struct CloudFileDescriptor: PostboxCoding, Sendable, Equatable, CustomStr
         guard let raw = d.decodeString(forKey: "lt"), let type = FileLocationType(rawValue: raw), let id = d.decodeInt64(forKey: "li") else {
             throw PostboxError.decoding("cloud file without a location")
         }
-        return FileLocation(type: type, id: id, accessHash: d.decodeInt64(forKey: "lh") ?? 0, dcId: Int(d.decodeInt32(forKey: "ld") ?? 1),
-                            thumbSize: d.decodeString(forKey: "ls"), peerId: d.decodeInt64(forKey: "lp"))
+        return FileLocation(
+            type: type, id: id, accessHash: d.decodeInt64(forKey: "lh") ?? 0, dcId: Int(d.decodeInt32(forKey: "ld") ?? 1),
+            thumbSize: d.decodeString(forKey: "ls"), peerId: d.decodeInt64(forKey: "lp"))
     }
 
     public var description: String {
@@ -78,8 +81,12 @@ public struct CloudFileDescriptor: PostboxCoding, Sendable, Equatable, CustomStr
     }
 
     public var customMirror: Mirror {
-        Mirror(self, children: ["resourceId": resourceId, "location": location.stableKey, "size": size,
-                                "contentType": contentType, "fileReference": "[redacted \(fileReference.bytes.count) bytes]",
-                                "referenceObtainedAt": referenceObtainedAt], displayStyle: .struct)
+        Mirror(
+            self,
+            children: [
+                "resourceId": resourceId, "location": location.stableKey, "size": size,
+                "contentType": contentType, "fileReference": "[redacted \(fileReference.bytes.count) bytes]",
+                "referenceObtainedAt": referenceObtainedAt,
+            ], displayStyle: .struct)
     }
 }

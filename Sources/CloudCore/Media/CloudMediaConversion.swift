@@ -16,9 +16,10 @@ public enum CloudMediaConversion {
 
     /// The Postbox message of a protocol message (cloud namespace).
     public static func message(_ m: CloudProtocol.Message, obtainedAt: Int64) -> PostboxMessage {
-        PostboxMessage(id: MessageId(peerId: PeerId(m.peerId), id: m.id), timestamp: Int32(clamping: m.date),
-                        authorId: m.fromId.map(PeerId.init), text: m.text,
-                        media: m.media.compactMap { media($0, obtainedAt: obtainedAt) })
+        PostboxMessage(
+            id: MessageId(peerId: PeerId(m.peerId), id: m.id), timestamp: Int32(clamping: m.date),
+            authorId: m.fromId.map(PeerId.init), text: m.text,
+            media: m.media.compactMap { media($0, obtainedAt: obtainedAt) })
     }
 
     /// The Postbox category of a protocol peer kind.
@@ -34,8 +35,9 @@ public enum CloudMediaConversion {
 
     /// The Postbox peer of a protocol peer, with its avatar.
     public static func peer(_ p: CloudProtocol.Peer, obtainedAt: Int64) -> PostboxPeer {
-        PostboxPeer(id: PeerId(p.id), category: category(p.kind), title: p.title, username: p.username,
-                     photo: p.photo.map { CloudAvatarMedia(peerId: p.id, photo: $0, obtainedAt: obtainedAt) })
+        PostboxPeer(
+            id: PeerId(p.id), category: category(p.kind), title: p.title, username: p.username,
+            photo: p.photo.map { CloudAvatarMedia(peerId: p.id, photo: $0, obtainedAt: obtainedAt) })
     }
 
     /// The media-reference records of a stored message: one per file that has a reference.
@@ -52,7 +54,8 @@ public enum CloudMediaConversion {
     public static func referenceRecords(of peer: PostboxPeer) -> [MediaReferenceRecord] {
         guard let avatar = peer.photo as? CloudAvatarMedia else { return [] }
         return avatar.files.filter { !$0.fileReference.isEmpty }.map {
-            MediaReferenceRecord(resourceId: $0.resourceId, parent: .peerAvatar(peer.id), fileReference: $0.fileReference.bytes, obtainedAt: $0.referenceObtainedAt)
+            MediaReferenceRecord(
+                resourceId: $0.resourceId, parent: .peerAvatar(peer.id), fileReference: $0.fileReference.bytes, obtainedAt: $0.referenceObtainedAt)
         }
     }
 }

@@ -29,10 +29,12 @@ public struct CloudPhotoMedia: CloudMedia, Equatable {
         self.date = photo.date
         self.sizes = photo.sizes.map { s in
             let resource = CloudPhotoSizeMediaResource(photo: photo, size: s, reference: .standalone)
-            return CloudPhotoSize(type: s.type, width: Int32(clamping: s.w), height: Int32(clamping: s.h),
-                                  file: CloudFileDescriptor(resourceId: resource.id.stringRepresentation, location: s.location, size: s.size,
-                                                            contentType: .photo, mimeType: "image/jpeg",
-                                                            fileReference: FileReference(photo.fileReference), referenceObtainedAt: obtainedAt))
+            return CloudPhotoSize(
+                type: s.type, width: Int32(clamping: s.w), height: Int32(clamping: s.h),
+                file: CloudFileDescriptor(
+                    resourceId: resource.id.stringRepresentation, location: s.location, size: s.size,
+                    contentType: .photo, mimeType: "image/jpeg",
+                    fileReference: FileReference(photo.fileReference), referenceObtainedAt: obtainedAt))
         }
     }
 
@@ -63,8 +65,9 @@ public struct CloudPhotoMedia: CloudMedia, Equatable {
 
     /// The protocol's form, with the reference stored for the first size.
     public var photo: Photo {
-        Photo(id: photoId, accessHash: accessHash, dcId: Int(dcId), date: date, sizes: sizes.map(\.photoSize),
-              fileReference: sizes.first?.file.fileReference.bytes ?? Data())
+        Photo(
+            id: photoId, accessHash: accessHash, dcId: Int(dcId), date: date, sizes: sizes.map(\.photoSize),
+            fileReference: sizes.first?.file.fileReference.bytes ?? Data())
     }
 
     public func resources(parent: MediaResourceReference) -> [any CloudFetchableResource] {

@@ -32,9 +32,10 @@ public struct CloudSecretFileMedia: CloudMedia, Equatable, CustomDebugStringConv
         key = secretFile.key
         iv = secretFile.iv
         let resource = SecretFileMediaResource(secretFile: secretFile)
-        file = CloudFileDescriptor(resourceId: resource.id.stringRepresentation, location: secretFile.location, size: secretFile.decryptedSize,
-                                   contentType: Self.contentType(mimeType: secretFile.mimeType), mimeType: secretFile.mimeType,
-                                   fileReference: .none, referenceObtainedAt: obtainedAt)
+        file = CloudFileDescriptor(
+            resourceId: resource.id.stringRepresentation, location: secretFile.location, size: secretFile.decryptedSize,
+            contentType: Self.contentType(mimeType: secretFile.mimeType), mimeType: secretFile.mimeType,
+            fileReference: .none, referenceObtainedAt: obtainedAt)
     }
 
     /// Storage content type from a MIME type.
@@ -81,8 +82,9 @@ public struct CloudSecretFileMedia: CloudMedia, Equatable, CustomDebugStringConv
 
     /// The protocol's form (with the key material, for the fetcher only).
     public var secretFile: SecretFile {
-        SecretFile(id: fileId, accessHash: accessHash, dcId: Int(dcId), size: containerSize, decryptedSize: file.size, key: key, iv: iv,
-                   keyFingerprint: keyFingerprint, mimeType: file.mimeType ?? "application/octet-stream", fileName: fileName, location: file.location)
+        SecretFile(
+            id: fileId, accessHash: accessHash, dcId: Int(dcId), size: containerSize, decryptedSize: file.size, key: key, iv: iv,
+            keyFingerprint: keyFingerprint, mimeType: file.mimeType ?? "application/octet-stream", fileName: fileName, location: file.location)
     }
 
     /// Secret files have no parent to revalidate through: `parent` is ignored.
@@ -97,7 +99,11 @@ public struct CloudSecretFileMedia: CloudMedia, Equatable, CustomDebugStringConv
     public var debugDescription: String { description }
 
     public var customMirror: Mirror {
-        Mirror(self, children: ["fileId": fileId, "containerSize": containerSize, "decryptedSize": file.size,
-                                "key": "[redacted]", "iv": "[redacted]"], displayStyle: .struct)
+        Mirror(
+            self,
+            children: [
+                "fileId": fileId, "containerSize": containerSize, "decryptedSize": file.size,
+                "key": "[redacted]", "iv": "[redacted]",
+            ], displayStyle: .struct)
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import MediaBox
 
 /// A document (file, video, voice, audio, sticker, gif, wallpaper, uploaded file).
-/// Id `telegram-cloud-document-<dc>-<id>` as in the seeds.
+/// Id `telegram-cloud-document-<dc>-<id>` as in Telegram-iOS.
 public struct CloudDocumentMediaResource: CloudFetchableResource, CustomStringConvertible {
     public let datacenterId: Int
     public let fileId: Int64

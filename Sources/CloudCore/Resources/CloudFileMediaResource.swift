@@ -2,7 +2,7 @@ import CloudProtocol
 import Foundation
 import MediaBox
 
-/// Any cloud file named by its `FileLocation` (the seeds' `CloudFileMediaResource`): the general
+/// Any cloud file named by its `FileLocation` (Telegram-iOS's `CloudFileMediaResource`): the general
 /// form the other cloud types specialise. Id `telegram-cloud-file-<type>-<dc>-<id>[-<size>]`.
 public struct CloudFileMediaResource: CloudFetchableResource, CustomStringConvertible {
     public let location: FileLocation

@@ -13,7 +13,8 @@ public struct HTTPURLMediaResource: CloudFetchableResource, CustomStringConverti
     /// Nil unless `url` is an absolute `http://` or `https://` URL with a host.
     public init?(url: String, size: Int64? = nil) {
         guard let u = URL(string: url), let scheme = u.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              u.host?.isEmpty == false else { return nil }
+            u.host?.isEmpty == false
+        else { return nil }
         self.url = url
         self.size = size
     }

@@ -2,7 +2,7 @@ import CloudProtocol
 import Foundation
 import Postbox
 
-/// Why a resource is being fetched: the parent entity it came from (the seeds'
+/// Why a resource is being fetched: the parent entity it came from (Telegram-iOS's
 /// `MediaResourceReference`). A fresh file reference comes only from re-fetching this parent, so
 /// it travels with every fetch and with `MultipartFetchError.fileReferenceExpired`.
 ///

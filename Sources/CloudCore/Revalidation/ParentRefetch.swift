@@ -54,36 +54,46 @@ struct ParentRefetch: Sendable {
                 return out
             }
         case .peerAvatar(let peerId):
-            return [try await gone(first, ifServerSays: .peerIdInvalid) {
-                let peer = CloudMediaConversion.peer(try await client.getPeerPhoto(peerId: peerId.rawValue), obtainedAt: obtainedAt)
-                let records = CloudMediaConversion.referenceRecords(of: peer)
-                guard !records.isEmpty else { return .gone(first) }
-                var out = RefetchedParent(parent: first, gone: false, records: records)
-                out.locations = Self.locations((peer.photo as? CloudAvatarMedia)?.files ?? [])
-                out.peer = peer
-                return out
-            }]
+            return [
+                try await gone(first, ifServerSays: .peerIdInvalid) {
+                    let peer = CloudMediaConversion.peer(try await client.getPeerPhoto(peerId: peerId.rawValue), obtainedAt: obtainedAt)
+                    let records = CloudMediaConversion.referenceRecords(of: peer)
+                    guard !records.isEmpty else { return .gone(first) }
+                    var out = RefetchedParent(parent: first, gone: false, records: records)
+                    out.locations = Self.locations((peer.photo as? CloudAvatarMedia)?.files ?? [])
+                    out.peer = peer
+                    return out
+                }
+            ]
         case .stickerSet(let id):
-            return [try await gone(first, ifServerSays: .stickerSetInvalid) {
-                let set = try await client.getStickerSet(id: id)
-                var resources: [any CloudFetchableResource] = set.stickers.map { CloudDocumentMediaResource(document: $0, reference: .stickerPack(id: id)) }
-                if let thumb = CloudStickerPackThumbnailMediaResource(stickerSet: set) { resources.append(thumb) }
-                return Self.refetched(first, resources, obtainedAt: obtainedAt)
-            }]
+            return [
+                try await gone(first, ifServerSays: .stickerSetInvalid) {
+                    let set = try await client.getStickerSet(id: id)
+                    var resources: [any CloudFetchableResource] = set.stickers.map { CloudDocumentMediaResource(document: $0, reference: .stickerPack(id: id)) }
+                    if let thumb = CloudStickerPackThumbnailMediaResource(stickerSet: set) { resources.append(thumb) }
+                    return Self.refetched(first, resources, obtainedAt: obtainedAt)
+                }
+            ]
         case .wallpaper(let id):
-            return [try await gone(first, ifServerSays: .wallpaperInvalid) {
-                Self.refetched(first, [CloudResources.resource(of: try await client.getWallPaper(id: id))], obtainedAt: obtainedAt)
-            }]
+            return [
+                try await gone(first, ifServerSays: .wallpaperInvalid) {
+                    Self.refetched(first, [CloudResources.resource(of: try await client.getWallPaper(id: id))], obtainedAt: obtainedAt)
+                }
+            ]
         case .story(let peerId, let id):
-            return [try await gone(first, ifServerSays: .storyIdInvalid) {
-                Self.refetched(first, CloudResources.resources(of: try await client.getStory(peerId: peerId.rawValue, id: id)), obtainedAt: obtainedAt)
-            }]
+            return [
+                try await gone(first, ifServerSays: .storyIdInvalid) {
+                    Self.refetched(first, CloudResources.resources(of: try await client.getStory(peerId: peerId.rawValue, id: id)), obtainedAt: obtainedAt)
+                }
+            ]
         }
     }
 
     /// Runs `body`; the server's "no such entity" error means the parent is gone.
-    private func gone(_ parent: MediaParent, ifServerSays name: CloudErrorName,
-                      _ body: () async throws -> RefetchedParent) async throws -> RefetchedParent {
+    private func gone(
+        _ parent: MediaParent, ifServerSays name: CloudErrorName,
+        _ body: () async throws -> RefetchedParent
+    ) async throws -> RefetchedParent {
         do { return try await body() } catch let e as CloudClientError where e.errorName == name {
             return .gone(parent)
         }

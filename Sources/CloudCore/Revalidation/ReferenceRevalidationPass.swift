@@ -27,8 +27,10 @@ public struct ReferenceRevalidationPass: Sendable {
         /// Only count what would be refreshed.
         public var dryRun: Bool
 
-        public init(window: Double, referenceTTL: Double, parentKinds: Set<MediaParent.Kind>, batchSize: Int, requestRate: Double?,
-                    concurrency: Int, maxParents: Int, requestTimeout: Double, dryRun: Bool = false) {
+        public init(
+            window: Double, referenceTTL: Double, parentKinds: Set<MediaParent.Kind>, batchSize: Int, requestRate: Double?,
+            concurrency: Int, maxParents: Int, requestTimeout: Double, dryRun: Bool = false
+        ) {
             self.window = window
             self.referenceTTL = referenceTTL
             self.parentKinds = parentKinds

@@ -92,8 +92,10 @@ public actor RevalidationContext: ReferenceRevalidator {
     /// Refreshes many parents at once (the job's path): message parents of one peer go out in
     /// calls of at most `batchSize` ids right away. Each result is the parent's references or
     /// its `RevalidationError`; the whole wait is bounded by `timeout`.
-    public func refresh(_ parents: [MediaParent], timeout: Double? = nil, reuseSinceMs: Int64? = nil,
-                        batchSize: Int? = nil) async -> [MediaParent: Result<ParentReferences, RevalidationError>] {
+    public func refresh(
+        _ parents: [MediaParent], timeout: Double? = nil, reuseSinceMs: Int64? = nil,
+        batchSize: Int? = nil
+    ) async -> [MediaParent: Result<ParentReferences, RevalidationError>] {
         let bound = timeout ?? options.requestTimeout
         var out: [MediaParent: Result<ParentReferences, RevalidationError>] = [:]
         var waiting: [(MediaParent, RevalidationPromise<ParentReferences>)] = []
@@ -113,7 +115,8 @@ public actor RevalidationContext: ReferenceRevalidator {
         for (p, promise) in waiting {
             let left = max(0, Self.seconds(deadline - ContinuousClock.now))
             do {
-                out[p] = .success(try await promise.wait(timeout: left, timeoutError: RevalidationError.timedOut(parent: MediaResourceReference(p), seconds: bound)))
+                out[p] = .success(
+                    try await promise.wait(timeout: left, timeoutError: RevalidationError.timedOut(parent: MediaResourceReference(p), seconds: bound)))
             } catch {
                 out[p] = .failure(Self.revalidationError(error, parent: p))
             }
@@ -229,7 +232,9 @@ public actor RevalidationContext: ReferenceRevalidator {
 
     /// Resolves one batch through the Postbox leases: reuse another process's outcome, wait for
     /// a lease held elsewhere, or call the cloud for the parents whose lease we took.
-    private nonisolated func resolve(_ batch: [MediaParent], reuseSinceMs: [MediaParent: Int64]) async -> [MediaParent: Result<ParentReferences, RevalidationError>] {
+    private nonisolated func resolve(_ batch: [MediaParent], reuseSinceMs: [MediaParent: Int64]) async -> [MediaParent: Result<
+        ParentReferences, RevalidationError
+    >] {
         var results: [MediaParent: Result<ParentReferences, RevalidationError>] = [:]
         var remaining = batch
         var since = reuseSinceMs
@@ -248,8 +253,10 @@ public actor RevalidationContext: ReferenceRevalidator {
                 case .reuse?: reuse.append(p)
                 case .held?: held.append(p)
                 case let .backoff(lease, retryIn)?:
-                    results[p] = .failure(.backingOff(parent: MediaResourceReference(p), reason: lease.lastError ?? "failed",
-                                                      retryIn: Double(retryIn) / 1000, cloudUnavailable: true))
+                    results[p] = .failure(
+                        .backingOff(
+                            parent: MediaResourceReference(p), reason: lease.lastError ?? "failed",
+                            retryIn: Double(retryIn) / 1000, cloudUnavailable: true))
                 case nil: held.append(p)
                 }
             }
@@ -268,7 +275,9 @@ public actor RevalidationContext: ReferenceRevalidator {
             // Another process is on it: its outcome counts once it is newer than our wait.
             for p in remaining { since[p] = min(since[p] ?? waitStart, waitStart) }
             if ContinuousClock.now >= deadline {
-                for p in remaining { results[p] = .failure(.timedOut(parent: MediaResourceReference(p), seconds: options.leaseDuration + options.requestTimeout)) }
+                for p in remaining {
+                    results[p] = .failure(.timedOut(parent: MediaResourceReference(p), seconds: options.leaseDuration + options.requestTimeout))
+                }
                 break
             }
             try? await Task.sleep(for: .seconds(options.pollInterval))
@@ -288,7 +297,11 @@ public actor RevalidationContext: ReferenceRevalidator {
             }
             let stored = try await leases.commit(fetched, atMs: RevalidationLeases.nowMs())
             for p in parents {
-                if let s = stored[p] { out[p] = .success(s) } else { out[p] = .failure(.storage(parent: MediaResourceReference(p), reason: "no answer stored")) }
+                if let s = stored[p] {
+                    out[p] = .success(s)
+                } else {
+                    out[p] = .failure(.storage(parent: MediaResourceReference(p), reason: "no answer stored"))
+                }
             }
         } catch {
             let unavailable = (error as? CloudClientError)?.isCloudUnavailable ?? false

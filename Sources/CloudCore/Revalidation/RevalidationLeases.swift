@@ -62,7 +62,8 @@ struct RevalidationLeases: Sendable {
                 } else if !lease.holder.isEmpty, lease.holder != holder, lease.leaseUntil > now {
                     out[p] = .held(lease)
                 } else if lease.lastOutcome == .failed,
-                          case let retryAt = lease.lastOutcomeAt + Int64(options.backoff(failures: lease.failures) * 1000), retryAt > now {
+                    case let retryAt = lease.lastOutcomeAt + Int64(options.backoff(failures: lease.failures) * 1000), retryAt > now
+                {
                     out[p] = .backoff(lease, retryInMs: retryAt - now)
                 } else {
                     let taken = try table.acquire(p, holder: holder, nowMs: now, durationMs: durationMs)
@@ -81,8 +82,9 @@ struct RevalidationLeases: Sendable {
             let refs = try tx.mediaReferences
             for p in parents {
                 let lease = try leases.get(p) ?? RevalidationLease()
-                var snapshot = ParentReferences(parent: p, gone: lease.lastOutcome == .gone, references: [:], byLocation: [:],
-                                                source: .otherProcess, obtainedAtMs: lease.lastOutcomeAt)
+                var snapshot = ParentReferences(
+                    parent: p, gone: lease.lastOutcome == .gone, references: [:], byLocation: [:],
+                    source: .otherProcess, obtainedAtMs: lease.lastOutcomeAt)
                 if !snapshot.gone {
                     for id in try refs.resources(of: p) {
                         if let r = try refs.get(id), r.status == .valid, !r.fileReference.isEmpty {
@@ -164,7 +166,8 @@ struct RevalidationLeases: Sendable {
     func markGone(resourceId: String, parent: MediaParent) async throws {
         try await postbox.transaction { tx in
             let refs = try tx.mediaReferences
-            var record = try refs.get(resourceId)
+            var record =
+                try refs.get(resourceId)
                 ?? MediaReferenceRecord(resourceId: resourceId, parent: parent, fileReference: Data(), obtainedAt: Int64(Date().timeIntervalSince1970))
             guard record.status != .gone else { return }
             record.status = .gone

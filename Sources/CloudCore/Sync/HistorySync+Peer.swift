@@ -44,8 +44,10 @@ extension HistorySync {
     /// the end. The first page raises `maxSyncedId` and, if more pages follow, records the
     /// unfetched rest as a hole; each later page fills its part of that hole; the last page
     /// fills what is left (not wanted or not existing).
-    func fetchNewest(peer: PeerId, above: Int32, budget: Int, cutoff: Int64?, firstSync: Bool,
-                     report: inout HistorySyncReport) async throws {
+    func fetchNewest(
+        peer: PeerId, above: Int32, budget: Int, cutoff: Int64?, firstSync: Bool,
+        report: inout HistorySyncReport
+    ) async throws {
         var offsetId: Int32 = 0
         var fetched = 0
         var holeLower: Int32?
@@ -83,9 +85,10 @@ extension HistorySync {
 
             let now = clock()
             let stored = wanted.map { CloudMediaConversion.message($0, obtainedAt: now) }
-            report.referencesRecorded += try await writer.commit(.init(
-                peerId: peer, messages: stored, newestId: page.messages.first?.id, fetched: page.messages.count,
-                addHole: addHole, fillHole: fillHole, now: now))
+            report.referencesRecorded += try await writer.commit(
+                .init(
+                    peerId: peer, messages: stored, newestId: page.messages.first?.id, fetched: page.messages.count,
+                    addHole: addHole, fillHole: fillHole, now: now))
             report.pages += 1
             report.messagesFetched += page.messages.count
             report.messagesStored += stored.count
@@ -109,15 +112,17 @@ extension HistorySync {
             try await pacer.wait()
             report.requests += 1
             let offsetId = upper == Int32.max ? 0 : upper + 1
-            let page = try await client.getHistory(peerId: peer.rawValue, offsetId: offsetId, minId: hole.lowerBound > 0 ? hole.lowerBound - 1 : 0, limit: limit)
+            let page = try await client.getHistory(
+                peerId: peer.rawValue, offsetId: offsetId, minId: hole.lowerBound > 0 ? hole.lowerBound - 1 : 0, limit: limit)
             let short = page.messages.count < limit || page.messages.isEmpty
             let bottom = short ? hole.lowerBound : max(hole.lowerBound, page.messages.last!.id)
             let done = short || bottom <= hole.lowerBound
             let now = clock()
             let stored = page.messages.map { CloudMediaConversion.message($0, obtainedAt: now) }
-            report.referencesRecorded += try await writer.commit(.init(
-                peerId: peer, messages: stored, newestId: nil, fetched: page.messages.count,
-                addHole: nil, fillHole: bottom...upper, now: now))
+            report.referencesRecorded += try await writer.commit(
+                .init(
+                    peerId: peer, messages: stored, newestId: nil, fetched: page.messages.count,
+                    addHole: nil, fillHole: bottom...upper, now: now))
             report.pages += 1
             report.messagesFetched += page.messages.count
             report.messagesStored += stored.count

@@ -26,9 +26,11 @@ public final class HistorySync: Sendable {
     let clock: @Sendable () -> Int64
 
     /// `now` gives Unix seconds (tests may fix it); `observer` sees progress events.
-    public init(client: CloudClient, postbox: Postbox, options: HistorySyncOptions,
-                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
-                observer: (@Sendable (HistorySyncEvent) -> Void)? = nil) {
+    public init(
+        client: CloudClient, postbox: Postbox, options: HistorySyncOptions,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        observer: (@Sendable (HistorySyncEvent) -> Void)? = nil
+    ) {
         CloudCoreTypes.registerAll()
         self.client = client
         self.postbox = postbox

@@ -3,8 +3,10 @@ import CCurl
 /// Applies a request and the transport configuration to a (freshly reset) easy handle.
 enum CurlRequestOptions {
     /// Sets every option of `transfer`'s request on `easy`. Throws for options libcurl refuses.
-    static func apply(_ transfer: CurlTransfer, to easy: CurlEasyHandle,
-                      configuration c: TransportConfiguration) throws {
+    static func apply(
+        _ transfer: CurlTransfer, to easy: CurlEasyHandle,
+        configuration c: TransportConfiguration
+    ) throws {
         let request = transfer.request
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         func check(_ code: CURLcode, _ what: String) throws {

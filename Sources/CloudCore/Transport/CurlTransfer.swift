@@ -219,12 +219,13 @@ final class CurlTransfer: @unchecked Sendable {
     func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) {
         let colon = UInt8(ascii: ":")
         if bytes.count >= 5, bytes[0] == UInt8(ascii: "H"), bytes[1] == UInt8(ascii: "T"),
-           bytes[2] == UInt8(ascii: "T"), bytes[3] == UInt8(ascii: "P"), bytes[4] == UInt8(ascii: "/") {
+            bytes[2] == UInt8(ascii: "T"), bytes[3] == UInt8(ascii: "P"), bytes[4] == UInt8(ascii: "/")
+        {
             headers.removeAll(keepingCapacity: true)
             if bodyHasher != nil { bodyHasher = BodyHasher() }
             return
         }
-        guard let split = bytes.firstIndex(of: colon) else { return } // blank line ends the head
+        guard let split = bytes.firstIndex(of: colon) else { return }  // blank line ends the head
         func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A }
         var nameEnd = split
         while nameEnd > 0, isSpace(bytes[nameEnd - 1]) { nameEnd -= 1 }
@@ -232,9 +233,10 @@ final class CurlTransfer: @unchecked Sendable {
         var valueEnd = bytes.count
         while valueStart < valueEnd, isSpace(bytes[valueStart]) { valueStart += 1 }
         while valueEnd > valueStart, isSpace(bytes[valueEnd - 1]) { valueEnd -= 1 }
-        headers.append(HTTPHeader(
-            String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<nameEnd]), as: UTF8.self),
-            String(decoding: UnsafeRawBufferPointer(rebasing: bytes[valueStart..<valueEnd]), as: UTF8.self)))
+        headers.append(
+            HTTPHeader(
+                String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<nameEnd]), as: UTF8.self),
+                String(decoding: UnsafeRawBufferPointer(rebasing: bytes[valueStart..<valueEnd]), as: UTF8.self)))
     }
 
     /// The declared `Content-Length` of the current response, if any (from the parsed headers).

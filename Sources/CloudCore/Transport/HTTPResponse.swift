@@ -24,8 +24,10 @@ public struct HTTPResponse: Sendable {
     /// request asked for it (``HTTPRequest/hashBody``).
     public var bodySHA256: Data?
 
-    public init(status: Int, headers: [HTTPHeader], body: Data, bytesReceived: Int64,
-                effectiveURL: String, httpVersion: Int, newConnections: Int, totalTime: Double) {
+    public init(
+        status: Int, headers: [HTTPHeader], body: Data, bytesReceived: Int64,
+        effectiveURL: String, httpVersion: Int, newConnections: Int, totalTime: Double
+    ) {
         self.status = status
         self.headers = headers
         self.body = body

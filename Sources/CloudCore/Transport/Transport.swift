@@ -15,9 +15,13 @@ extension Transport {
 
     /// GET `url` (optionally a range) written to `fd` at `offset`; returns the response with an
     /// empty body (or an error body for a non-2xx status).
-    public func download(_ url: String, range: HTTPRange? = nil, to fd: Int32, at offset: Int64,
-                         maxLength: Int64? = nil, headers: [HTTPHeader] = []) async throws -> HTTPResponse {
-        try await send(HTTPRequest(url: url, headers: headers, range: range,
-                                   destination: .fileDescriptor(fd, offset: offset, maxLength: maxLength)))
+    public func download(
+        _ url: String, range: HTTPRange? = nil, to fd: Int32, at offset: Int64,
+        maxLength: Int64? = nil, headers: [HTTPHeader] = []
+    ) async throws -> HTTPResponse {
+        try await send(
+            HTTPRequest(
+                url: url, headers: headers, range: range,
+                destination: .fileDescriptor(fd, offset: offset, maxLength: maxLength)))
     }
 }

@@ -41,7 +41,7 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     public var isRetryable: Bool {
         switch self {
         case .connectFailed, .timedOut, .connectionDropped: return true
-        case .other(let code, _): return code == Int(CURLE_AGAIN_RAW) // transient "try again"
+        case .other(let code, _): return code == Int(CURLE_AGAIN_RAW)  // transient "try again"
         case .tls, .tooLarge, .rangeIgnored, .writeFailed, .readFailed, .invalidRequest, .cancelled:
             return false
         }

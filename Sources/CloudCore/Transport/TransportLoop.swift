@@ -40,8 +40,9 @@ final class TransportLoop: @unchecked Sendable {
         }
         self.multi = multi
         self.configuration = configuration
-        limiter = BandwidthLimiter(receiveBytesPerSecond: configuration.maxReceiveBytesPerSecond,
-                                   sendBytesPerSecond: configuration.maxSendBytesPerSecond)
+        limiter = BandwidthLimiter(
+            receiveBytesPerSecond: configuration.maxReceiveBytesPerSecond,
+            sendBytesPerSecond: configuration.maxSendBytesPerSecond)
         _ = jr_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
         _ = jr_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
         _ = jr_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, configuration.maxTotalConnections)
@@ -113,7 +114,8 @@ final class TransportLoop: @unchecked Sendable {
             var remaining: Int32 = 0
             while let message = curl_multi_info_read(multi, &remaining) {
                 guard jr_multi_msg_is_done(message) != 0, let raw = message.pointee.easy_handle,
-                      let transfer = running[raw] else { continue }
+                    let transfer = running[raw]
+                else { continue }
                 complete(transfer, code: jr_multi_msg_result(message))
                 finishedAny = true
             }
@@ -155,8 +157,9 @@ final class TransportLoop: @unchecked Sendable {
         guard code == CURLM_OK else {
             transfer.easy = nil
             recycle(easy)
-            transfer.continuation?.resume(throwing: TransportError.other(
-                code: Int(code.rawValue), reason: String(cString: curl_multi_strerror(code))))
+            transfer.continuation?.resume(
+                throwing: TransportError.other(
+                    code: Int(code.rawValue), reason: String(cString: curl_multi_strerror(code))))
             transfer.continuation = nil
             return
         }

@@ -41,8 +41,10 @@ public final class MultipartUpload: Sendable {
     /// Item `extra` key of an optional MIME type for the message.
     public static let mimeTypeField = "mimeType"
 
-    public init(client: CloudClient, postbox: Postbox, configuration: MultipartUploadConfiguration = MultipartUploadConfiguration(),
-                observer: (@Sendable (MultipartUploadEvent) -> Void)? = nil) {
+    public init(
+        client: CloudClient, postbox: Postbox, configuration: MultipartUploadConfiguration = MultipartUploadConfiguration(),
+        observer: (@Sendable (MultipartUploadEvent) -> Void)? = nil
+    ) {
         self.client = client
         self.postbox = postbox
         self.configuration = configuration
@@ -71,11 +73,13 @@ public final class MultipartUpload: Sendable {
             throw MultipartUploadError.itemNotFound(itemId)
         }
         if first.state == .sent, let mid = first.messageId {
-            return MultipartUploadResult(itemId: itemId, messageId: mid, documentId: Int64(first.extra[Self.documentIdField] ?? "") ?? 0,
-                                         fileId: first.fileId, partsSent: 0, partsSkipped: 0, bytesSent: 0, restarts: 0, alreadySent: true)
+            return MultipartUploadResult(
+                itemId: itemId, messageId: mid, documentId: Int64(first.extra[Self.documentIdField] ?? "") ?? 0,
+                fileId: first.fileId, partsSent: 0, partsSkipped: 0, bytesSent: 0, restarts: 0, alreadySent: true)
         }
-        let view = UploadItemView(id: itemId, path: first.stagedPath, size: first.size, sha256: first.sha256,
-                                  mtimeNs: first.extra[Self.mtimeField].flatMap { Int64($0) })
+        let view = UploadItemView(
+            id: itemId, path: first.stagedPath, size: first.size, sha256: first.sha256,
+            mtimeNs: first.extra[Self.mtimeField].flatMap { Int64($0) })
         if view.size == 0 { throw MultipartUploadError.emptyFile(path: view.path) }
         let (file, refreshedMtime) = try await UploadIO.run { try StagedFile.open(view) }
         let mtime = refreshedMtime ?? view.mtimeNs
@@ -91,9 +95,11 @@ public final class MultipartUpload: Sendable {
             let ackedSet = Set(acked.map(Int.init).filter { $0 < plan.totalParts })
             var committed = 0
             while ackedSet.contains(committed) { committed += 1 }
-            observer?(.started(item: itemId, fileId: item.fileId, totalParts: plan.totalParts, partSize: plan.partSize,
-                               alreadyAcknowledged: ackedSet.count, committedOffset: min(plan.size, plan.offset(of: committed)),
-                               big: plan.isBig, secret: key != nil))
+            observer?(
+                .started(
+                    item: itemId, fileId: item.fileId, totalParts: plan.totalParts, partSize: plan.partSize,
+                    alreadyAcknowledged: ackedSet.count, committedOffset: min(plan.size, plan.offset(of: committed)),
+                    big: plan.isBig, secret: key != nil))
             let plaintextSHA = try await sendParts(item: item, plan: plan, key: key, file: file, acked: ackedSet, tally: tally)
             try Task.checkCancellation()
             if let plaintextSHA, plaintextSHA != item.sha256 {
@@ -173,8 +179,10 @@ public final class MultipartUpload: Sendable {
 
     /// Sends every part not yet acknowledged, at most `partsInFlight` at once, recording each
     /// acknowledgement durably. For a secret item returns the SHA-256 of the plaintext read.
-    private func sendParts(item: UploadItem, plan: UploadPlan, key: SecretUploadKey?, file: StagedFile,
-                           acked: Set<Int>, tally: TallyBox) async throws -> String? {
+    private func sendParts(
+        item: UploadItem, plan: UploadPlan, key: SecretUploadKey?, file: StagedFile,
+        acked: Set<Int>, tally: TallyBox
+    ) async throws -> String? {
         let pending = (0..<plan.totalParts).filter { !acked.contains($0) }
         tally.update { $0.partsSkipped += acked.count }
         let limit = plan.partsInFlight(bigLimit: configuration.partsInFlight, smallLimit: configuration.smallFilePartsInFlight)
@@ -256,11 +264,13 @@ public final class MultipartUpload: Sendable {
 
     private func send(item: UploadItem, plan: UploadPlan, key: SecretUploadKey?) async throws -> CloudProtocol.Message {
         let name = item.originalName.isEmpty ? "file" : item.originalName
-        let input = InputFile(id: item.fileId, parts: plan.totalParts, name: name, big: plan.isBig,
-                              sha256: key == nil ? item.sha256 : nil)
-        let request = SendMediaRequest(peerId: item.peerId.rawValue, randomId: item.randomId, file: input,
-                                       mimeType: item.extra[Self.mimeTypeField] ?? (key == nil ? nil : "application/octet-stream"),
-                                       caption: item.caption.isEmpty ? nil : item.caption)
+        let input = InputFile(
+            id: item.fileId, parts: plan.totalParts, name: name, big: plan.isBig,
+            sha256: key == nil ? item.sha256 : nil)
+        let request = SendMediaRequest(
+            peerId: item.peerId.rawValue, randomId: item.randomId, file: input,
+            mimeType: item.extra[Self.mimeTypeField] ?? (key == nil ? nil : "application/octet-stream"),
+            caption: item.caption.isEmpty ? nil : item.caption)
         try await configuration.pacer?.wait()
         return try await client.sendMedia(request)
     }
@@ -278,13 +288,14 @@ public final class MultipartUpload: Sendable {
             item.leaseUntil = 0
             item.notBefore = 0
             item.extra[Self.documentIdField] = String(documentId)
-            item.extra[UploadQueue.interruptionsField] = nil // settled: no crash loop
+            item.extra[UploadQueue.interruptionsField] = nil  // settled: no crash loop
             try queue.set(item)
             try queue.resetParts(item: itemId)
         }
-        return MultipartUploadResult(itemId: itemId, messageId: message.id, documentId: documentId, fileId: fileId,
-                                     partsSent: tally.partsSent, partsSkipped: tally.partsSkipped, bytesSent: tally.bytesSent,
-                                     restarts: restarts, alreadySent: false)
+        return MultipartUploadResult(
+            itemId: itemId, messageId: message.id, documentId: documentId, fileId: fileId,
+            partsSent: tally.partsSent, partsSkipped: tally.partsSkipped, bytesSent: tally.bytesSent,
+            restarts: restarts, alreadySent: false)
     }
 
     /// Forgets the acknowledged parts and picks a new file id (the server lost the old one).

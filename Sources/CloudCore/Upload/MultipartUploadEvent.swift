@@ -4,8 +4,9 @@ import Foundation
 public enum MultipartUploadEvent: Sendable {
     /// Parts are about to be sent (`alreadyAcknowledged` of `totalParts` were sent by an earlier
     /// attempt; `committedOffset` is the end of the contiguous acknowledged prefix, in bytes).
-    case started(item: Int64, fileId: Int64, totalParts: Int, partSize: Int, alreadyAcknowledged: Int, committedOffset: Int64,
-                 big: Bool, secret: Bool)
+    case started(
+        item: Int64, fileId: Int64, totalParts: Int, partSize: Int, alreadyAcknowledged: Int, committedOffset: Int64,
+        big: Bool, secret: Bool)
     /// One part was acknowledged by the server and recorded in Postbox.
     case partSent(item: Int64, part: Int, bytes: Int)
     /// The server had lost the parts (or refused them): starting again under a new file id.
@@ -33,8 +34,10 @@ public struct MultipartUploadResult: Sendable, Equatable {
     /// The item was already sent before this call (nothing was done).
     public var alreadySent: Bool
 
-    public init(itemId: Int64, messageId: Int32, documentId: Int64, fileId: Int64, partsSent: Int, partsSkipped: Int,
-                bytesSent: Int64, restarts: Int, alreadySent: Bool) {
+    public init(
+        itemId: Int64, messageId: Int32, documentId: Int64, fileId: Int64, partsSent: Int, partsSkipped: Int,
+        bytesSent: Int64, restarts: Int, alreadySent: Bool
+    ) {
         self.itemId = itemId
         self.messageId = messageId
         self.documentId = documentId

@@ -1,7 +1,8 @@
 import CloudCrypto
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The secret-chat encryption of one queue item: AES-256 key and 32-byte IGE IV (random), the
@@ -37,9 +38,10 @@ struct SecretUploadKey: Sendable, Equatable {
     static func load(_ extra: [String: String], item: Int64) throws -> SecretUploadKey? {
         guard let k = extra[keyField] else { return nil }
         guard let key = Data(hexString: k), key.count == 32, let iv = extra[ivField].flatMap({ Data(hexString: $0) }), iv.count == 32,
-              let pad = extra[paddingField].flatMap({ Data(hexString: $0) }), pad.count < 16,
-              let size = extra[decryptedSizeField].flatMap(Int64.init), size > 0,
-              UploadPlan.secretContainerSize(plaintextSize: size) - size == Int64(pad.count) else {
+            let pad = extra[paddingField].flatMap({ Data(hexString: $0) }), pad.count < 16,
+            let size = extra[decryptedSizeField].flatMap(Int64.init), size > 0,
+            UploadPlan.secretContainerSize(plaintextSize: size) - size == Int64(pad.count)
+        else {
             throw MultipartUploadError.corruptItem(item: item, reason: "secret key fields are damaged")
         }
         return SecretUploadKey(key: key, iv: iv, padding: pad, decryptedSize: size)

@@ -1,7 +1,8 @@
 import CloudCrypto
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Blocking file work of uploads (open, stat, hash, copy, read), run on a dedicated concurrent
@@ -23,8 +24,10 @@ enum UploadIO {
     static func stat(fd: Int32) throws -> (size: Int64, mtimeNs: Int64, isRegular: Bool) {
         var st = Glibc.stat()
         guard fstat(fd, &st) == 0 else { throw POSIXFailure(errno) }
-        return (Int64(st.st_size), Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
-                (st.st_mode & S_IFMT) == S_IFREG)
+        return (
+            Int64(st.st_size), Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+            (st.st_mode & S_IFMT) == S_IFREG
+        )
     }
 
     /// SHA-256 (hex) of `length` bytes of `fd` from offset 0, read in 1 MiB blocks with `pread`.

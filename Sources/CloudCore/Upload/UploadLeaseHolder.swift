@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Lease holder names: `host/pid/start-time/tag`. A holder on this host whose process is gone
@@ -32,7 +33,8 @@ public enum UploadLeaseHolder {
     /// Field 22 of `/proc/<pid>/stat` (start time in clock ticks since boot).
     static func startTime(of pid: Int32) -> UInt64? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return nil }
+            let close = text.lastIndex(of: ")")
+        else { return nil }
         let fields = text[text.index(after: close)...].split(separator: " ")
         // fields[0] is the state (field 3); the start time is field 22.
         guard fields.count > 19 else { return nil }

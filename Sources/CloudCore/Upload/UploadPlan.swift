@@ -31,8 +31,9 @@ public struct UploadPlan: Sendable, Equatable {
     /// Re-creates a stored layout, checking it against the rules (a damaged record is refused).
     public init?(size: Int64, partSize: Int, totalParts: Int) {
         guard size > 0, UploadPartRules.isValidFullPartSize(partSize),
-              totalParts == UploadPartRules.partCount(fileSize: size, partSize: partSize),
-              totalParts <= UploadPartRules.maxParts else { return nil }
+            totalParts == UploadPartRules.partCount(fileSize: size, partSize: partSize),
+            totalParts <= UploadPartRules.maxParts
+        else { return nil }
         self.size = size
         self.partSize = partSize
         self.totalParts = totalParts

@@ -1,8 +1,9 @@
 import CloudCrypto
 import Foundation
 import Postbox
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What to enqueue.
@@ -18,8 +19,10 @@ public struct UploadRequest: Sendable {
     public var mimeType: String?
     public var staging: UploadStaging
 
-    public init(path: String, peerId: Int64, secret: Bool = false, caption: String = "", name: String? = nil,
-                mimeType: String? = nil, staging: UploadStaging = .auto) {
+    public init(
+        path: String, peerId: Int64, secret: Bool = false, caption: String = "", name: String? = nil,
+        mimeType: String? = nil, staging: UploadStaging = .auto
+    ) {
         self.path = path
         self.peerId = peerId
         self.secret = secret
@@ -75,9 +78,10 @@ public final class UploadQueue: Sendable {
                 guard rename(temporary, final) == 0 else {
                     throw MultipartUploadError.staging(path: request.path, reason: "cannot rename into \(dir): \(UploadIO.describe(errno))")
                 }
-                var item = UploadItem(id: id, peerId: PeerId(request.peerId), stagedPath: final, originalName: name,
-                                      size: staged.size, sha256: staged.sha256, caption: request.caption, isSecret: request.secret,
-                                      randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
+                var item = UploadItem(
+                    id: id, peerId: PeerId(request.peerId), stagedPath: final, originalName: name,
+                    size: staged.size, sha256: staged.sha256, caption: request.caption, isSecret: request.secret,
+                    randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
                 item.extra[MultipartUpload.mtimeField] = String(staged.mtimeNs)
                 item.extra["staging"] = staged.linked ? "link" : "copy"
                 if let mime = request.mimeType { item.extra[MultipartUpload.mimeTypeField] = mime }
@@ -94,7 +98,9 @@ public final class UploadQueue: Sendable {
     public func items() async throws -> [UploadItem] {
         try await postbox.read { tx in
             var out: [UploadItem] = []
-            try tx.uploadQueue.scan { out.append($0); return true }
+            try tx.uploadQueue.scan {
+                out.append($0); return true
+            }
             return out
         }
     }
@@ -156,12 +162,13 @@ public final class UploadQueue: Sendable {
                 looping.leaseHolder = ""
                 looping.leaseUntil = 0
                 looping.state = .failed
-                looping.failureReason = "the uploading process ended \(count) times in a row while sending this item (killed or crashed each time); failed to stop a crash loop — re-enqueue it to try again"
+                looping.failureReason =
+                    "the uploading process ended \(count) times in a row while sending this item (killed or crashed each time); failed to stop a crash loop — re-enqueue it to try again"
                 try queue.set(looping)
             }
             guard var item = found else { return earliest.map { .waiting(until: $0) } ?? .none }
             if item.state == .uploading {
-                item.attempts = max(0, item.attempts - 1) // the unsettled attempt was not the item's failure
+                item.attempts = max(0, item.attempts - 1)  // the unsettled attempt was not the item's failure
                 item.extra[Self.interruptionsField] = String(Self.interruptions(item) + 1)
             }
             item.leaseHolder = lease.holder
@@ -195,7 +202,7 @@ public final class UploadQueue: Sendable {
             let queue = try tx.uploadQueue
             guard var item = try queue.get(itemId), item.leaseHolder == lease.holder else { return nil }
             if item.state == .sent { return .sent }
-            item.extra[Self.interruptionsField] = nil // the attempt settled: no crash loop
+            item.extra[Self.interruptionsField] = nil  // the attempt settled: no crash loop
             item.leaseHolder = ""
             item.leaseUntil = 0
             switch outcome {

@@ -1,7 +1,8 @@
 import CloudCrypto
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How `UploadQueue.enqueue` puts the file into the data root, so the source may vanish.
@@ -116,4 +117,3 @@ enum UploadStager {
         return StagedCopy(path: temporary, size: size, sha256: sha.finalize().hexString, mtimeNs: st.mtimeNs, linked: false)
     }
 }
-

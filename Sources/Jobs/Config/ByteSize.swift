@@ -18,7 +18,8 @@ public enum ByteSize {
         while index < chars.count, chars[index].isASCII, chars[index].isNumber || chars[index] == "." { index += 1 }
         let numberText = String(chars[0..<index])
         guard !numberText.isEmpty, numberText.filter({ $0 == "." }).count <= 1, numberText.first != ".",
-              numberText.last != ".", let number = Double(numberText) else {
+            numberText.last != ".", let number = Double(numberText)
+        else {
             return .failure(ConfigValueError(offset: 0, message: "size must start with a number"))
         }
         var unitStart = index

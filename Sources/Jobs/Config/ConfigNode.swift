@@ -84,8 +84,11 @@ extension ConfigNode {
         } catch let error as YamlError {
             throw JobFileErrors(yamlErrors(error, yaml: yaml, file: file))
         } catch {
-            throw JobFileErrors([JobFileError(SourcePosition(file: file, line: 1, column: 1),
-                                              "YAML error: \(error)")])
+            throw JobFileErrors([
+                JobFileError(
+                    SourcePosition(file: file, line: 1, column: 1),
+                    "YAML error: \(error)")
+            ])
         }
         guard let node else { return nil }
         var errors: [JobFileError] = []
@@ -106,8 +109,10 @@ extension ConfigNode {
         if let mark = node.mark {
             let key = SourcePosition(file: file, line: mark.line, column: mark.column)
             if !seen.insert(key).inserted {
-                errors.append(JobFileError(key, "YAML anchors and aliases are not supported in job files (this value is reused by an alias)",
-                                           expected: "plain values"))
+                errors.append(
+                    JobFileError(
+                        key, "YAML anchors and aliases are not supported in job files (this value is reused by an alias)",
+                        expected: "plain values"))
                 return ConfigNode(value: .scalar("", .null), position: key)
             }
         }
@@ -119,7 +124,7 @@ extension ConfigNode {
                 type = .string
             } else {
                 switch Tag.Name(rawValue: node.tag.rawValue) {
-                case .str: type = PlainScalarResolver.resolve(scalar.string) // implicit (or an explicit !!str)
+                case .str: type = PlainScalarResolver.resolve(scalar.string)  // implicit (or an explicit !!str)
                 case .int: type = .int
                 case .float: type = .float
                 case .bool: type = .bool
@@ -142,13 +147,17 @@ extension ConfigNode {
                     errors.append(JobFileError(keyPos, "mapping keys must be plain strings", expected: "a key like `name:`"))
                     continue
                 }
-                entries.append(Entry(key: keyScalar.string, keyPosition: keyPos,
-                                     value: convert(value, file: file, errors: &errors, seen: &seen)))
+                entries.append(
+                    Entry(
+                        key: keyScalar.string, keyPosition: keyPos,
+                        value: convert(value, file: file, errors: &errors, seen: &seen)))
             }
             return ConfigNode(value: .mapping(entries), position: pos(mapping.mark, file))
         case .alias(let alias):
-            errors.append(JobFileError(pos(alias.mark, file), "YAML aliases are not supported in job files",
-                                       expected: "a plain value"))
+            errors.append(
+                JobFileError(
+                    pos(alias.mark, file), "YAML aliases are not supported in job files",
+                    expected: "a plain value"))
             return ConfigNode(value: .scalar("", .null), position: pos(alias.mark, file))
         }
     }
@@ -158,38 +167,50 @@ extension ConfigNode {
     /// file that is not a job file (a secret reached through a link, say) must not have its
     /// contents copied into errors and logs.
     public static func quotedKey(_ text: String) -> String {
-        let looksLikeKey = !text.isEmpty && text.utf8.count <= 64 && text.unicodeScalars.allSatisfy {
-            $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" || $0 == ".")
-        }
+        let looksLikeKey =
+            !text.isEmpty && text.utf8.count <= 64
+            && text.unicodeScalars.allSatisfy {
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" || $0 == ".")
+            }
         return looksLikeKey ? "'\(text)'" : "(\(text.count) characters, not shown)"
     }
 
     private static func yamlErrors(_ error: YamlError, yaml: String, file: String) -> [JobFileError] {
         switch error {
         case let .scanner(context, problem, mark, _),
-             let .parser(context, problem, mark, _),
-             let .composer(context, problem, mark, _):
+            let .parser(context, problem, mark, _),
+            let .composer(context, problem, mark, _):
             var message = "YAML syntax error: \(problem)"
             if let context { message += " (\(context.text) at line \(context.mark.line), column \(context.mark.column))" }
             return [JobFileError(SourcePosition(file: file, line: mark.line, column: mark.column), message, expected: "valid YAML")]
         case let .reader(problem, offset, _, _):
             let (line, column) = lineColumn(of: offset ?? 0, in: yaml)
-            return [JobFileError(SourcePosition(file: file, line: line, column: column),
-                                 "cannot read job file: \(problem)", expected: "UTF-8 text")]
+            return [
+                JobFileError(
+                    SourcePosition(file: file, line: line, column: column),
+                    "cannot read job file: \(problem)", expected: "UTF-8 text")
+            ]
         case let .duplicatedKeysInMapping(duplicates, context):
             // YAML stops at the first mapping with a duplicate; the scan finds them all.
             let all = DuplicateKeyScan.duplicates(in: yaml).map {
-                JobFileError(SourcePosition(file: file, line: $0.line, column: $0.column),
-                             "duplicate key \(quotedKey($0.key)) (first at line \($0.firstLine), column \($0.column))",
-                             expected: "each key once per mapping")
+                JobFileError(
+                    SourcePosition(file: file, line: $0.line, column: $0.column),
+                    "duplicate key \(quotedKey($0.key)) (first at line \($0.firstLine), column \($0.column))",
+                    expected: "each key once per mapping")
             }
             if !all.isEmpty { return all }
             let mark = context.mark
-            return [JobFileError(SourcePosition(file: file, line: mark.line, column: mark.column),
-                                 "duplicate key \(quotedKey(duplicates.first ?? "")) in this mapping", expected: "each key once per mapping")]
+            return [
+                JobFileError(
+                    SourcePosition(file: file, line: mark.line, column: mark.column),
+                    "duplicate key \(quotedKey(duplicates.first ?? "")) in this mapping", expected: "each key once per mapping")
+            ]
         default:
-            return [JobFileError(SourcePosition(file: file, line: 1, column: 1), "YAML error the parser could not place",
-                                 expected: "valid YAML")]
+            return [
+                JobFileError(
+                    SourcePosition(file: file, line: 1, column: 1), "YAML error the parser could not place",
+                    expected: "valid YAML")
+            ]
         }
     }
 

@@ -26,9 +26,14 @@ public struct JobCatalog: Sendable {
         do {
             names = try fm.contentsOfDirectory(atPath: directory.path)
         } catch {
-            return JobCatalog(jobs: [], errors: [JobFileError(SourcePosition(file: directory.path, line: 1, column: 1),
-                                                             "cannot read jobs directory: \(StorageFailure.classify(error).1)",
-                                                             expected: "a directory of *.yaml job files")], directory: directory, kinds: kinds)
+            return JobCatalog(
+                jobs: [],
+                errors: [
+                    JobFileError(
+                        SourcePosition(file: directory.path, line: 1, column: 1),
+                        "cannot read jobs directory: \(StorageFailure.classify(error).1)",
+                        expected: "a directory of *.yaml job files")
+                ], directory: directory, kinds: kinds)
         }
         let files = names.filter { ($0.hasSuffix(".yaml") || $0.hasSuffix(".yml")) && !$0.hasPrefix(".") }.sorted()
         var jobs: [JobFile] = []
@@ -73,8 +78,10 @@ public struct JobCatalog: Sendable {
         var all = errors
         for job in jobs {
             if let first = seen[job.name] {
-                all.append(JobFileError(job.namePosition, "duplicate job name '\(job.name)' (also defined at \(first.namePosition))",
-                                        expected: "job names unique across the jobs directory"))
+                all.append(
+                    JobFileError(
+                        job.namePosition, "duplicate job name '\(job.name)' (also defined at \(first.namePosition))",
+                        expected: "job names unique across the jobs directory"))
             } else {
                 seen[job.name] = job
                 unique.append(job)

@@ -21,8 +21,10 @@ public struct RetryPolicy: Sendable, Hashable {
     public var maxBackoff: Duration
     public var multiplier: Double
 
-    public init(backoffLimit: Int = 2, initialBackoff: Duration = .seconds(10), maxBackoff: Duration = .seconds(300),
-                multiplier: Double = 2) {
+    public init(
+        backoffLimit: Int = 2, initialBackoff: Duration = .seconds(10), maxBackoff: Duration = .seconds(300),
+        multiplier: Double = 2
+    ) {
         self.backoffLimit = backoffLimit
         self.initialBackoff = initialBackoff
         self.maxBackoff = maxBackoff
@@ -84,11 +86,17 @@ public struct JobFile: Sendable, Hashable {
         do {
             data = try readLimited(url, limit: maximumSize)
         } catch let error as JobFileTooLarge {
-            throw JobFileErrors([JobFileError(origin, "job file is larger than \(ByteSize.human(Int64(error.limit)))",
-                                              expected: "a job file of a few kilobytes")])
+            throw JobFileErrors([
+                JobFileError(
+                    origin, "job file is larger than \(ByteSize.human(Int64(error.limit)))",
+                    expected: "a job file of a few kilobytes")
+            ])
         } catch {
-            throw JobFileErrors([JobFileError(origin, "cannot read job file: \(StorageFailure.classify(error).1)",
-                                              expected: "a readable YAML file")])
+            throw JobFileErrors([
+                JobFileError(
+                    origin, "cannot read job file: \(StorageFailure.classify(error).1)",
+                    expected: "a readable YAML file")
+            ])
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw JobFileErrors([JobFileError(origin, "job file is not valid UTF-8", expected: "UTF-8 text")])

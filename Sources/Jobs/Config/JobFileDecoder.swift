@@ -12,8 +12,10 @@ struct JobFileDecoder {
         self.kinds = kinds
     }
 
-    static let topLevelKeys = ["name", "kind", "description", "enabled", "schedule", "timeZone", "timeout", "retry",
-                               "concurrencyPolicy", "lockWait", "startingDeadline", "randomizedDelay", "accounts", "params"]
+    static let topLevelKeys = [
+        "name", "kind", "description", "enabled", "schedule", "timeZone", "timeout", "retry",
+        "concurrencyPolicy", "lockWait", "startingDeadline", "randomizedDelay", "accounts", "params",
+    ]
     static let namePattern = "letters, digits, '-' and '_', starting with a letter or digit, at most 64 characters"
     static let timeZoneExpected = "an IANA time zone such as UTC or Europe/Berlin"
 
@@ -47,10 +49,11 @@ struct JobFileDecoder {
         let params = decodeParams(fields, kind: kind)
 
         guard let kind, errors.isEmpty else { throw JobFileErrors(errors) }
-        return JobFile(name: name, kind: kind.name, description: description, enabled: enabled, schedule: schedule,
-                       timeZone: timeZone, timeout: timeout, retry: retry, concurrencyPolicy: policy, lockWait: lockWait,
-                       startingDeadline: startingDeadline, randomizedDelay: randomizedDelay, accounts: accounts,
-                       params: params, source: file, namePosition: namePosition)
+        return JobFile(
+            name: name, kind: kind.name, description: description, enabled: enabled, schedule: schedule,
+            timeZone: timeZone, timeout: timeout, retry: retry, concurrencyPolicy: policy, lockWait: lockWait,
+            startingDeadline: startingDeadline, randomizedDelay: randomizedDelay, accounts: accounts,
+            params: params, source: file, namePosition: namePosition)
     }
 
     /// Parses the text and sorts the root mapping's keys into known ones and errors.
@@ -60,16 +63,21 @@ struct JobFileDecoder {
             throw JobFileErrors([JobFileError(origin, "job file is empty", expected: "a mapping with name, kind and params")])
         }
         guard case .mapping(let entries) = root.value else {
-            throw JobFileErrors([JobFileError(root.position, "a job file must be a mapping, found \(root.typeName)",
-                                              expected: "keys such as name:, kind:, schedule:, params:")])
+            throw JobFileErrors([
+                JobFileError(
+                    root.position, "a job file must be a mapping, found \(root.typeName)",
+                    expected: "keys such as name:, kind:, schedule:, params:")
+            ])
         }
         var fields = Fields(root: root)
         for entry in entries {
             if Self.topLevelKeys.contains(entry.key) {
                 fields.entries[entry.key] = entry
             } else {
-                errors.append(JobFileError(entry.keyPosition, "unknown key \(ConfigNode.quotedKey(entry.key))\(suggestion(for: entry.key, among: Self.topLevelKeys))",
-                                           expected: "one of " + Self.topLevelKeys.joined(separator: ", ")))
+                errors.append(
+                    JobFileError(
+                        entry.keyPosition, "unknown key \(ConfigNode.quotedKey(entry.key))\(suggestion(for: entry.key, among: Self.topLevelKeys))",
+                        expected: "one of " + Self.topLevelKeys.joined(separator: ", ")))
             }
         }
         return fields
@@ -104,8 +112,10 @@ struct JobFileDecoder {
         }
         guard let text = string(node, key: "kind", expected: expected) else { return nil }
         if let kind = kinds.kind(named: text) { return kind }
-        errors.append(JobFileError(node.position, "unknown job kind \(ConfigNode.quotedKey(text))\(suggestion(for: text, among: kinds.names))",
-                                   expected: expected))
+        errors.append(
+            JobFileError(
+                node.position, "unknown job kind \(ConfigNode.quotedKey(text))\(suggestion(for: text, among: kinds.names))",
+                expected: expected))
         return nil
     }
 
@@ -122,8 +132,10 @@ struct JobFileDecoder {
         case .success(let parsed):
             return parsed
         case .failure(let error):
-            errors.append(JobFileError(node.position(atOffset: error.offset), "bad cron schedule '\(text)': \(error.message)",
-                                       expected: CronSchedule.expected))
+            errors.append(
+                JobFileError(
+                    node.position(atOffset: error.offset), "bad cron schedule '\(text)': \(error.message)",
+                    expected: CronSchedule.expected))
             return nil
         }
     }
@@ -132,8 +144,11 @@ struct JobFileDecoder {
         let expected = "one of " + ConcurrencyPolicy.allCases.map(\.rawValue).joined(separator: ", ")
         guard let node, let text = string(node, key: "concurrencyPolicy", expected: expected) else { return .forbid }
         if let parsed = ConcurrencyPolicy(rawValue: text) { return parsed }
-        errors.append(JobFileError(node.position, "unknown concurrencyPolicy \(ConfigNode.quotedKey(text))\(suggestion(for: text, among: ConcurrencyPolicy.allCases.map(\.rawValue)))",
-                                   expected: expected))
+        errors.append(
+            JobFileError(
+                node.position,
+                "unknown concurrencyPolicy \(ConfigNode.quotedKey(text))\(suggestion(for: text, among: ConcurrencyPolicy.allCases.map(\.rawValue)))",
+                expected: expected))
         return .forbid
     }
 
@@ -142,7 +157,9 @@ struct JobFileDecoder {
         guard case .list(let items)? = ParamDecoder.decode(node, as: .list(.int), range: 0...Double(Int32.max), name: "accounts", errors: &errors) else {
             return [0]
         }
-        let ids = items.compactMap { if case .int(let id) = $0 { return id }; return nil }
+        let ids = items.compactMap {
+            if case .int(let id) = $0 { return id }; return nil
+        }
         if ids.isEmpty {
             errors.append(JobFileError(node.position, "accounts must not be empty", expected: "a list of account ids such as [0]"))
         } else if Set(ids).count != ids.count {
@@ -191,8 +208,10 @@ struct JobFileDecoder {
         var policy = RetryPolicy()
         guard let node else { return policy }
         guard case .mapping(let entries) = node.value else {
-            errors.append(JobFileError(node.position, "'retry' has the wrong type: found \(node.typeName)",
-                                       expected: "a mapping with backoffLimit and backoff"))
+            errors.append(
+                JobFileError(
+                    node.position, "'retry' has the wrong type: found \(node.typeName)",
+                    expected: "a mapping with backoffLimit and backoff"))
             return policy
         }
         for entry in entries {
@@ -204,8 +223,11 @@ struct JobFileDecoder {
             case "backoff":
                 decodeBackoff(entry.value, into: &policy)
             default:
-                errors.append(JobFileError(entry.keyPosition, "unknown key \(ConfigNode.quotedKey(entry.key)) in retry\(suggestion(for: entry.key, among: ["backoffLimit", "backoff"]))",
-                                           expected: "one of backoffLimit, backoff"))
+                errors.append(
+                    JobFileError(
+                        entry.keyPosition,
+                        "unknown key \(ConfigNode.quotedKey(entry.key)) in retry\(suggestion(for: entry.key, among: ["backoffLimit", "backoff"]))",
+                        expected: "one of backoffLimit, backoff"))
             }
         }
         return policy
@@ -214,20 +236,26 @@ struct JobFileDecoder {
     /// `retry.backoff`: initial, max (≥ initial) and multiplier.
     private mutating func decodeBackoff(_ node: ConfigNode, into policy: inout RetryPolicy) {
         guard case .mapping(let inner) = node.value else {
-            errors.append(JobFileError(node.position, "'retry.backoff' has the wrong type: found \(node.typeName)",
-                                       expected: "a mapping with initial, max, multiplier"))
+            errors.append(
+                JobFileError(
+                    node.position, "'retry.backoff' has the wrong type: found \(node.typeName)",
+                    expected: "a mapping with initial, max, multiplier"))
             return
         }
         var maxPosition: SourcePosition?
         for item in inner {
             switch item.key {
             case "initial":
-                if case .duration(let value)? = ParamDecoder.decode(item.value, as: .duration, range: 0...86_400, name: "retry.backoff.initial", errors: &errors) {
+                if case .duration(let value)? = ParamDecoder.decode(
+                    item.value, as: .duration, range: 0...86_400, name: "retry.backoff.initial", errors: &errors)
+                {
                     policy.initialBackoff = value
                 }
             case "max":
                 maxPosition = item.value.position
-                if case .duration(let value)? = ParamDecoder.decode(item.value, as: .duration, range: 0...(7 * 86_400), name: "retry.backoff.max", errors: &errors) {
+                if case .duration(let value)? = ParamDecoder.decode(
+                    item.value, as: .duration, range: 0...(7 * 86_400), name: "retry.backoff.max", errors: &errors)
+                {
                     policy.maxBackoff = value
                 }
             case "multiplier":
@@ -235,13 +263,18 @@ struct JobFileDecoder {
                     policy.multiplier = value
                 }
             default:
-                errors.append(JobFileError(item.keyPosition, "unknown key \(ConfigNode.quotedKey(item.key)) in retry.backoff\(suggestion(for: item.key, among: ["initial", "max", "multiplier"]))",
-                                           expected: "one of initial, max, multiplier"))
+                errors.append(
+                    JobFileError(
+                        item.keyPosition,
+                        "unknown key \(ConfigNode.quotedKey(item.key)) in retry.backoff\(suggestion(for: item.key, among: ["initial", "max", "multiplier"]))",
+                        expected: "one of initial, max, multiplier"))
             }
         }
         if policy.maxBackoff < policy.initialBackoff {
-            errors.append(JobFileError(maxPosition ?? node.position, "retry.backoff.max is shorter than retry.backoff.initial",
-                                       expected: "max ≥ initial"))
+            errors.append(
+                JobFileError(
+                    maxPosition ?? node.position, "retry.backoff.max is shorter than retry.backoff.initial",
+                    expected: "max ≥ initial"))
         }
     }
 }

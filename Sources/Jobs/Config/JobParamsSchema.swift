@@ -82,8 +82,10 @@ public struct ParamSpec: Sendable, Hashable {
     public var range: ClosedRange<Double>?
     public var doc: String
 
-    public init(_ name: String, _ type: ParamType, required: Bool = false, default defaultValue: ParamValue? = nil,
-                range: ClosedRange<Double>? = nil, doc: String) {
+    public init(
+        _ name: String, _ type: ParamType, required: Bool = false, default defaultValue: ParamValue? = nil,
+        range: ClosedRange<Double>? = nil, doc: String
+    ) {
         self.name = name
         self.type = type
         self.required = required
@@ -124,14 +126,19 @@ public struct JobParamsSchema: Sendable, Hashable {
             if case .mapping(let list) = node.value {
                 entries = list
             } else {
-                errors.append(JobFileError(node.position, "params must be a mapping, found \(node.typeName)",
-                                           expected: "a mapping of parameters for kind \(kind)"))
+                errors.append(
+                    JobFileError(
+                        node.position, "params must be a mapping, found \(node.typeName)",
+                        expected: "a mapping of parameters for kind \(kind)"))
             }
         }
         for entry in entries {
             guard let spec = spec(named: entry.key) else {
-                errors.append(JobFileError(entry.keyPosition, "unknown parameter \(ConfigNode.quotedKey(entry.key)) for kind \(kind)\(suggestion(for: entry.key, among: params.map(\.name)))",
-                                           expected: params.isEmpty ? "no parameters" : "one of " + params.map(\.name).joined(separator: ", ")))
+                errors.append(
+                    JobFileError(
+                        entry.keyPosition,
+                        "unknown parameter \(ConfigNode.quotedKey(entry.key)) for kind \(kind)\(suggestion(for: entry.key, among: params.map(\.name)))",
+                        expected: params.isEmpty ? "no parameters" : "one of " + params.map(\.name).joined(separator: ", ")))
                 continue
             }
             positions[spec.name] = entry.value.position
@@ -152,14 +159,16 @@ public struct JobParamsSchema: Sendable, Hashable {
         }
         for spec in params where values[spec.name] == nil && positions[spec.name] == nil {
             if spec.required {
-                errors.append(JobFileError(where_, "missing required parameter '\(spec.name)' for kind \(kind)",
-                                           expected: "\(spec.name): \(spec.type)"))
+                errors.append(
+                    JobFileError(
+                        where_, "missing required parameter '\(spec.name)' for kind \(kind)",
+                        expected: "\(spec.name): \(spec.type)"))
             } else if let value = spec.defaultValue {
                 values[spec.name] = value
             }
         }
         for spec in params where values[spec.name] == nil && positions[spec.name] != nil {
-            if let value = spec.defaultValue { values[spec.name] = value } // explicit null: the default applies
+            if let value = spec.defaultValue { values[spec.name] = value }  // explicit null: the default applies
         }
         return (JobParams(kind: kind, values: values, positions: positions, fallback: where_), errors)
     }

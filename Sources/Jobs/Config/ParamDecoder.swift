@@ -1,7 +1,9 @@
 /// Decodes one `ConfigNode` as a `ParamType`, collecting positioned errors.
 enum ParamDecoder {
-    static func decode(_ node: ConfigNode, as type: ParamType, range: ClosedRange<Double>?, name: String,
-                       errors: inout [JobFileError]) -> ParamValue? {
+    static func decode(
+        _ node: ConfigNode, as type: ParamType, range: ClosedRange<Double>?, name: String,
+        errors: inout [JobFileError]
+    ) -> ParamValue? {
         func fail(_ message: String, at position: SourcePosition? = nil) -> ParamValue? {
             errors.append(JobFileError(position ?? node.position, message, expected: type.description))
             return nil
@@ -25,7 +27,8 @@ enum ParamDecoder {
             return checkRange(Double(value), shown: text) ? .int(value) : nil
         case .double:
             guard case .scalar(let text, let scalarType) = node.value, scalarType == .int || scalarType == .float,
-                  let value = Double(text), value.isFinite else { return wrongType() }
+                let value = Double(text), value.isFinite
+            else { return wrongType() }
             return checkRange(value, shown: text) ? .double(value) : nil
         case .bool:
             guard case .scalar(let text, .bool) = node.value else { return wrongType() }
@@ -77,7 +80,9 @@ enum ParamDecoder {
                         ok = false
                     }
                     values.append(value)
-                } else { ok = false }
+                } else {
+                    ok = false
+                }
             }
             return ok ? .list(values) : nil
         case .map(let keys, let valueType):
@@ -86,14 +91,18 @@ enum ParamDecoder {
             var ok = true
             for entry in entries {
                 guard keys.contains(entry.key) else {
-                    errors.append(JobFileError(entry.keyPosition, "unknown key '\(entry.key)' in '\(name)'\(suggestion(for: entry.key, among: keys))",
-                                               expected: "one of " + keys.joined(separator: ", ")))
+                    errors.append(
+                        JobFileError(
+                            entry.keyPosition, "unknown key '\(entry.key)' in '\(name)'\(suggestion(for: entry.key, among: keys))",
+                            expected: "one of " + keys.joined(separator: ", ")))
                     ok = false
                     continue
                 }
                 if let value = decode(entry.value, as: valueType, range: range, name: "\(name).\(entry.key)", errors: &errors) {
                     values[entry.key] = value
-                } else { ok = false }
+                } else {
+                    ok = false
+                }
             }
             return ok ? .map(values) : nil
         }

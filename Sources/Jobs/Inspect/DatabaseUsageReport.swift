@@ -5,9 +5,11 @@ import Postbox
 public enum DatabaseUsageReport {
     public static func lines(_ u: DatabaseUsage, account: Int64, top: Int) -> [String] {
         func pad(_ s: String, _ n: Int) -> String { s.padding(toLength: max(n, s.count), withPad: " ", startingAt: 0) }
-        var out = ["account \(account): database \(ByteSize.human(u.fileBytes)) + WAL \(ByteSize.human(u.walBytes)) (\(u.path))",
-                   "  pages: \(u.pageCount) × \(u.pageSize) B, \(u.freePages) free (\(ByteSize.human(u.freeBytes)) reclaimable)",
-                   "  by table (\(u.source == .dbstat ? "dbstat" : "estimate: key and value bytes, no page overhead")):"]
+        var out = [
+            "account \(account): database \(ByteSize.human(u.fileBytes)) + WAL \(ByteSize.human(u.walBytes)) (\(u.path))",
+            "  pages: \(u.pageCount) × \(u.pageSize) B, \(u.freePages) free (\(ByteSize.human(u.freeBytes)) reclaimable)",
+            "  by table (\(u.source == .dbstat ? "dbstat" : "estimate: key and value bytes, no page overhead")):",
+        ]
         for t in u.tables {
             out.append("    \(pad(t.name, 28)) \(pad(ByteSize.human(t.bytes), 10)) \(t.rows) rows, payload \(ByteSize.human(t.payload))")
         }
@@ -23,10 +25,13 @@ public enum DatabaseUsageReport {
             "account": .int(account), "path": .string(u.path), "source": .string(u.source.rawValue),
             "file_bytes": .int(u.fileBytes), "wal_bytes": .int(u.walBytes), "page_size": .int(u.pageSize),
             "pages": .int(u.pageCount), "free_pages": .int(u.freePages), "free_bytes": .int(u.freeBytes),
-            "by_table": .array(u.tables.map {
-                .object(["table": .string($0.name), "sqlite_name": .string($0.sqliteName), "bytes": .int($0.bytes),
-                         "pages": .int($0.pages), "payload": .int($0.payload), "rows": .int($0.rows)])
-            }),
+            "by_table": .array(
+                u.tables.map {
+                    .object([
+                        "table": .string($0.name), "sqlite_name": .string($0.sqliteName), "bytes": .int($0.bytes),
+                        "pages": .int($0.pages), "payload": .int($0.payload), "rows": .int($0.rows),
+                    ])
+                }),
             "by_peer": .array(u.peers.prefix(top).map { .object(["peer": .int($0.peer.rawValue), "messages": .int($0.messages), "bytes": .int($0.bytes)]) }),
         ])
     }

@@ -36,7 +36,8 @@ public enum KindReference {
     /// Replaces the generated part of a document's text; nil when the markers are missing.
     public static func replacingGenerated(in document: String, with generated: String) -> String? {
         guard let begin = document.range(of: beginMarker), let end = document.range(of: endMarker),
-              begin.upperBound <= end.lowerBound else { return nil }
+            begin.upperBound <= end.lowerBound
+        else { return nil }
         return String(document[..<begin.upperBound]) + "\n\n" + generated + String(document[end.lowerBound...])
     }
 

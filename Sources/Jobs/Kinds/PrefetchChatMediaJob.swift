@@ -34,8 +34,10 @@ public struct PrefetchChatMediaJob: JobKind {
         "mediaTypes", default: Set(MediaContentType.downloadable), allowed: MediaContentType.downloadable, doc: "media types prefetched")
     public static let sizeCaps = Param<[MediaContentType: ByteCount]>(
         "sizeCaps",
-        default: [.photo: .mebibytes(1), .video: .mebibytes(10), .file: .mebibytes(3), .voice: .mebibytes(1), .sticker: .mebibytes(1),
-                  .avatar: .mebibytes(1)],
+        default: [
+            .photo: .mebibytes(1), .video: .mebibytes(10), .file: .mebibytes(3), .voice: .mebibytes(1), .sticker: .mebibytes(1),
+            .avatar: .mebibytes(1),
+        ],
         allowed: MediaContentType.downloadable, range: 0...1e13,
         doc: "largest file prefetched per media type; keys not given keep their default")
     public static let lookback = Param<Duration>(
@@ -88,8 +90,12 @@ public struct PrefetchChatMediaJob: JobKind {
         let scanned = try await account.postbox.read { try PrefetchSelection.scan($0, policy: policy, now: now) }
         let cache = account.mediaBox
         let selection = scanned.removingCached { cache.resourceData(MediaResourceId($0))?.complete == true }
-        log.info("prefetch.selected", ["candidates": .int(Int64(selection.candidates.count)), "already_cached": .int(Int64(selection.alreadyCached)),
-                                       "messages_scanned": .int(Int64(selection.messagesScanned)), "gone": .int(Int64(selection.gone))])
+        log.info(
+            "prefetch.selected",
+            [
+                "candidates": .int(Int64(selection.candidates.count)), "already_cached": .int(Int64(selection.alreadyCached)),
+                "messages_scanned": .int(Int64(selection.messagesScanned)), "gone": .int(Int64(selection.gone)),
+            ])
 
         if context.dryRun {
             return try Self.dryRun(selection, policy: policy, mediaBox: cache)
@@ -105,8 +111,10 @@ public struct PrefetchChatMediaJob: JobKind {
     }
 
     /// Runs the downloads, `policy.concurrency` at a time, newest first.
-    static func download(_ candidates: [PrefetchCandidate], into box: MediaBox, fetcher: MultipartFetch, policy: PrefetchPolicy,
-                         tally initial: Tally, log: JobLogger) async throws -> Tally {
+    static func download(
+        _ candidates: [PrefetchCandidate], into box: MediaBox, fetcher: MultipartFetch, policy: PrefetchPolicy,
+        tally initial: Tally, log: JobLogger
+    ) async throws -> Tally {
         let shared = Shared(initial, PrefetchBudget(policy: policy))
         let progress = PrefetchProgress(totalFiles: candidates.count, totalBytes: candidates.reduce(0) { $0 + $1.size }, log: log)
         let ticker = Task {
@@ -140,11 +148,13 @@ public struct PrefetchChatMediaJob: JobKind {
     }
 
     /// Admits and downloads one file, settling the counters whatever happens.
-    static func fetchOne(_ c: PrefetchCandidate, box: MediaBox, fetcher: MultipartFetch, shared: Shared, progress: PrefetchProgress,
-                         log: JobLogger) async throws {
+    static func fetchOne(
+        _ c: PrefetchCandidate, box: MediaBox, fetcher: MultipartFetch, shared: Shared, progress: PrefetchProgress,
+        log: JobLogger
+    ) async throws {
         let id = c.resource.id
         let existing = box.resourceData(id)
-        if existing?.complete == true { // completed by another run since the selection
+        if existing?.complete == true {  // completed by another run since the selection
             progress.fileDone(bytes: 0)
             return
         }
@@ -228,8 +238,10 @@ public struct PrefetchChatMediaJob: JobKind {
 
     /// The log fields of a file: ids and sizes only, never its reference.
     static func fields(_ c: PrefetchCandidate, _ extra: [String: LogValue]) -> [String: LogValue] {
-        var f: [String: LogValue] = ["resource": .string(c.resourceId), "peer": .int(c.info.peerId.rawValue),
-                                     "content_type": .string(c.contentType.description), "size": .int(c.size)]
+        var f: [String: LogValue] = [
+            "resource": .string(c.resourceId), "peer": .int(c.info.peerId.rawValue),
+            "content_type": .string(c.contentType.description), "size": .int(c.size),
+        ]
         if let m = c.info.messageId { f["message"] = .int(Int64(m.id)) }
         return f.merging(extra) { _, b in b }
     }
@@ -258,14 +270,19 @@ public struct PrefetchChatMediaJob: JobKind {
         counters["files_pending"] = Int64(files)
         counters["bytes_pending"] = bytes
         counters["gone"] = Int64(selection.gone)
-        return JobReport(counters: counters,
-                         summary: ["would download \(files) of \(selection.selected) selected files, \(ByteSize.human(bytes)) (\(selection.alreadyCached) already cached; dry run: nothing fetched)"])
+        return JobReport(
+            counters: counters,
+            summary: [
+                "would download \(files) of \(selection.selected) selected files, \(ByteSize.human(bytes)) (\(selection.alreadyCached) already cached; dry run: nothing fetched)"
+            ])
     }
 
     static func skipCounters(_ s: PrefetchSkips) -> [String: Int64] {
-        ["skipped_category": Int64(s.category), "skipped_media_type": Int64(s.mediaType), "skipped_size_cap": Int64(s.sizeCap),
-         "skipped_lookback": Int64(s.lookback), "skipped_budget": Int64(s.budget), "skipped_free_space": Int64(s.freeSpace),
-         "skipped_cache_limit": Int64(s.cacheLimit)]
+        [
+            "skipped_category": Int64(s.category), "skipped_media_type": Int64(s.mediaType), "skipped_size_cap": Int64(s.sizeCap),
+            "skipped_lookback": Int64(s.lookback), "skipped_budget": Int64(s.budget), "skipped_free_space": Int64(s.freeSpace),
+            "skipped_cache_limit": Int64(s.cacheLimit),
+        ]
     }
 
     /// Counters, samples and summary; throws for a partial failure or an outage after logging
@@ -281,24 +298,35 @@ public struct PrefetchChatMediaJob: JobKind {
         counters["messages_scanned"] = Int64(selection.messagesScanned)
         var samples: [MetricSample] = []
         for type in MediaContentType.allCases where t.filesByType[type] != nil {
-            samples.append(MetricSample("prefetch_bytes_by_type", labels: ["content_type": type.description], value: Double(t.bytesByType[type] ?? 0),
-                                        help: "bytes downloaded by the last prefetch run, per content type"))
-            samples.append(MetricSample("prefetch_files_by_type", labels: ["content_type": type.description], value: Double(t.filesByType[type] ?? 0),
-                                        help: "files downloaded by the last prefetch run, per content type"))
+            samples.append(
+                MetricSample(
+                    "prefetch_bytes_by_type", labels: ["content_type": type.description], value: Double(t.bytesByType[type] ?? 0),
+                    help: "bytes downloaded by the last prefetch run, per content type"))
+            samples.append(
+                MetricSample(
+                    "prefetch_files_by_type", labels: ["content_type": type.description], value: Double(t.filesByType[type] ?? 0),
+                    help: "files downloaded by the last prefetch run, per content type"))
         }
         let s = t.skips
-        var summary = ["prefetched \(t.downloaded) files (\(ByteSize.human(t.bytes))) of \(selection.selected) selected; \(selection.alreadyCached) already cached, \(t.failed) failed, \(t.gone) gone"]
-        summary.append("skipped: category \(s.category), media type \(s.mediaType), size cap \(s.sizeCap), lookback \(s.lookback), budget \(s.budget), free space \(s.freeSpace), cache limit \(s.cacheLimit)")
+        var summary = [
+            "prefetched \(t.downloaded) files (\(ByteSize.human(t.bytes))) of \(selection.selected) selected; \(selection.alreadyCached) already cached, \(t.failed) failed, \(t.gone) gone"
+        ]
+        summary.append(
+            "skipped: category \(s.category), media type \(s.mediaType), size cap \(s.sizeCap), lookback \(s.lookback), budget \(s.budget), free space \(s.freeSpace), cache limit \(s.cacheLimit)"
+        )
         for (id, reason) in t.failures.prefix(20) { summary.append("  \(id) failed: \(reason)") }
-        let report = JobReport(counters: counters, samples: samples, summary: summary,
-                               details: ["failed_files": .array(t.failures.map { .object(["resource": .string($0.0), "reason": .string($0.1)]) })])
+        let report = JobReport(
+            counters: counters, samples: samples, summary: summary,
+            details: ["failed_files": .array(t.failures.map { .object(["resource": .string($0.0), "reason": .string($0.1)]) })])
         if t.cloudDown || (t.downloaded == 0 && t.failed > 0 && t.failed == t.unavailable) {
-            throw JobError.cloudUnavailable("account \(account): the cloud is unreachable (\(t.failed) files failed, first: \(t.failures.first?.1 ?? "?")); partial files are kept for the next run",
-                                            report: report)
+            throw JobError.cloudUnavailable(
+                "account \(account): the cloud is unreachable (\(t.failed) files failed, first: \(t.failures.first?.1 ?? "?")); partial files are kept for the next run",
+                report: report)
         }
         if t.failed > 0 {
-            throw JobError("account \(account): \(t.failed) of \(t.failed + t.downloaded) files failed (first: \(t.failures.first?.1 ?? "?")); "
-                           + "\(t.downloaded) downloaded (\(ByteSize.human(t.bytes))), \(selection.alreadyCached) already cached", report: report)
+            throw JobError(
+                "account \(account): \(t.failed) of \(t.failed + t.downloaded) files failed (first: \(t.failures.first?.1 ?? "?")); "
+                    + "\(t.downloaded) downloaded (\(ByteSize.human(t.bytes))), \(selection.alreadyCached) already cached", report: report)
         }
         return report
     }

@@ -44,8 +44,12 @@ public struct RevalidateReferencesJob: JobKind {
         let client = try context.account.cloudClient()
         let options = Self.options(context.params, referenceTTL: client.config.referenceTTL, dryRun: context.dryRun)
         if options.window >= options.referenceTTL {
-            log.warning("revalidate.window_covers_lifetime", ["window_s": .double(options.window), "reference_ttl_s": .double(options.referenceTTL),
-                                                              "hint": .string("every reference is due on every run; make window shorter than referenceTTL")])
+            log.warning(
+                "revalidate.window_covers_lifetime",
+                [
+                    "window_s": .double(options.window), "reference_ttl_s": .double(options.referenceTTL),
+                    "hint": .string("every reference is due on every run; make window shorter than referenceTTL"),
+                ])
         }
         let revalidation = try context.account.revalidation()
         let pass = ReferenceRevalidationPass(context: revalidation, postbox: context.account.postbox, options: options)
@@ -66,8 +70,10 @@ public struct RevalidateReferencesJob: JobKind {
             counters["gone_\(kind)"] = Int64(c.gone)
             counters["failed_\(kind)"] = Int64(c.failed)
             for (outcome, value) in [("refreshed", c.refreshed), ("gone", c.gone), ("failed", c.failed)] {
-                samples.append(MetricSample("revalidation_parents", labels: ["parent_kind": "\(kind)", "outcome": outcome], value: Double(value),
-                                            help: "Parent entities revalidated in the last run, by kind and outcome"))
+                samples.append(
+                    MetricSample(
+                        "revalidation_parents", labels: ["parent_kind": "\(kind)", "outcome": outcome], value: Double(value),
+                        help: "Parent entities revalidated in the last run, by kind and outcome"))
             }
             if c.parents > 0 {
                 var fields: [String: LogValue] = ["parent_kind": .string("\(kind)")]
@@ -81,15 +87,23 @@ public struct RevalidateReferencesJob: JobKind {
         }
         for f in report.failures { log.warning("revalidate.parent_failed", ["parent": .string(f.parent), "error": .string(f.reason)]) }
 
-        let summary = options.dryRun
+        let summary =
+            options.dryRun
             ? ["would revalidate \(report.parentsSelected) parents holding \(report.referencesSelected) references (dry run: nothing sent)"]
-            : ["revalidated \(report.parentsSelected) parents in \(report.calls) call\(report.calls == 1 ? "" : "s"): \(report.refreshed) refreshed (\(report.referencesRefreshed) references), \(report.gone) gone, \(report.failed) failed"
-               + (report.reusedFromOtherProcess > 0 ? "; \(report.reusedFromOtherProcess) reused from another process" : "")]
-        let jobReport = JobReport(counters: counters, samples: samples, summary: summary,
-                                  details: ["dry_run": .bool(options.dryRun), "failed_parents": .array(report.failures.map { .object(["parent": .string($0.parent), "reason": .string($0.reason)]) })])
+            : [
+                "revalidated \(report.parentsSelected) parents in \(report.calls) call\(report.calls == 1 ? "" : "s"): \(report.refreshed) refreshed (\(report.referencesRefreshed) references), \(report.gone) gone, \(report.failed) failed"
+                    + (report.reusedFromOtherProcess > 0 ? "; \(report.reusedFromOtherProcess) reused from another process" : "")
+            ]
+        let jobReport = JobReport(
+            counters: counters, samples: samples, summary: summary,
+            details: [
+                "dry_run": .bool(options.dryRun),
+                "failed_parents": .array(report.failures.map { .object(["parent": .string($0.parent), "reason": .string($0.reason)]) }),
+            ])
         if let failure = report.cloudFailure {
-            throw JobError.cloudUnavailable("account \(context.account.id): cloud unavailable: \(failure) (\(report.refreshed) of \(report.parentsSelected) parents refreshed before it)",
-                                            report: jobReport)
+            throw JobError.cloudUnavailable(
+                "account \(context.account.id): cloud unavailable: \(failure) (\(report.refreshed) of \(report.parentsSelected) parents refreshed before it)",
+                report: jobReport)
         }
         if report.parentsSelected > 0, report.failed == report.parentsSelected {
             throw JobError("account \(context.account.id): every revalidation failed; first: \(report.failures.first?.reason ?? "?")", report: jobReport)

@@ -43,11 +43,12 @@ public struct SyncHistoryJob: JobKind {
         let options = Self.options(context.params, dryRun: context.dryRun)
         let log = context.logger
         let client = try context.account.cloudClient().with(observer: { Self.log($0, log) })
-        let sync = HistorySync(client: client, postbox: context.account.postbox, options: options,
-                               observer: { event in
-                                   Self.log(event, log)
-                                   if case .holeRecorded = event { Self.crashPoint("sync-after-page") }
-                               })
+        let sync = HistorySync(
+            client: client, postbox: context.account.postbox, options: options,
+            observer: { event in
+                Self.log(event, log)
+                if case .holeRecorded = event { Self.crashPoint("sync-after-page") }
+            })
         let report: HistorySyncReport
         do {
             report = try await sync.run()
@@ -68,13 +69,21 @@ public struct SyncHistoryJob: JobKind {
             "holes_open": Int64(report.holesOpen), "references_recorded": Int64(report.referencesRecorded),
             "http_requests": Int64(stats.requests), "retries": Int64(stats.retries), "flood_waits": Int64(stats.floodWaits),
         ]
-        let summary = options.dryRun
-            ? ["would sync \(report.peersSelected) of \(report.peersListed) chats, about \(report.messagesPending) new messages (dry run: nothing fetched or stored)"]
-            : ["synced \(report.peersSynced) of \(report.peersSelected) chats: \(report.messagesStored) messages stored (\(report.peersUpdated) chats had new ones), \(report.requests) request\(report.requests == 1 ? "" : "s"), \(report.holesOpen) holes open"
-               + (report.peersFailed > 0 ? "; \(report.peersFailed) chats failed" : "")]
-        return JobReport(counters: counters, summary: summary,
-                         details: ["dry_run": .bool(options.dryRun),
-                                   "failed_peers": .array(report.failures.map { .object(["peer": .int($0.peerId), "reason": .string($0.reason)]) })])
+        let summary =
+            options.dryRun
+            ? [
+                "would sync \(report.peersSelected) of \(report.peersListed) chats, about \(report.messagesPending) new messages (dry run: nothing fetched or stored)"
+            ]
+            : [
+                "synced \(report.peersSynced) of \(report.peersSelected) chats: \(report.messagesStored) messages stored (\(report.peersUpdated) chats had new ones), \(report.requests) request\(report.requests == 1 ? "" : "s"), \(report.holesOpen) holes open"
+                    + (report.peersFailed > 0 ? "; \(report.peersFailed) chats failed" : "")
+            ]
+        return JobReport(
+            counters: counters, summary: summary,
+            details: [
+                "dry_run": .bool(options.dryRun),
+                "failed_peers": .array(report.failures.map { .object(["peer": .int($0.peerId), "reason": .string($0.reason)]) }),
+            ])
     }
 
     /// The job's `params` as `HistorySyncOptions`: every field set from a parameter.
@@ -135,8 +144,12 @@ public struct SyncHistoryJob: JobKind {
     static func log(_ event: CloudClientEvent, _ log: JobLogger) {
         switch event {
         case let .retry(method, endpoint, attempt, delay, reason):
-            log.warning("cloud.retry", ["method": .string(method), "endpoint": .string(endpoint), "attempt": .int(Int64(attempt)),
-                                        "delay_ms": .int(Int64(delay * 1000)), "reason": .string(reason)])
+            log.warning(
+                "cloud.retry",
+                [
+                    "method": .string(method), "endpoint": .string(endpoint), "attempt": .int(Int64(attempt)),
+                    "delay_ms": .int(Int64(delay * 1000)), "reason": .string(reason),
+                ])
         case let .floodWait(method, endpoint, seconds):
             log.notice("cloud.flood_wait", ["method": .string(method), "endpoint": .string(endpoint), "seconds": .int(Int64(seconds))])
         case let .migrate(method, from, to):

@@ -102,21 +102,24 @@ public struct TimeBasedCleanupJob: JobKind {
         }
         var details: [String: LogValue] = ["dry_run": .bool(r.dryRun), "freed_by_peer": .array(byPeer), "freed_by_content_type": .array(byType)]
         if r.dryRun {
-            details["would_remove"] = .array(r.victims.map {
-                .object([
-                    "file": .string($0.fileName), "location": .string($0.location), "peer": .int($0.peerId),
-                    "content_type": .string($0.contentType), "bytes": .int($0.size), "reason": .string($0.reason.rawValue),
-                ])
-            })
+            details["would_remove"] = .array(
+                r.victims.map {
+                    .object([
+                        "file": .string($0.fileName), "location": .string($0.location), "peer": .int($0.peerId),
+                        "content_type": .string($0.contentType), "bytes": .int($0.size), "reason": .string($0.reason.rawValue),
+                    ])
+                })
         }
         let samples =
             r.byPeer.map {
-                MetricSample("cleanup_freed_bytes", labels: ["peer": String($0.peerId ?? 0)], value: Double($0.bytes),
-                             help: "bytes freed by the last cleanup, per peer")
+                MetricSample(
+                    "cleanup_freed_bytes", labels: ["peer": String($0.peerId ?? 0)], value: Double($0.bytes),
+                    help: "bytes freed by the last cleanup, per peer")
             }
             + r.byContentType.map {
-                MetricSample("cleanup_freed_bytes_by_type", labels: ["content_type": $0.contentType ?? "other"], value: Double($0.bytes),
-                             help: "bytes freed by the last cleanup, per content type")
+                MetricSample(
+                    "cleanup_freed_bytes_by_type", labels: ["content_type": $0.contentType ?? "other"], value: Double($0.bytes),
+                    help: "bytes freed by the last cleanup, per content type")
             }
         let verb = r.dryRun ? "would free" : "freed"
         var summary = [

@@ -88,9 +88,10 @@ public struct UploadQueueJob: JobKind {
             let items = try await queue.items()
             let waiting = items.filter { $0.state == .queued || $0.state == .uploading }
             let bytes = waiting.reduce(Int64(0)) { $0 + $1.size }
-            return JobReport(counters: ["items_waiting": Int64(waiting.count), "bytes_waiting": bytes],
-                             summary: ["would upload \(waiting.count) items, \(ByteSize.human(bytes)) (dry run: nothing sent)"],
-                             details: ["dry_run": .bool(true)])
+            return JobReport(
+                counters: ["items_waiting": Int64(waiting.count), "bytes_waiting": bytes],
+                summary: ["would upload \(waiting.count) items, \(ByteSize.human(bytes)) (dry run: nothing sent)"],
+                details: ["dry_run": .bool(true)])
         }
 
         let client = try Self.client(account: account, params: p, concurrency: concurrency, log: log)
@@ -125,8 +126,9 @@ public struct UploadQueueJob: JobKind {
                             guard wait <= retryWithin else { return }
                             try await Task.sleep(for: .milliseconds(max(10, wait)))
                         case .item(let item):
-                            try await Self.attempt(item, upload: upload, queue: queue, lease: lease, backoff: backoff,
-                                                   maxAttempts: attempts, tally: tally, log: log)
+                            try await Self.attempt(
+                                item, upload: upload, queue: queue, lease: lease, backoff: backoff,
+                                maxAttempts: attempts, tally: tally, log: log)
                         }
                     }
                 }
@@ -142,23 +144,33 @@ public struct UploadQueueJob: JobKind {
             "bytes_sent": v.bytesSent, "parts_sent": Int64(v.partsSent), "parts_skipped_already_acked": Int64(v.partsSkipped),
             "upload_restarts": Int64(v.restarts),
         ]
-        var summary = ["sent \(v.sent) items (\(ByteSize.human(v.bytesSent)) in \(v.partsSent) parts, \(v.partsSkipped) parts already acknowledged), \(v.failed) failed, \(v.retried) to retry, \(remaining) still queued"]
+        var summary = [
+            "sent \(v.sent) items (\(ByteSize.human(v.bytesSent)) in \(v.partsSent) parts, \(v.partsSkipped) parts already acknowledged), \(v.failed) failed, \(v.retried) to retry, \(remaining) still queued"
+        ]
         for (id, reason) in v.failures.prefix(20) { summary.append("  item \(id) failed: \(reason)") }
-        let report = JobReport(counters: counters, summary: summary,
-                               details: ["failed_items": .array(v.failures.map { .object(["item": .int($0.0), "reason": .string($0.1)]) })])
+        let report = JobReport(
+            counters: counters, summary: summary,
+            details: ["failed_items": .array(v.failures.map { .object(["item": .int($0.0), "reason": .string($0.1)]) })])
         if v.cloudDown {
-            throw JobError.cloudUnavailable("account \(account.id): the cloud is unreachable (\(v.sent) items sent before that); \(remaining) items stay queued for the next run",
-                                            report: report)
+            throw JobError.cloudUnavailable(
+                "account \(account.id): the cloud is unreachable (\(v.sent) items sent before that); \(remaining) items stay queued for the next run",
+                report: report)
         }
         return report
     }
 
     /// One attempt at one leased item, settled in the queue whatever happens.
-    static func attempt(_ item: UploadItem, upload: MultipartUpload, queue: UploadQueue, lease: UploadLease, backoff: Double,
-                        maxAttempts: Int, tally: Tally, log: JobLogger) async throws {
+    static func attempt(
+        _ item: UploadItem, upload: MultipartUpload, queue: UploadQueue, lease: UploadLease, backoff: Double,
+        maxAttempts: Int, tally: Tally, log: JobLogger
+    ) async throws {
         tally.update { $0.attempts += 1 }
-        log.info("upload.attempt", ["item": .int(item.id), "peer": .int(item.peerId.rawValue), "bytes": .int(item.size),
-                                    "encrypted": .bool(item.isSecret), "attempt": .int(Int64(item.attempts))])
+        log.info(
+            "upload.attempt",
+            [
+                "item": .int(item.id), "peer": .int(item.peerId.rawValue), "bytes": .int(item.size),
+                "encrypted": .bool(item.isSecret), "attempt": .int(Int64(item.attempts)),
+            ])
         do {
             let result = try await upload.upload(itemId: item.id)
             tally.update {
@@ -179,13 +191,17 @@ public struct UploadQueueJob: JobKind {
                 // An outage: every other item would fail the same way. Stop claiming, keep the
                 // item's attempts, come back after the backoff.
                 try await queue.settle(item.id, lease: lease, outcome: .cloudUnavailable(reason: error.description, backoff: max(backoff, 1)))
-                tally.update { $0.unavailable += 1; $0.cloudDown = true }
+                tally.update {
+                    $0.unavailable += 1; $0.cloudDown = true
+                }
                 log.warning("upload.cloud_unavailable", ["item": .int(item.id), "error": .string(error.description)])
                 return
             }
             if error.isPermanent {
                 try await queue.settle(item.id, lease: lease, outcome: .failed(reason: error.description))
-                tally.update { $0.failed += 1; $0.failures.append((item.id, error.description)) }
+                tally.update {
+                    $0.failed += 1; $0.failures.append((item.id, error.description))
+                }
                 log.error("upload.failed", ["item": .int(item.id), "error": .string(error.description)])
                 return
             }
@@ -205,10 +221,14 @@ public struct UploadQueueJob: JobKind {
     static func observe(_ event: MultipartUploadEvent, tally: Tally, log: JobLogger) {
         switch event {
         case let .started(item, fileId, total, partSize, acked, committed, big, secret):
-            log.info("upload.started", ["item": .int(item), "file_id": .int(fileId), "total_parts": .int(Int64(total)),
-                                        "part_size": .int(Int64(partSize)), "already_acked": .int(Int64(acked)),
-                                        "committed_offset": .int(committed),
-                                        "big": .bool(big), "encrypted": .bool(secret)])
+            log.info(
+                "upload.started",
+                [
+                    "item": .int(item), "file_id": .int(fileId), "total_parts": .int(Int64(total)),
+                    "part_size": .int(Int64(partSize)), "already_acked": .int(Int64(acked)),
+                    "committed_offset": .int(committed),
+                    "big": .bool(big), "encrypted": .bool(secret),
+                ])
         case let .partSent(_, _, bytes):
             tally.update {
                 $0.partsSent += 1

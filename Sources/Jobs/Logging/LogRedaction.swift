@@ -16,8 +16,10 @@ public enum LogRedaction {
         "iv", "key", "token", "secret", "password", "passwd", "passphrase", "authorization", "auth", "credential",
         "cookie", "reference", "filereference", "signature", "bearer", "apikey", "privatekey", "session",
     ]
-    public static let secretSuffixes = ["token", "secret", "password", "passwd", "key", "reference", "credential",
-                                        "authorization", "cookie", "signature"]
+    public static let secretSuffixes = [
+        "token", "secret", "password", "passwd", "key", "reference", "credential",
+        "authorization", "cookie", "signature",
+    ]
     /// Keys that end like a secret but are not.
     public static let allowedKeys: Set<String> = ["keep", "keeptier"]
 

@@ -37,8 +37,10 @@ public final class LogSink: @unchecked Sendable {
         /// no-follow walk.
         public var root: DataRoot?
 
-        public init(directory: URL?, process: String, maxFileSize: Int64 = 10 << 20, maxFiles: Int = 5,
-                    maxAge: Duration? = .seconds(14 * 86_400), minimumLevel: LogLevel = .info, console: ConsoleMode = .auto) {
+        public init(
+            directory: URL?, process: String, maxFileSize: Int64 = 10 << 20, maxFiles: Int = 5,
+            maxAge: Duration? = .seconds(14 * 86_400), minimumLevel: LogLevel = .info, console: ConsoleMode = .auto
+        ) {
             self.directory = directory
             self.process = process
             self.maxFileSize = maxFileSize
@@ -62,8 +64,9 @@ public final class LogSink: @unchecked Sendable {
 
     /// A sink writing to `<root>/logs/<process>-logs/`.
     public convenience init(root: DataRoot, process: String, minimumLevel: LogLevel = .info, console: ConsoleMode = .auto) throws {
-        var configuration = Configuration(directory: root.logs(process: process), process: process,
-                                          minimumLevel: minimumLevel, console: console)
+        var configuration = Configuration(
+            directory: root.logs(process: process), process: process,
+            minimumLevel: minimumLevel, console: console)
         configuration.root = root
         try self.init(configuration: configuration)
     }
@@ -94,8 +97,10 @@ public final class LogSink: @unchecked Sendable {
     public func write(level: LogLevel, job: String?, run: String?, event: String, fields: [String: LogValue], date: Date = Date()) {
         guard level >= configuration.minimumLevel else { return }
         let clean = LogRedaction.redact(fields)
-        var pairs: [(String, LogValue)] = [("ts", .string(JSONLine.timestamp(date))), ("level", .string(level.rawValue)),
-                                           ("process", .string(configuration.process)), ("pid", .int(pid))]
+        var pairs: [(String, LogValue)] = [
+            ("ts", .string(JSONLine.timestamp(date))), ("level", .string(level.rawValue)),
+            ("process", .string(configuration.process)), ("pid", .int(pid)),
+        ]
         pairs.append(("job", job.map { .string($0) } ?? .null))
         pairs.append(("run", run.map { .string($0) } ?? .null))
         pairs.append(("event", .string(LogRedaction.redactString(event))))
@@ -184,7 +189,8 @@ public final class LogSink: @unchecked Sendable {
         var mine = stat()
         // Rotate only if nobody did it meanwhile and the file is still too big.
         if fstatat(dirFD, path, &current, AT_SYMLINK_NOFOLLOW) == 0, fstat(fd, &mine) == 0, current.st_ino == mine.st_ino,
-           current.st_size > 0 {
+            current.st_size > 0
+        {
             let keep = max(configuration.maxFiles, 0)
             if keep == 0 {
                 unlinkat(dirFD, path, 0)
@@ -211,7 +217,9 @@ public final class LogSink: @unchecked Sendable {
             let tooOld: Bool
             if let maxAge = configuration.maxAge, fstatat(dirFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0 {
                 tooOld = now.timeIntervalSince1970 - Double(info.st_mtim.tv_sec) > maxAge.jobSeconds
-            } else { tooOld = false }
+            } else {
+                tooOld = false
+            }
             if index > configuration.maxFiles || tooOld { unlinkat(dirFD, name, 0) }
         }
     }

@@ -2,7 +2,8 @@
 /// `["bytes": 1024, "peer": "channel", "dry_run": true]`.
 public indirect enum LogValue: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral,
-    CustomStringConvertible {
+    CustomStringConvertible
+{
     case string(String)
     case int(Int64)
     case double(Double)

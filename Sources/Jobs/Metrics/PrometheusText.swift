@@ -41,7 +41,8 @@ public enum PrometheusText {
 
     /// `name{a="x",b="y"} value`, labels in the given order.
     public static func sample(_ name: String, labels: [(String, String)], value: Double) -> String {
-        let labelText = labels.isEmpty ? "" : "{" + labels.map { "\(sanitizeName($0.0, label: true))=\"\(escapeLabelValue($0.1))\"" }.joined(separator: ",") + "}"
+        let labelText =
+            labels.isEmpty ? "" : "{" + labels.map { "\(sanitizeName($0.0, label: true))=\"\(escapeLabelValue($0.1))\"" }.joined(separator: ",") + "}"
         return "\(name)\(labelText) \(formatValue(value))"
     }
 }

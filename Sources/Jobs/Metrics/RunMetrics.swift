@@ -41,8 +41,10 @@ public struct RunMetrics: Sendable {
     /// Kind-specific samples with extra labels.
     public var samples: [MetricSample]
 
-    public init(job: String, kind: String, started: Date, finished: Date, outcome: RunOutcome, lastSuccess: Date? = nil,
-                counters: [String: Double] = [:], samples: [MetricSample] = []) {
+    public init(
+        job: String, kind: String, started: Date, finished: Date, outcome: RunOutcome, lastSuccess: Date? = nil,
+        counters: [String: Double] = [:], samples: [MetricSample] = []
+    ) {
         self.job = job
         self.kind = kind
         self.started = started

@@ -15,8 +15,10 @@ public enum AccountCloudConfig {
     public static let maxCredentialsSize = 64 << 10
 
     /// Keys the file may have.
-    static let knownKeys: Set<String> = ["datacenters", "cdn", "mainDc", "authToken", "credentialsFile",
-                                         "requestTimeout", "connectTimeout", "maxAnswerSize", "retry", "referenceTTL"]
+    static let knownKeys: Set<String> = [
+        "datacenters", "cdn", "mainDc", "authToken", "credentialsFile",
+        "requestTimeout", "connectTimeout", "maxAnswerSize", "retry", "referenceTTL",
+    ]
     static let retryKeys: Set<String> = ["maxAttempts", "baseDelay", "maxDelay", "jitter", "maxFloodWait", "maxFloodWaits", "maxMigrations"]
 
     /// Loads `paths.config`.
@@ -25,7 +27,9 @@ public enum AccountCloudConfig {
         var st = stat()
         guard stat(path, &st) == 0 else {
             if errno == ENOENT || errno == ENOTDIR {
-                throw .config("no cloud configuration at \(path): create it with the datacenter URLs (see docs/account-config.md), e.g.\n  datacenters:\n    1: http://127.0.0.1:40000")
+                throw .config(
+                    "no cloud configuration at \(path): create it with the datacenter URLs (see docs/account-config.md), e.g.\n  datacenters:\n    1: http://127.0.0.1:40000"
+                )
             }
             throw .config("cannot read \(path): \(StorageFailure.describe(errno: errno))")
         }
@@ -48,7 +52,9 @@ public enum AccountCloudConfig {
             throw .config("invalid cloud configuration: " + error.errors.map(\.description).joined(separator: "; "))
         }
         guard let root, case .mapping(let entries) = root.value else {
-            throw .config("invalid cloud configuration: \(root.map { "\($0.position)" } ?? "\(path):1:1"): the cloud configuration must be a mapping with at least `datacenters:`")
+            throw .config(
+                "invalid cloud configuration: \(root.map { "\($0.position)" } ?? "\(path):1:1"): the cloud configuration must be a mapping with at least `datacenters:`"
+            )
         }
         var problems: [String] = []
         func problem(_ node: ConfigNode, _ message: String) { problems.append("\(node.position): \(message)") }
@@ -73,8 +79,9 @@ public enum AccountCloudConfig {
                     // The form cloudd prints: [{id: 1, url: …}, …]
                     for item in items {
                         guard case .mapping(let fields) = item.value,
-                              let id = fields.first(where: { $0.key == "id" })?.value.scalarText.flatMap({ Int($0) }),
-                              let url = fields.first(where: { $0.key == "url" })?.value.scalarText else {
+                            let id = fields.first(where: { $0.key == "id" })?.value.scalarText.flatMap({ Int($0) }),
+                            let url = fields.first(where: { $0.key == "url" })?.value.scalarText
+                        else {
                             problem(item, "each datacenter needs `id` and `url`"); continue
                         }
                         dcs[id] = url
@@ -82,8 +89,11 @@ public enum AccountCloudConfig {
                 default: problem(v, "`datacenters` must map DC ids to URLs")
                 }
             case "cdn":
-                if case .mapping(let fields) = v.value { cdn = fields.first(where: { $0.key == "url" })?.value.scalarText }
-                else { cdn = v.isNull ? nil : v.scalarText }
+                if case .mapping(let fields) = v.value {
+                    cdn = fields.first(where: { $0.key == "url" })?.value.scalarText
+                } else {
+                    cdn = v.isNull ? nil : v.scalarText
+                }
             case "mainDc":
                 guard let n = v.scalarText.flatMap({ Int($0) }) else { problem(v, "`mainDc` must be a DC id"); continue }
                 mainDc = n
@@ -135,7 +145,8 @@ public enum AccountCloudConfig {
             } else {
                 switch readSmallFile(full, limit: maxCredentialsSize) {
                 case .success(let data):
-                    let first = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init)?
+                    let first =
+                        String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init)?
                         .trimmingCharacters(in: .whitespaces) ?? ""
                     if first.isEmpty { problem(node, "credentials file \(full) is empty") } else { token = first }
                 case .failure(let failure):

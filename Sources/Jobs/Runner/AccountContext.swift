@@ -4,8 +4,8 @@ import MediaBox
 import Postbox
 
 /// One account's shared stores: every job of a process that works on account N uses the same
-/// `Postbox` (one serialized writer) and the same media directory, as the seeds' extensions
-/// share one container.
+/// `Postbox` (one serialized writer) and the same media directory, as Telegram's app extensions
+/// share one app-group container.
 public final class AccountContext: Sendable {
     public let id: Int64
     public let paths: AccountPaths
@@ -54,7 +54,7 @@ public actor AccountContextPool {
         let paths = root.account(id)
         if cloud { _ = try AccountCloudConfig.load(paths) }
         if let existing = contexts[id] { return existing }
-        CloudCoreTypes.registerAll() // so every job decodes the cloud media stored in messages and peers
+        CloudCoreTypes.registerAll()  // so every job decodes the cloud media stored in messages and peers
         let context: AccountContext
         do {
             try paths.createDirectories()

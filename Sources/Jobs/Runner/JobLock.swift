@@ -1,7 +1,8 @@
 import Foundation
 import Postbox
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One run of a job at a time across processes: an exclusive `flock` on
@@ -58,7 +59,8 @@ public final class JobLock: @unchecked Sendable {
                 if fstatat(dirFD, path.lastPathComponent, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFLNK {
                     throw JobError(DataRootError.symbolicLink(path: path.path).description, exitCode: .config, retryable: false)
                 }
-                throw JobError("cannot open lock file \(path.path): \(StorageFailure.describe(errno: e))", exitCode: StorageFailure.exitCode(errno: e), retryable: false)
+                throw JobError(
+                    "cannot open lock file \(path.path): \(StorageFailure.describe(errno: e))", exitCode: StorageFailure.exitCode(errno: e), retryable: false)
             }
             var st = stat()
             if fstat(fd, &st) != 0 || (st.st_mode & S_IFMT) != S_IFREG {
@@ -103,8 +105,10 @@ public final class JobLock: @unchecked Sendable {
         public var attempts: Int32
         public var message: String
 
-        public init(runId: String, outcome: JobRunRecord.Outcome, exitCode: Int32, startedAtMs: Int64, endedAtMs: Int64,
-                    pid: Int32 = getpid(), attempts: Int32 = 1, message: String) {
+        public init(
+            runId: String, outcome: JobRunRecord.Outcome, exitCode: Int32, startedAtMs: Int64, endedAtMs: Int64,
+            pid: Int32 = getpid(), attempts: Int32 = 1, message: String
+        ) {
             self.runId = runId
             self.outcome = outcome
             self.exitCode = exitCode
@@ -140,9 +144,11 @@ public final class JobLock: @unchecked Sendable {
         let text = String(decoding: area[0..<n].prefix { $0 != 0x0A && $0 != 0 }, as: UTF8.self)
         let fields = text.split(separator: "\t", maxSplits: 7, omittingEmptySubsequences: false).map(String.init)
         guard fields.count == 8, let outcome = JobRunRecord.Outcome(rawValue: fields[1]), let code = Int32(fields[2]),
-              let started = Int64(fields[3]), let ended = Int64(fields[4]), let pid = Int32(fields[5]), let attempts = Int32(fields[6]) else { return nil }
-        return PendingOutcome(runId: fields[0], outcome: outcome, exitCode: code, startedAtMs: started, endedAtMs: ended,
-                              pid: pid, attempts: attempts, message: fields[7])
+            let started = Int64(fields[3]), let ended = Int64(fields[4]), let pid = Int32(fields[5]), let attempts = Int32(fields[6])
+        else { return nil }
+        return PendingOutcome(
+            runId: fields[0], outcome: outcome, exitCode: code, startedAtMs: started, endedAtMs: ended,
+            pid: pid, attempts: attempts, message: fields[7])
     }
 
     /// Forgets the pending outcome once it is recorded in the stores (held lock only).

@@ -28,8 +28,9 @@ public struct JobRunner: Sendable {
         let runId = Self.makeRunId()
         let log = logger.with(job: job.name, run: runId)
         let started = Date()
-        var result = RunResult(job: job.name, runId: runId, outcome: .failed, exitCode: .jobFailed, attempts: 0,
-                               started: started, finished: started, report: JobReport(), message: nil)
+        var result = RunResult(
+            job: job.name, runId: runId, outcome: .failed, exitCode: .jobFailed, attempts: 0,
+            started: started, finished: started, report: JobReport(), message: nil)
         guard let kind = kinds.kind(named: job.kind) else {
             result.exitCode = .config
             result.message = "job kind \(job.kind) is not available in this build"
@@ -51,7 +52,7 @@ public struct JobRunner: Sendable {
             }
             try await Failpoints.hit("after-lock")
         } catch let error as JobError {
-            result.exitCode = error.exitCode // the lock file cannot be used (a planted link, a read-only root)
+            result.exitCode = error.exitCode  // the lock file cannot be used (a planted link, a read-only root)
             result.message = error.message
             log.error("run.refused", ["reason": .string(error.message)])
             return result
@@ -63,7 +64,9 @@ public struct JobRunner: Sendable {
         }
 
         // 2. The work, per account, with timeout and retries.
-        log.info("run.started", ["kind": .string(job.kind), "accounts": .array(job.accounts.map { .int($0) }), "dry_run": .bool(dryRun), "params": LogValue(job.params)])
+        log.info(
+            "run.started",
+            ["kind": .string(job.kind), "accounts": .array(job.accounts.map { .int($0) }), "dry_run": .bool(dryRun), "params": LogValue(job.params)])
         var contexts: [AccountContext] = []
         do {
             for id in job.accounts { contexts.append(try await accounts.context(for: id, cloud: kind.usesCloud)) }
@@ -100,12 +103,13 @@ public struct JobRunner: Sendable {
             }
             attempt += 1
             result.attempts = attempt
-            var report = JobReport() // of this attempt: accounts done, plus a failure's partial report
+            var report = JobReport()  // of this attempt: accounts done, plus a failure's partial report
             do {
                 for context in contexts {
                     let accountLog = log.with(["account": .int(context.id)])
-                    let jobContext = JobContext(job: job, runId: runId, attempt: attempt, account: context,
-                                                logger: accountLog, tempDirectory: tempDirectory, dryRun: dryRun)
+                    let jobContext = JobContext(
+                        job: job, runId: runId, attempt: attempt, account: context,
+                        logger: accountLog, tempDirectory: tempDirectory, dryRun: dryRun)
                     do {
                         let accountReport = try await withTimeout(job.timeout) { try await kind.run(jobContext) }
                         accountLog.info(kind.reportEvent, accountReport.logFields)
@@ -124,7 +128,7 @@ public struct JobRunner: Sendable {
                 result.outcome = .timedOut
                 result.exitCode = .jobFailed
                 result.message = "timed out after \(ConfigDuration.format(job.timeout)); work done so far is kept"
-                break // like a Kubernetes deadline: a run that overstays is not retried at once
+                break  // like a Kubernetes deadline: a run that overstays is not retried at once
             } catch is CancellationError {
                 result.outcome = .cancelled
                 result.exitCode = .temporary
@@ -138,7 +142,7 @@ public struct JobRunner: Sendable {
                 result.message = error.message
                 if !error.retryable { break }
             } catch {
-                let (code, reason) = StorageFailure.classify(error) // a full disk is 74 with the path, not a raw error
+                let (code, reason) = StorageFailure.classify(error)  // a full disk is 74 with the path, not a raw error
                 result.report = report
                 result.outcome = .failed
                 result.exitCode = code
@@ -146,7 +150,8 @@ public struct JobRunner: Sendable {
             }
             guard attempt < job.retry.maxAttempts, !Task.isCancelled else { break }
             let delay = job.retry.delay(beforeRetry: attempt)
-            log.warning("run.retrying", ["attempt": .int(Int64(attempt)), "error": .string(result.message ?? ""), "delay_ms": .int(ConfigDuration.milliseconds(delay))])
+            log.warning(
+                "run.retrying", ["attempt": .int(Int64(attempt)), "error": .string(result.message ?? ""), "delay_ms": .int(ConfigDuration.milliseconds(delay))])
             do { try await Task.sleep(for: delay) } catch {
                 result.outcome = .cancelled
                 result.exitCode = .temporary
@@ -161,15 +166,19 @@ public struct JobRunner: Sendable {
         if !recorded {
             // The store cannot take the closing write (a full disk): leave the outcome in the
             // lock file's allocated bytes so the next run records it instead of "abandoned".
-            let kept = lock.recordPendingOutcome(.init(runId: runId, outcome: result.outcome.record, exitCode: result.exitCode.rawValue,
-                                                       startedAtMs: Int64(started.timeIntervalSince1970 * 1000),
-                                                       endedAtMs: Int64(result.finished.timeIntervalSince1970 * 1000),
-                                                       attempts: Int32(attempt), message: result.message ?? ""))
+            let kept = lock.recordPendingOutcome(
+                .init(
+                    runId: runId, outcome: result.outcome.record, exitCode: result.exitCode.rawValue,
+                    startedAtMs: Int64(started.timeIntervalSince1970 * 1000),
+                    endedAtMs: Int64(result.finished.timeIntervalSince1970 * 1000),
+                    attempts: Int32(attempt), message: result.message ?? ""))
             log.warning("run.record_deferred", ["kept_in_lock_file": .bool(kept)])
         }
         writeMetrics(job: job, result: result, log: log)
-        var fields: [String: LogValue] = ["outcome": .string(result.outcome.rawValue), "exit_code": .int(Int64(result.exitCode.rawValue)),
-                                          "duration_ms": .int(Int64(result.duration * 1000)), "attempts": .int(Int64(attempt))]
+        var fields: [String: LogValue] = [
+            "outcome": .string(result.outcome.rawValue), "exit_code": .int(Int64(result.exitCode.rawValue)),
+            "duration_ms": .int(Int64(result.duration * 1000)), "attempts": .int(Int64(attempt)),
+        ]
         for (k, v) in result.report.counters { fields[k] = .int(v) }
         if let message = result.message { fields["error"] = .string(message) }
         log.log(result.outcome == .succeeded ? .info : .error, "run.finished", fields)
@@ -195,8 +204,9 @@ public struct JobRunner: Sendable {
     /// Writes the run's record; returns the error when the store could not take it.
     @discardableResult
     private func record(_ context: AccountContext, job: JobFile, runId: String, started: Date, attempt: Int, end: RunResult?) async -> (any Error)? {
-        var run = JobRunRecord(runId: runId, job: job.name, kind: job.kind, startedAt: Int64(started.timeIntervalSince1970 * 1000),
-                               pid: getpid(), attempt: Int32(attempt))
+        var run = JobRunRecord(
+            runId: runId, job: job.name, kind: job.kind, startedAt: Int64(started.timeIntervalSince1970 * 1000),
+            pid: getpid(), attempt: Int32(attempt))
         if let end {
             run.endedAt = Int64(end.finished.timeIntervalSince1970 * 1000)
             run.outcome = end.outcome.record
@@ -231,11 +241,13 @@ public struct JobRunner: Sendable {
                 let recent = try tx.jobRuns.recent(job: name, limit: 20)
                 if let pending, !recent.contains(where: { $0.runId == pending.runId }) {
                     // Its start could not be recorded either: record the whole run now.
-                    var run = JobRunRecord(runId: pending.runId, job: name, kind: kind, startedAt: pending.startedAtMs, pid: pending.pid, attempt: pending.attempts)
+                    var run = JobRunRecord(
+                        runId: pending.runId, job: name, kind: kind, startedAt: pending.startedAtMs, pid: pending.pid, attempt: pending.attempts)
                     run.endedAt = pending.endedAtMs
                     run.outcome = pending.outcome
                     run.exitCode = pending.exitCode
-                    run.message = pending.message + (pending.message.isEmpty ? "" : " ") + "(recorded by the next run: the store could not be written when it ran)"
+                    run.message =
+                        pending.message + (pending.message.isEmpty ? "" : " ") + "(recorded by the next run: the store could not be written when it ran)"
                     try tx.jobRuns.set(run)
                 }
                 for var run in recent where run.outcome == .running {
@@ -243,7 +255,8 @@ public struct JobRunner: Sendable {
                         run.outcome = pending.outcome
                         run.exitCode = pending.exitCode
                         run.endedAt = pending.endedAtMs
-                        run.message = pending.message + (pending.message.isEmpty ? "" : " ") + "(recorded by the next run: the store could not be written when it ended)"
+                        run.message =
+                            pending.message + (pending.message.isEmpty ? "" : " ") + "(recorded by the next run: the store could not be written when it ended)"
                     } else {
                         run.outcome = .failed
                         run.message = "abandoned: pid \(run.pid) ended without recording an outcome (killed or crashed)"
@@ -262,16 +275,17 @@ public struct JobRunner: Sendable {
     }
 
     private func writeMetrics(job: JobFile, result: RunResult, log: JobLogger) {
-        let metricsRecord = RunMetrics(job: job.name, kind: job.kind, started: result.started, finished: result.finished,
-                                       outcome: result.outcome, counters: result.report.counters.mapValues(Double.init),
-                                       samples: result.report.samples)
+        let metricsRecord = RunMetrics(
+            job: job.name, kind: job.kind, started: result.started, finished: result.finished,
+            outcome: result.outcome, counters: result.report.counters.mapValues(Double.init),
+            samples: result.report.samples)
         do { _ = try metrics.write(metricsRecord) } catch {
             log.error("metrics.write_failed", ["error": .string("\(error)")])
         }
     }
 
     static func makeRunId() -> String {
-        String(UUID().uuidString.lowercased().filter { $0 != "-" }.prefix(12)) // (replacingOccurrences goes through NSString: 0.4 ms at start-up)
+        String(UUID().uuidString.lowercased().filter { $0 != "-" }.prefix(12))  // (replacingOccurrences goes through NSString: 0.4 ms at start-up)
     }
 }
 

@@ -27,7 +27,7 @@ enum CivilTime {
 
     /// 0 = Sunday … 6 = Saturday.
     static func weekday(days: Int) -> Int {
-        let w = (days + 4) % 7 // 1970-01-01 was a Thursday
+        let w = (days + 4) % 7  // 1970-01-01 was a Thursday
         return w < 0 ? w + 7 : w
     }
 

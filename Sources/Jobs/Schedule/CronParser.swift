@@ -11,7 +11,7 @@ enum CronParser {
     struct Field {
         let name: String
         let range: ClosedRange<Int>
-        let names: [String] // index 0 = range.lowerBound
+        let names: [String]  // index 0 = range.lowerBound
     }
 
     static let fields = [
@@ -51,13 +51,14 @@ enum CronParser {
         for (position, (token, offset)) in tokens.enumerated() {
             switch parseField(token, offset: offset, field: fields[position]) {
             case .success(var value):
-                if position == 4, value & (1 << 7) != 0 { value = (value & ~(1 << 7)) | 1 } // 7 = Sunday
+                if position == 4, value & (1 << 7) != 0 { value = (value & ~(1 << 7)) | 1 }  // 7 = Sunday
                 bits.append(value)
             case .failure(let error): return .failure(error)
             }
         }
-        let schedule = CronSchedule(expression: expression, minute: bits[0], hour: bits[1], dom: bits[2], month: bits[3],
-                                    dow: bits[4], domStar: tokens[2].0.hasPrefix("*"), dowStar: tokens[4].0.hasPrefix("*"))
+        let schedule = CronSchedule(
+            expression: expression, minute: bits[0], hour: bits[1], dom: bits[2], month: bits[3],
+            dow: bits[4], domStar: tokens[2].0.hasPrefix("*"), dowStar: tokens[4].0.hasPrefix("*"))
         if schedule.usesDayOr {
             return .success(schedule)
         }
@@ -101,13 +102,15 @@ enum CronParser {
                 let ends = base.split(separator: "-", omittingEmptySubsequences: false)
                 guard ends.count <= 2 else { return fail("bad range '\(base)'") }
                 guard let first = value(String(ends[0]), field) else {
-                    return fail("'\(ends[0])' is not a valid value (\(field.range.lowerBound)-\(field.range.upperBound)\(field.names.isEmpty ? "" : " or a name"))")
+                    return fail(
+                        "'\(ends[0])' is not a valid value (\(field.range.lowerBound)-\(field.range.upperBound)\(field.names.isEmpty ? "" : " or a name"))")
                 }
                 low = first
                 high = first
                 if ends.count == 2 {
                     guard let second = value(String(ends[1]), field) else {
-                        return fail("'\(ends[1])' is not a valid value (\(field.range.lowerBound)-\(field.range.upperBound)\(field.names.isEmpty ? "" : " or a name"))")
+                        return fail(
+                            "'\(ends[1])' is not a valid value (\(field.range.lowerBound)-\(field.range.upperBound)\(field.names.isEmpty ? "" : " or a name"))")
                     }
                     guard second >= first else { return fail("range \(base) runs backwards") }
                     high = second

@@ -13,7 +13,8 @@ import Foundation
 /// DST (see `nextFire(after:in:)`): a time in a spring-forward gap fires once, at the first
 /// valid minute after the gap; a time repeated by fall-back fires once, at its first occurrence.
 public struct CronSchedule: Sendable, Hashable, CustomStringConvertible {
-    public static let expected = "5 cron fields (minute hour day-of-month month day-of-week) such as */15 * * * *, or @hourly, @daily, @weekly, @monthly, @yearly"
+    public static let expected =
+        "5 cron fields (minute hour day-of-month month day-of-week) such as */15 * * * *, or @hourly, @daily, @weekly, @monthly, @yearly"
 
     /// The expression as written (macros kept, e.g. `@daily`).
     public let expression: String
@@ -85,7 +86,7 @@ public struct CronSchedule: Sendable, Hashable, CustomStringConvertible {
         let wallStartMinute = CivilTime.floorDiv(afterSeconds + offset, 60) + 1
         var dayNumber = CivilTime.floorDiv(wallStartMinute, 1440)
         var startMinuteOfDay = wallStartMinute - dayNumber * 1440
-        let lastDay = dayNumber + 146_097 // one Gregorian cycle
+        let lastDay = dayNumber + 146_097  // one Gregorian cycle
         while dayNumber <= lastDay {
             let civil = CivilTime.date(days: dayNumber)
             if monthBits & (1 << UInt64(civil.month)) == 0 {

@@ -45,7 +45,8 @@ public enum SystemdCalendar {
         // Ranges only within Mon..Sat; Sunday (0) is listed on its own, systemd's week starts on Monday.
         let weekdays = days.filter { $0 != 0 }
         var parts = runs(weekdays).map { run -> String in
-            run.count >= 3 ? "\(weekdayNames[run.lowerBound])..\(weekdayNames[run.upperBound])"
+            run.count >= 3
+                ? "\(weekdayNames[run.lowerBound])..\(weekdayNames[run.upperBound])"
                 : (run.lowerBound...run.upperBound).map { weekdayNames[$0] }.joined(separator: ",")
         }
         if days.contains(0) { parts.append("Sun") }

@@ -15,8 +15,10 @@ public struct UnitWriter: Sendable {
         /// One `jobrun@.service` for all jobs instead of one service per job.
         public var template: Bool
 
-        public init(binary: String = "/usr/local/bin/jobrun", root: String = "/var/lib/jobrun",
-                    jobsDirectory: String = "/etc/jobrun/jobs", user: String? = nil, template: Bool = false) {
+        public init(
+            binary: String = "/usr/local/bin/jobrun", root: String = "/var/lib/jobrun",
+            jobsDirectory: String = "/etc/jobrun/jobs", user: String? = nil, template: Bool = false
+        ) {
             self.binary = binary
             self.root = root
             self.jobsDirectory = jobsDirectory
@@ -134,7 +136,8 @@ public struct UnitWriter: Sendable {
     /// One crontab(5) line (user crontab format, no user field) running the job by name.
     public func crontabLine(for job: JobFile) -> String? {
         guard let schedule = job.schedule else { return nil }
-        return "\(schedule.expression) \(shellQuote(options.binary)) run \(job.name) --scheduled --root \(shellQuote(options.root)) --jobs-dir \(shellQuote(options.jobsDirectory))"
+        return
+            "\(schedule.expression) \(shellQuote(options.binary)) run \(job.name) --scheduled --root \(shellQuote(options.root)) --jobs-dir \(shellQuote(options.jobsDirectory))"
     }
 
     private func header(_ job: JobFile) -> [String] {

@@ -1,7 +1,8 @@
 import Foundation
 import Postbox
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The data-root layout of DESIGN §3: one directory holds every account's Postbox and MediaBox,
@@ -29,8 +30,10 @@ public struct DataRoot: Sendable, Hashable {
 
     /// `--root` wins, then `JOBRUN_ROOT`, then `./data`; relative paths are resolved against
     /// `currentDirectory` so units and cron lines may use absolute paths only.
-    public static func resolve(explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment,
-                               currentDirectory: String = FileManager.default.currentDirectoryPath) -> DataRoot {
+    public static func resolve(
+        explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment,
+        currentDirectory: String = FileManager.default.currentDirectoryPath
+    ) -> DataRoot {
         let chosen = [explicit, environment[environmentVariable]].compactMap { $0 }.first { !$0.isEmpty } ?? defaultPath
         if chosen.hasPrefix("/") { return DataRoot(path: chosen) }
         return DataRoot(url: URL(fileURLWithPath: currentDirectory).appendingPathComponent(chosen))
@@ -143,7 +146,7 @@ public struct DataRoot: Sendable, Hashable {
         if mkdir(directory.path, mode) != 0, errno != EEXIST {
             throw .cannotCreate(path: directory.path, errno: errno, holder: nearestHolder(of: parent))
         }
-        chmod(directory.path, mode) // umask may have removed bits; 0700 is what we want anyway
+        chmod(directory.path, mode)  // umask may have removed bits; 0700 is what we want anyway
     }
 
     // MARK: - The no-follow walk
@@ -159,7 +162,9 @@ public struct DataRoot: Sendable, Hashable {
             var created = false
             var next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if next < 0, errno == ENOENT, create {
-                if mkdirat(fd, name, mode) == 0 { created = true } else if errno != EEXIST {
+                if mkdirat(fd, name, mode) == 0 {
+                    created = true
+                } else if errno != EEXIST {
                     let e = errno
                     let holder = holder(fd: fd, path: parentPath)
                     close(fd)
@@ -199,7 +204,11 @@ public struct DataRoot: Sendable, Hashable {
             throw .insecure(path: path, reason: "it is owned by \(userName(st.st_uid)), not by \(userName(geteuid())) who runs jobrun")
         }
         if st.st_mode & 0o022 != 0 {
-            throw .insecure(path: path, reason: "it is writable by \(st.st_mode & 0o020 != 0 ? "its group" : "others")\(st.st_mode & 0o022 == 0o022 ? " and others" : "") (mode \(octal(st.st_mode & 0o7777)))")
+            throw .insecure(
+                path: path,
+                reason:
+                    "it is writable by \(st.st_mode & 0o020 != 0 ? "its group" : "others")\(st.st_mode & 0o022 == 0o022 ? " and others" : "") (mode \(octal(st.st_mode & 0o7777)))"
+            )
         }
     }
 

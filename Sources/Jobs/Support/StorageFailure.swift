@@ -1,8 +1,9 @@
 import Foundation
 import MediaBox
 import Postbox
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Turns what the file system, Postbox and MediaBox throw into a `JobError` with a sysexits
@@ -39,13 +40,16 @@ public enum StorageFailure {
             if case let .io(_, _, code) = e { return (exitCode(errno: code), e.description) }
             return (.jobFailed, e.description)
         case let e as POSIXError:
-            let path = (e.userInfo[NSFilePathErrorKey] as? String) ?? ((e as NSError).userInfo[NSFilePathErrorKey] as? String)
+            let path =
+                (e.userInfo[NSFilePathErrorKey] as? String) ?? ((e as NSError).userInfo[NSFilePathErrorKey] as? String)
                 ?? (e.userInfo[NSURLErrorKey] as? URL)?.path
             return (exitCode(errno: e.code.rawValue), (path.map { "\($0): " } ?? "") + describe(errno: e.code.rawValue))
         case let e as CocoaError:
             let path = e.filePath ?? e.url?.path
             let code = underlyingErrno(e) ?? cocoaErrno(e)
-            let reason = code.map(describe(errno:)) ?? "\(e.code.rawValue == CocoaError.fileWriteFileExists.rawValue ? "exists and is not a directory" : "file system error")"
+            let reason =
+                code.map(describe(errno:))
+                ?? "\(e.code.rawValue == CocoaError.fileWriteFileExists.rawValue ? "exists and is not a directory" : "file system error")"
             return (code.map(exitCode(errno:)) ?? .cannotCreate, (path.map { "\($0): " } ?? "") + reason)
         default:
             let ns = error as NSError
@@ -94,8 +98,10 @@ public enum StorageFailure {
 
     /// `No space left on device (ENOSPC)`.
     public static func describe(errno e: Int32) -> String {
-        let names: [Int32: String] = [ENOSPC: "ENOSPC", EDQUOT: "EDQUOT", EIO: "EIO", EACCES: "EACCES", EPERM: "EPERM", EROFS: "EROFS",
-                                      ENOTDIR: "ENOTDIR", EEXIST: "EEXIST", ELOOP: "ELOOP", ENOENT: "ENOENT", EISDIR: "EISDIR", EFBIG: "EFBIG"]
+        let names: [Int32: String] = [
+            ENOSPC: "ENOSPC", EDQUOT: "EDQUOT", EIO: "EIO", EACCES: "EACCES", EPERM: "EPERM", EROFS: "EROFS",
+            ENOTDIR: "ENOTDIR", EEXIST: "EEXIST", ELOOP: "ELOOP", ENOENT: "ENOENT", EISDIR: "EISDIR", EFBIG: "EFBIG",
+        ]
         return String(cString: strerror(e)) + (names[e].map { " (\($0))" } ?? " (errno \(e))")
     }
 

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Per-launch scratch space: `<root>/temp/<process>/<launch-id>/`, removed by `close()` (or when
@@ -107,7 +108,7 @@ public final class TempBox: @unchecked Sendable {
                 // No owner file: a half-created or foreign entry. Leave very young ones alone.
                 if Date().timeIntervalSince1970 - Double(st.st_mtim.tv_sec) < 60 { continue }
             } else if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-                Foundation.close(fd) // owner alive
+                Foundation.close(fd)  // owner alive
                 continue
             }
             if removeTree(parentFD: parentFD, name: name) { removed.append(url) }

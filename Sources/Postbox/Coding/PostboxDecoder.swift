@@ -172,18 +172,18 @@ public final class PostboxDecoder {
             return len >= 0 ? need(header + len) : nil
         }
         switch type {
-        case 0: return need(4)                        // int32
-        case 1, 3: return need(8)                     // int64, double
-        case 2: return need(1)                        // bool
-        case 10: return 0                             // nil
-        case 4, 9: return lengthPrefixed(at: offset, header: 4)      // string, bytes
-        case 5: return lengthPrefixed(at: offset + 4, header: 8)     // object: hash, length
-        case 6, 7:                                    // [Int32], [Int64]
+        case 0: return need(4)  // int32
+        case 1, 3: return need(8)  // int64, double
+        case 2: return need(1)  // bool
+        case 10: return 0  // nil
+        case 4, 9: return lengthPrefixed(at: offset, header: 4)  // string, bytes
+        case 5: return lengthPrefixed(at: offset + 4, header: 8)  // object: hash, length
+        case 6, 7:  // [Int32], [Int64]
             guard offset + 4 <= end else { return nil }
             let count = Int(Self.readInt32(bytes, offset))
             guard count >= 0 else { return nil }
             return need(4 + count * (type == 6 ? 4 : 8))
-        case 8, 11, 12:                               // [Object], [String], [Bytes]
+        case 8, 11, 12:  // [Object], [String], [Bytes]
             let itemHeader = type == 8 ? 8 : 4
             guard offset + 4 <= end else { return nil }
             let count = Int(Self.readInt32(bytes, offset))

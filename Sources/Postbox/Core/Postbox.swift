@@ -41,8 +41,10 @@ public final class Postbox: @unchecked Sendable {
     /// writer, and fails with a clear error if the file does not exist.
     /// `immutable` (read-only only) opens a file nobody can be writing without the WAL's
     /// shared-memory file, e.g. on a read-only mount.
-    public init(path: String, readOnly: Bool = false, synchronous: SqliteValueBox.Synchronous = .normal,
-                migrations: [PostboxMigration] = PostboxMigration.all, immutable: Bool = false) throws {
+    public init(
+        path: String, readOnly: Bool = false, synchronous: SqliteValueBox.Synchronous = .normal,
+        migrations: [PostboxMigration] = PostboxMigration.all, immutable: Bool = false
+    ) throws {
         self.path = path
         self.isReadOnly = readOnly
         if readOnly && !FileManager.default.fileExists(atPath: path) {
@@ -63,8 +65,10 @@ public final class Postbox: @unchecked Sendable {
         revalidationLeaseTable = RevalidationLeaseTable(valueBox: vb, table: PostboxTableId.revalidationLeases.table, state: st)
         uploadQueueTable = UploadQueueTable(valueBox: vb, state: st)
         jobRunTable = JobRunTable(valueBox: vb, table: PostboxTableId.jobRuns.table, state: st)
-        tables = [metadataTable, peerTable, messageHistoryTable, peerSyncStateTable, historyHoleTable,
-                  mediaReferenceTable, revalidationLeaseTable, uploadQueueTable, jobRunTable]
+        tables = [
+            metadataTable, peerTable, messageHistoryTable, peerSyncStateTable, historyHoleTable,
+            mediaReferenceTable, revalidationLeaseTable, uploadQueueTable, jobRunTable,
+        ]
         try queue.sync { try self.migrate(migrations) }
     }
 
@@ -83,7 +87,7 @@ public final class Postbox: @unchecked Sendable {
     private func migrate(_ migrations: [PostboxMigration]) throws {
         let found = try runRead { try $0.metadata.schemaVersion() }
         if found > Self.schemaVersion {
-            if isReadOnly { return } // reading what we understand is still safe
+            if isReadOnly { return }  // reading what we understand is still safe
             throw PostboxError.schemaTooNew(path: path, found: found, supported: Self.schemaVersion)
         }
         guard found < Self.schemaVersion, !isReadOnly else { return }

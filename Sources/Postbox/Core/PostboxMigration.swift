@@ -12,6 +12,6 @@ public struct PostboxMigration: Sendable {
 
     /// Version 1 is the initial layout: tables are created on first write, nothing to convert.
     public static let all: [PostboxMigration] = [
-        PostboxMigration(toVersion: 1) { _ in },
+        PostboxMigration(toVersion: 1) { _ in }
     ]
 }

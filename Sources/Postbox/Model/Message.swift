@@ -19,13 +19,13 @@ public struct Message: PostboxCoding, Sendable {
 
     /// Identity words of the fields (`PostboxDecoder.fieldWord(name, type)`: type, name length,
     /// name bytes), as literals so that decoding compares constants; checked by a test.
-    static let fieldP: UInt64 = 0x70_01_01   // "p", Int64
-    static let fieldN: UInt64 = 0x6e_01_00   // "n", Int32
-    static let fieldI: UInt64 = 0x69_01_00   // "i", Int32
-    static let fieldTs: UInt64 = 0x73_74_02_00 // "ts", Int32
-    static let fieldA: UInt64 = 0x61_01_01   // "a", Int64
-    static let fieldT: UInt64 = 0x74_01_04   // "t", String
-    static let fieldM: UInt64 = 0x6d_01_08   // "m", [Object]
+    static let fieldP: UInt64 = 0x70_01_01  // "p", Int64
+    static let fieldN: UInt64 = 0x6e_01_00  // "n", Int32
+    static let fieldI: UInt64 = 0x69_01_00  // "i", Int32
+    static let fieldTs: UInt64 = 0x73_74_02_00  // "ts", Int32
+    static let fieldA: UInt64 = 0x61_01_01  // "a", Int64
+    static let fieldT: UInt64 = 0x74_01_04  // "t", String
+    static let fieldM: UInt64 = 0x6d_01_08  // "m", [Object]
 
     public init(decoder: PostboxDecoder) throws {
         // One pass over the record's fields (a scan decodes millions of messages) with the
@@ -45,8 +45,9 @@ public struct Message: PostboxCoding, Sendable {
             default: break
             }
         }
-        self.init(id: MessageId(peerId: PeerId(peer ?? 0), namespace: namespace ?? 0, id: id ?? 0), timestamp: timestamp ?? 0,
-                  authorId: author.map(PeerId.init), text: text ?? "", media: media ?? [])
+        self.init(
+            id: MessageId(peerId: PeerId(peer ?? 0), namespace: namespace ?? 0, id: id ?? 0), timestamp: timestamp ?? 0,
+            authorId: author.map(PeerId.init), text: text ?? "", media: media ?? [])
     }
 
     public func encode(_ encoder: PostboxEncoder) {

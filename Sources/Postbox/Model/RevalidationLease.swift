@@ -19,7 +19,9 @@ public struct RevalidationLease: PostboxCoding, Sendable, Equatable {
     /// A human-readable reason for the last failure (never a secret).
     public var lastError: String?
 
-    public init(holder: String = "", leaseUntil: Int64 = 0, lastOutcome: Outcome = .none, lastOutcomeAt: Int64 = 0, failures: Int32 = 0, lastError: String? = nil) {
+    public init(
+        holder: String = "", leaseUntil: Int64 = 0, lastOutcome: Outcome = .none, lastOutcomeAt: Int64 = 0, failures: Int32 = 0, lastError: String? = nil
+    ) {
         self.holder = holder
         self.leaseUntil = leaseUntil
         self.lastOutcome = lastOutcome

@@ -40,8 +40,10 @@ public struct UploadItem: PostboxCoding, Sendable, Equatable {
     /// Kind-specific extras (e.g. the secret-chat key fingerprint and decrypted size).
     public var extra: [String: String]
 
-    public init(id: Int64, peerId: PeerId, stagedPath: String, originalName: String, size: Int64, sha256: String,
-                caption: String = "", isSecret: Bool = false, randomId: Int64, enqueuedAt: Int64) {
+    public init(
+        id: Int64, peerId: PeerId, stagedPath: String, originalName: String, size: Int64, sha256: String,
+        caption: String = "", isSecret: Bool = false, randomId: Int64, enqueuedAt: Int64
+    ) {
         self.id = id
         self.peerId = peerId
         self.stagedPath = stagedPath

@@ -81,9 +81,10 @@ extension Postbox {
                     return true
                 }
             }
-            return DatabaseUsage(path: path, source: source, pageSize: try vb.pageSize(), pageCount: try vb.pageCount(),
-                                 freePages: try vb.freePageCount(), fileBytes: fileSize() - vb.walFileBytes(), walBytes: vb.walFileBytes(),
-                                 tables: tables, peers: peers.values.sorted { $0.bytes != $1.bytes ? $0.bytes > $1.bytes : $0.peer < $1.peer })
+            return DatabaseUsage(
+                path: path, source: source, pageSize: try vb.pageSize(), pageCount: try vb.pageCount(),
+                freePages: try vb.freePageCount(), fileBytes: fileSize() - vb.walFileBytes(), walBytes: vb.walFileBytes(),
+                tables: tables, peers: peers.values.sorted { $0.bytes != $1.bytes ? $0.bytes > $1.bytes : $0.peer < $1.peer })
         }
     }
 

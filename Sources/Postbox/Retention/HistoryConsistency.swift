@@ -36,7 +36,9 @@ extension Postbox {
 
             try vb.rangeKeys(PostboxTableId.messageMediaIndex.table, .all, limit: .max) { key in
                 idKey.bytes.replaceSubrange(0..<16, with: key.bytes[12..<28])
-                if try !vb.exists(idIndex, key: idKey) { return report("media index entry for missing message \(key.getInt64(12)):\(key.getInt32(20)):\(key.getInt32(24))") }
+                if try !vb.exists(idIndex, key: idKey) {
+                    return report("media index entry for missing message \(key.getInt64(12)):\(key.getInt32(20)):\(key.getInt32(24))")
+                }
                 return true
             }
             guard problems.count < limit else { return problems }
@@ -50,7 +52,9 @@ extension Postbox {
             let parentLength = MediaParent.keyLength(of: .message)
             try vb.rangeKeys(PostboxTableId.mediaReferencesByParent.table, .prefix(messageKind), limit: .max) { key in
                 idKey.bytes.replaceSubrange(0..<16, with: key.bytes[1..<17])
-                if try !vb.exists(idIndex, key: idKey) { return report("dangling reference \(key.string(from: parentLength)) of missing message \(key.getInt64(1)):\(key.getInt32(13))") }
+                if try !vb.exists(idIndex, key: idKey) {
+                    return report("dangling reference \(key.string(from: parentLength)) of missing message \(key.getInt64(1)):\(key.getInt32(13))")
+                }
                 if try !vb.exists(PostboxTableId.mediaReferences.table, key: ValueBoxKey(string: key.string(from: parentLength))) {
                     return report("parent index entry without record: \(key.string(from: parentLength))")
                 }

@@ -47,7 +47,9 @@ public struct HistoryRetention: Sendable {
                     continuation.resume(with: Result { try self.run(shouldStop: { stop.isSet }) })
                 }
             }
-        } onCancel: { stop.set() }
+        } onCancel: {
+            stop.set()
+        }
     }
 
     /// The whole run, blocking: plan, age and count trimming, size trimming in rounds, upload
@@ -175,8 +177,10 @@ public struct HistoryRetention: Sendable {
 
     /// Removes the messages of `peer` below `bound`, batch by batch: one write transaction per
     /// `batchSize` messages visited.
-    private func trim(_ peer: PeerId, below bound: ValueBoxKey, reason: RetentionReason,
-                      into report: inout HistoryRetentionReport, shouldStop: () -> Bool) throws {
+    private func trim(
+        _ peer: PeerId, below bound: ValueBoxKey, reason: RetentionReason,
+        into report: inout HistoryRetentionReport, shouldStop: () -> Bool
+    ) throws {
         var after: ValueBoxKey?
         let limit = max(1, policy.batchSize)
         let inUse = self.inUse
@@ -203,8 +207,10 @@ public struct HistoryRetention: Sendable {
     /// Dry run: what `trim` would remove (in-use messages are not asked about). Returns the
     /// estimated bytes.
     @discardableResult
-    private func preview(_ peer: PeerId, below bound: ValueBoxKey, from lower: ValueBoxKey? = nil, reason: RetentionReason,
-                         into report: inout HistoryRetentionReport) throws -> Int64 {
+    private func preview(
+        _ peer: PeerId, below bound: ValueBoxKey, from lower: ValueBoxKey? = nil, reason: RetentionReason,
+        into report: inout HistoryRetentionReport
+    ) throws -> Int64 {
         let batch = try postbox.readSync { tx -> MessageTrimBatch in
             var b = MessageTrimBatch()
             try tx.messages.scanSizes(peer: peer, newestFirst: false) { index, key, size in
@@ -226,10 +232,12 @@ public struct HistoryRetention: Sendable {
 
     /// `ratio`: file bytes expected per byte of message rows removed (the store's average at
     /// first, then what each round measured).
-    private func trimToSize(_ limit: Int64, plans: [PeerPlan], histogram: Histogram, ratio initialRatio: Double, dryRunFreed: Int64,
-                            into report: inout HistoryRetentionReport, shouldStop: () -> Bool) throws {
+    private func trimToSize(
+        _ limit: Int64, plans: [PeerPlan], histogram: Histogram, ratio initialRatio: Double, dryRunFreed: Int64,
+        into report: inout HistoryRetentionReport, shouldStop: () -> Bool
+    ) throws {
         let buckets = histogram.keys.sorted()
-        var next = 0 // first bucket not yet trimmed
+        var next = 0  // first bucket not yet trimmed
         var ratio = initialRatio
         var current = policy.dryRun ? report.databaseBytesBefore - dryRunFreed : try postbox.databaseBytes()
         var previousCut: Int32?

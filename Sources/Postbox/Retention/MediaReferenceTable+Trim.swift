@@ -4,8 +4,10 @@ extension MediaReferenceTable {
     /// Removes the reference records held by the messages of `peer` with ids in `ids` (and their
     /// time and parent index entries), except those of the messages in `keeping`. Returns the
     /// records removed and their stored bytes.
-    public func removeMessageReferences(peer: PeerId, namespace: Int32 = MessageId.cloudNamespace, ids: ClosedRange<Int32>,
-                                        keeping: Set<Int32> = []) throws -> (count: Int, bytes: Int64) {
+    public func removeMessageReferences(
+        peer: PeerId, namespace: Int32 = MessageId.cloudNamespace, ids: ClosedRange<Int32>,
+        keeping: Set<Int32> = []
+    ) throws -> (count: Int, bytes: Int64) {
         try checkWrite()
         let lower = MediaParent.message(MessageId(peerId: peer, namespace: namespace, id: ids.lowerBound)).key
         let upperParent = MediaParent.message(MessageId(peerId: peer, namespace: namespace, id: ids.upperBound)).key

@@ -58,11 +58,14 @@ extension MessageHistoryTable {
     /// with its id index and media index entries, in this transaction. A message for which
     /// `inUse` returns true stays. Start with `after == nil`, then pass the batch's
     /// `resumeAfter` until it is nil.
-    public func trimOldest(peer: PeerId, namespace: Int32 = MessageId.cloudNamespace, after: ValueBoxKey?, upper: ValueBoxKey,
-                           limit: Int, inUse: (Message) throws -> Bool) throws -> MessageTrimBatch {
+    public func trimOldest(
+        peer: PeerId, namespace: Int32 = MessageId.cloudNamespace, after: ValueBoxKey?, upper: ValueBoxKey,
+        limit: Int, inUse: (Message) throws -> Bool
+    ) throws -> MessageTrimBatch {
         try checkWrite()
         let prefix = Self.peerKey(peer, namespace: namespace)
-        let range = ValueBoxRange(lower: after ?? prefix, lowerInclusive: after == nil, upper: min(upper, prefix.prefixUpperBound ?? upper), upperInclusive: false)
+        let range = ValueBoxRange(
+            lower: after ?? prefix, lowerInclusive: after == nil, upper: min(upper, prefix.prefixUpperBound ?? upper), upperInclusive: false)
         var batch = MessageTrimBatch()
         // Collected first (at most `limit`), removed after: never delete under a running scan.
         var victims: [(key: ValueBoxKey, message: Message, size: Int)] = []
@@ -95,7 +98,7 @@ extension MessageHistoryTable {
         ids.reserveCapacity(victims.count)
         for v in victims {
             ids.append(v.message.id.id)
-            batch.bytes += Int64(v.size) + 20 // + the id index row
+            batch.bytes += Int64(v.size) + 20  // + the id index row
             batch.rowBytes += Int64(v.size) + 20
             batch.oldestTimestamp = min(batch.oldestTimestamp, v.message.timestamp)
             batch.newestTimestamp = max(batch.newestTimestamp, v.message.timestamp)
@@ -110,8 +113,9 @@ extension MessageHistoryTable {
 
         // Id index: a range delete when no other message of the peer has an id in between.
         let lo = ids.first!, hi = ids.last!
-        let idRange = ValueBoxRange(lower: idIndexKey(peer, namespace, lo), lowerInclusive: true,
-                                    upper: idIndexKey(peer, namespace, hi), upperInclusive: true)
+        let idRange = ValueBoxRange(
+            lower: idIndexKey(peer, namespace, lo), lowerInclusive: true,
+            upper: idIndexKey(peer, namespace, hi), upperInclusive: true)
         if try valueBox.count(idIndex, idRange) == ids.count {
             try valueBox.removeRange(idIndex, idRange)
             batch.missingRanges = [lo...hi]
@@ -157,8 +161,10 @@ extension MessageHistoryTable {
     }
 
     /// Message keys of one peer, newest first: (timestamp, id). Stops when `visit` returns false.
-    public func scanIndexes(peer: PeerId, namespace: Int32 = MessageId.cloudNamespace, newestFirst: Bool = true,
-                            visit: (MessageIndex, ValueBoxKey) throws -> Bool) throws {
+    public func scanIndexes(
+        peer: PeerId, namespace: Int32 = MessageId.cloudNamespace, newestFirst: Bool = true,
+        visit: (MessageIndex, ValueBoxKey) throws -> Bool
+    ) throws {
         try checkRead()
         try valueBox.rangeKeys(table, .prefix(Self.peerKey(peer, namespace: namespace), descending: newestFirst), limit: .max) { key in
             try visit(MessageIndex(id: MessageId(peerId: peer, namespace: namespace, id: key.getInt32(16)), timestamp: key.getInt32(12)), key)
@@ -166,11 +172,15 @@ extension MessageHistoryTable {
     }
 
     /// Like `scanIndexes`, with the stored size of each row (key + value bytes).
-    public func scanSizes(peer: PeerId, namespace: Int32 = MessageId.cloudNamespace, newestFirst: Bool = true,
-                          visit: (MessageIndex, ValueBoxKey, Int) throws -> Bool) throws {
+    public func scanSizes(
+        peer: PeerId, namespace: Int32 = MessageId.cloudNamespace, newestFirst: Bool = true,
+        visit: (MessageIndex, ValueBoxKey, Int) throws -> Bool
+    ) throws {
         try checkRead()
         try valueBox.range(table, .prefix(Self.peerKey(peer, namespace: namespace), descending: newestFirst), limit: .max) { key, value in
-            try visit(MessageIndex(id: MessageId(peerId: peer, namespace: namespace, id: key.getInt32(16)), timestamp: key.getInt32(12)), key, key.length + value.count)
+            try visit(
+                MessageIndex(id: MessageId(peerId: peer, namespace: namespace, id: key.getInt32(16)), timestamp: key.getInt32(12)), key,
+                key.length + value.count)
         }
     }
 }

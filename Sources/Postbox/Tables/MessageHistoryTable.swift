@@ -115,8 +115,10 @@ public final class MessageHistoryTable: Table {
 
     /// Messages of one peer and namespace, newest first (or oldest first), optionally only those
     /// at or after `since` (a timestamp). Stops when `visit` returns false.
-    public func scan(peer: PeerId, namespace: Int32 = MessageId.cloudNamespace, newestFirst: Bool = true,
-                     since: Int32? = nil, limit: Int = .max, visit: (Message) throws -> Bool) throws {
+    public func scan(
+        peer: PeerId, namespace: Int32 = MessageId.cloudNamespace, newestFirst: Bool = true,
+        since: Int32? = nil, limit: Int = .max, visit: (Message) throws -> Bool
+    ) throws {
         try checkRead()
         let prefix = Self.peerKey(peer, namespace: namespace)
         var range = ValueBoxRange.prefix(prefix, descending: newestFirst)

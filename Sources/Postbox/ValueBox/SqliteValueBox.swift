@@ -1,7 +1,8 @@
 import CSQLite
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `ValueBox` on SQLite: one table per `ValueBoxTable` (`t<id>`), WAL, cached prepared
@@ -76,7 +77,8 @@ public final class SqliteValueBox: ValueBox {
         }
         var handle: OpaquePointer?
         let flags = options.readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
-        let rc = options.readOnly && options.immutable
+        let rc =
+            options.readOnly && options.immutable
             ? sqlite3_open_v2("file:\(Self.uriEscaped(path))?immutable=1", &handle, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nil)
             : sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK, let handle else {
@@ -358,7 +360,9 @@ public final class SqliteValueBox: ValueBox {
     public func get(_ table: ValueBoxTable, key: ValueBoxKey) throws -> Data? {
         guard tableExists(table) else { return nil }
         let stmt: OpaquePointer
-        if let s = getStatements[table.id] { stmt = s } else {
+        if let s = getStatements[table.id] {
+            stmt = s
+        } else {
             stmt = try prepare("SELECT value FROM t\(table.id) WHERE key=?")
             getStatements[table.id] = stmt
         }
@@ -369,7 +373,9 @@ public final class SqliteValueBox: ValueBox {
     public func withValue(_ table: ValueBoxTable, key: ValueBoxKey, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         guard tableExists(table) else { return false }
         let stmt: OpaquePointer
-        if let s = getStatements[table.id] { stmt = s } else {
+        if let s = getStatements[table.id] {
+            stmt = s
+        } else {
             stmt = try prepare("SELECT value FROM t\(table.id) WHERE key=?")
             getStatements[table.id] = stmt
         }
@@ -409,7 +415,9 @@ public final class SqliteValueBox: ValueBox {
     public func set(_ table: ValueBoxTable, key: ValueBoxKey, value: Data) throws {
         try ensureTable(table)
         let stmt: OpaquePointer
-        if let s = setStatements[table.id] { stmt = s } else {
+        if let s = setStatements[table.id] {
+            stmt = s
+        } else {
             stmt = try prepare("INSERT OR REPLACE INTO t\(table.id) (key, value) VALUES (?, ?)")
             setStatements[table.id] = stmt
         }
@@ -446,8 +454,10 @@ public final class SqliteValueBox: ValueBox {
         return (parts.isEmpty ? "" : " WHERE " + parts.joined(separator: " AND "), binds)
     }
 
-    private func iterate(_ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int, columns: String,
-                         row: (OpaquePointer) throws -> Bool) throws {
+    private func iterate(
+        _ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int, columns: String,
+        row: (OpaquePointer) throws -> Bool
+    ) throws {
         guard limit > 0, tableExists(table) else { return }
         let (clause, binds) = whereClause(range)
         let order = range.descending ? "DESC" : "ASC"
@@ -462,22 +472,28 @@ public final class SqliteValueBox: ValueBox {
         }
     }
 
-    public func range(_ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
-                      values: (ValueBoxKey, Data) throws -> Bool) throws {
+    public func range(
+        _ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
+        values: (ValueBoxKey, Data) throws -> Bool
+    ) throws {
         try iterate(table, range, limit: limit, columns: "key, value") { stmt in
             try values(readKey(stmt, 0, table), readValue(stmt, 1))
         }
     }
 
-    public func rangeKeys(_ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
-                          keys: (ValueBoxKey) throws -> Bool) throws {
+    public func rangeKeys(
+        _ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
+        keys: (ValueBoxKey) throws -> Bool
+    ) throws {
         try iterate(table, range, limit: limit, columns: "key") { stmt in
             try keys(readKey(stmt, 0, table))
         }
     }
 
-    public func rangeValues(_ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
-                            values: (UnsafeRawBufferPointer) throws -> Bool) throws {
+    public func rangeValues(
+        _ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
+        values: (UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
         try iterate(table, range, limit: limit, columns: "value") { stmt in
             let n = Int(sqlite3_column_bytes(stmt, 0))
             return try values(UnsafeRawBufferPointer(start: n > 0 ? sqlite3_column_blob(stmt, 0) : nil, count: n))
@@ -546,14 +562,18 @@ extension SqliteValueBox {
         guard hasDbstat() else { return nil }
         // Index b-trees (WITHOUT ROWID tables among them) keep entries in interior cells too.
         let indexTrees = Set(try queryStrings("SELECT name FROM sqlite_master WHERE type='index' OR (type='table' AND sql LIKE '%WITHOUT ROWID%')"))
-        let stmt = try prepare("SELECT name, count(*), sum(pgsize), sum(payload), sum(CASE WHEN pagetype='leaf' THEN ncell ELSE 0 END), sum(CASE WHEN pagetype='internal' THEN ncell ELSE 0 END) FROM dbstat GROUP BY name")
+        let stmt = try prepare(
+            "SELECT name, count(*), sum(pgsize), sum(payload), sum(CASE WHEN pagetype='leaf' THEN ncell ELSE 0 END), sum(CASE WHEN pagetype='internal' THEN ncell ELSE 0 END) FROM dbstat GROUP BY name"
+        )
         defer { sqlite3_finalize(stmt) }
         var out: [SqliteTableSpace] = []
         while try step(stmt) {
             let name = sqlite3_column_text(stmt, 0).map { String(cString: $0) } ?? ""
             let rows = sqlite3_column_int64(stmt, 4) + (indexTrees.contains(name) ? sqlite3_column_int64(stmt, 5) : 0)
-            out.append(SqliteTableSpace(name: name, pages: sqlite3_column_int64(stmt, 1), bytes: sqlite3_column_int64(stmt, 2),
-                                        payload: sqlite3_column_int64(stmt, 3), rows: rows))
+            out.append(
+                SqliteTableSpace(
+                    name: name, pages: sqlite3_column_int64(stmt, 1), bytes: sqlite3_column_int64(stmt, 2),
+                    payload: sqlite3_column_int64(stmt, 3), rows: rows))
         }
         return out
     }
@@ -606,8 +626,9 @@ extension SqliteValueBox {
         let rc = sqlite3_step(stmt)
         if rc == SQLITE_BUSY || rc == SQLITE_LOCKED { return CheckpointResult(busy: true, logFrames: -1, checkpointedFrames: -1) }
         guard rc == SQLITE_ROW else { throw error(rc) }
-        return CheckpointResult(busy: sqlite3_column_int64(stmt, 0) != 0, logFrames: sqlite3_column_int64(stmt, 1),
-                                checkpointedFrames: sqlite3_column_int64(stmt, 2))
+        return CheckpointResult(
+            busy: sqlite3_column_int64(stmt, 0) != 0, logFrames: sqlite3_column_int64(stmt, 1),
+            checkpointedFrames: sqlite3_column_int64(stmt, 2))
     }
 
     /// `PRAGMA journal_size_limit`: after a checkpoint resets the WAL, SQLite truncates the file

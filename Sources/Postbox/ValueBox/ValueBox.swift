@@ -82,14 +82,17 @@ public protocol ValueBox: AnyObject {
     func set(_ table: ValueBoxTable, key: ValueBoxKey, value: Data) throws
     func remove(_ table: ValueBoxTable, key: ValueBoxKey) throws
 
-    func range(_ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
-               values: (ValueBoxKey, Data) throws -> Bool) throws
-    func rangeKeys(_ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
-                   keys: (ValueBoxKey) throws -> Bool) throws
+    func range(
+        _ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
+        values: (ValueBoxKey, Data) throws -> Bool) throws
+    func rangeKeys(
+        _ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
+        keys: (ValueBoxKey) throws -> Bool) throws
     /// Values only, in key order, lent without a copy: the buffer is valid only during the call
     /// (the cheapest full-row scan; decode it with `PostboxDecoder.decode(_:borrowing:)`).
-    func rangeValues(_ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
-                     values: (UnsafeRawBufferPointer) throws -> Bool) throws
+    func rangeValues(
+        _ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
+        values: (UnsafeRawBufferPointer) throws -> Bool) throws
     func count(_ table: ValueBoxTable, _ range: ValueBoxRange) throws -> Int
     func removeRange(_ table: ValueBoxTable, _ range: ValueBoxRange) throws
 }
@@ -103,14 +106,18 @@ public extension ValueBox {
     }
 
     /// Keys strictly between `start` and `end` (descending when `start > end`), as in Telegram.
-    func range(_ table: ValueBoxTable, start: ValueBoxKey, end: ValueBoxKey, limit: Int = .max,
-               values: (ValueBoxKey, Data) throws -> Bool) throws {
+    func range(
+        _ table: ValueBoxTable, start: ValueBoxKey, end: ValueBoxKey, limit: Int = .max,
+        values: (ValueBoxKey, Data) throws -> Bool
+    ) throws {
         try range(table, .between(start, end), limit: limit, values: values)
     }
 
     /// Like `range`, but the visitor may skip rows without counting them against `limit`.
-    func filteredRange(_ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
-                       values: (ValueBoxKey, Data) throws -> ValueBoxFilterResult) throws {
+    func filteredRange(
+        _ table: ValueBoxTable, _ range: ValueBoxRange, limit: Int,
+        values: (ValueBoxKey, Data) throws -> ValueBoxFilterResult
+    ) throws {
         var accepted = 0
         guard limit > 0 else { return }
         try self.range(table, range, limit: .max) { key, value in
@@ -126,8 +133,10 @@ public extension ValueBox {
         }
     }
 
-    func filteredRange(_ table: ValueBoxTable, start: ValueBoxKey, end: ValueBoxKey, limit: Int = .max,
-                       values: (ValueBoxKey, Data) throws -> ValueBoxFilterResult) throws {
+    func filteredRange(
+        _ table: ValueBoxTable, start: ValueBoxKey, end: ValueBoxKey, limit: Int = .max,
+        values: (ValueBoxKey, Data) throws -> ValueBoxFilterResult
+    ) throws {
         try filteredRange(table, .between(start, end), limit: limit, values: values)
     }
 

@@ -22,8 +22,9 @@ struct CountMessagesJob: JobKind {
             let peers = try tx.peers.all().prefix(limit)
             return (peers.count, try peers.reduce(0) { $0 + (try tx.messages.count(peer: $1.id)) })
         }
-        let report = JobReport(counters: ["peers": Int64(peers), "messages": Int64(messages)],
-                               summary: ["\(messages) messages in \(peers) peers"])
+        let report = JobReport(
+            counters: ["peers": Int64(peers), "messages": Int64(messages)],
+            summary: ["\(messages) messages in \(peers) peers"])
         if let minimum = context.params[Self.minimum], messages < minimum {
             throw JobError("only \(messages) messages stored, fewer than \(minimum)", retryable: false, report: report)
         }

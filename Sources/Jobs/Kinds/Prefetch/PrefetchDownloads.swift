@@ -9,12 +9,13 @@ import MediaBox
 /// so the cap slows this job and not the others sharing the account.
 enum PrefetchDownloads {
     static func fetcher(account: AccountContext, policy: PrefetchPolicy) throws -> MultipartFetch {
-        let shared = try account.fetcher() // a missing config.yaml is exit 78 before any work
+        let shared = try account.fetcher()  // a missing config.yaml is exit 78 before any work
         guard let limit = policy.bandwidthLimit else { return shared }
         let limited: CloudClient
         do {
-            limited = try account.cloudClient().withOwnTransport(connections: policy.concurrency * shared.configuration.maxPartsPerFile,
-                                                                 receiveLimit: Int(clamping: limit))
+            limited = try account.cloudClient().withOwnTransport(
+                connections: policy.concurrency * shared.configuration.maxPartsPerFile,
+                receiveLimit: Int(clamping: limit))
         } catch {
             throw JobError.config("cannot set up the prefetch client of account \(account.id): \(error)")
         }

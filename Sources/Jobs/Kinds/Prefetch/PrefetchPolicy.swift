@@ -49,13 +49,15 @@ public struct PrefetchPolicy: Sendable, Equatable {
     public typealias Kind = PrefetchChatMediaJob
     public static let defaultSizeCaps: [MediaContentType: Int64] = Kind.sizeCaps.defaultValue!.mapValues(\.bytes)
 
-    public init(categories: Set<PeerCategory> = PrefetchPolicy.categories(Kind.peerCategories.defaultValue!),
-                mediaTypes: Set<MediaContentType> = Kind.mediaTypes.defaultValue!,
-                sizeCaps: [MediaContentType: Int64] = PrefetchPolicy.defaultSizeCaps,
-                lookback: Int64 = Kind.lookback.defaultValue!.wholeSeconds,
-                budget: Int64 = Kind.budget.defaultValue!.bytes,
-                freeSpaceFloor: Int64 = Kind.freeSpaceFloor.defaultValue!.bytes,
-                cacheLimit: Int64? = nil, concurrency: Int = Kind.concurrency.defaultValue!, bandwidthLimit: Int64? = nil) {
+    public init(
+        categories: Set<PeerCategory> = PrefetchPolicy.categories(Kind.peerCategories.defaultValue!),
+        mediaTypes: Set<MediaContentType> = Kind.mediaTypes.defaultValue!,
+        sizeCaps: [MediaContentType: Int64] = PrefetchPolicy.defaultSizeCaps,
+        lookback: Int64 = Kind.lookback.defaultValue!.wholeSeconds,
+        budget: Int64 = Kind.budget.defaultValue!.bytes,
+        freeSpaceFloor: Int64 = Kind.freeSpaceFloor.defaultValue!.bytes,
+        cacheLimit: Int64? = nil, concurrency: Int = Kind.concurrency.defaultValue!, bandwidthLimit: Int64? = nil
+    ) {
         self.categories = categories
         self.mediaTypes = mediaTypes
         self.sizeCaps = sizeCaps
@@ -69,15 +71,16 @@ public struct PrefetchPolicy: Sendable, Equatable {
 
     /// The policy of a validated job's `params` (every parameter of the kind is used).
     public init(params p: JobParams) {
-        self.init(categories: Self.categories(p[Kind.peerCategories]),
-                  mediaTypes: p[Kind.mediaTypes],
-                  sizeCaps: p[Kind.sizeCaps].mapValues(\.bytes),
-                  lookback: p[Kind.lookback].wholeSeconds,
-                  budget: p[Kind.budget].bytes,
-                  freeSpaceFloor: p[Kind.freeSpaceFloor].bytes,
-                  cacheLimit: p[Kind.cacheLimit]?.bytes,
-                  concurrency: p[Kind.concurrency],
-                  bandwidthLimit: p[Kind.bandwidthLimit]?.bytes)
+        self.init(
+            categories: Self.categories(p[Kind.peerCategories]),
+            mediaTypes: p[Kind.mediaTypes],
+            sizeCaps: p[Kind.sizeCaps].mapValues(\.bytes),
+            lookback: p[Kind.lookback].wholeSeconds,
+            budget: p[Kind.budget].bytes,
+            freeSpaceFloor: p[Kind.freeSpaceFloor].bytes,
+            cacheLimit: p[Kind.cacheLimit]?.bytes,
+            concurrency: p[Kind.concurrency],
+            bandwidthLimit: p[Kind.bandwidthLimit]?.bytes)
     }
 
     /// The Postbox categories of the job-file words.

@@ -63,7 +63,7 @@ public final class PrefetchProgress: Sendable {
     public func tick() {
         let now = ContinuousClock.now
         let snapshot: State? = state.withLock {
-            if $0.finished { return nil } // a late tick (the ticker's last wake-up) must not redraw
+            if $0.finished { return nil }  // a late tick (the ticker's last wake-up) must not redraw
             if let last = $0.lastRender, now - last < interval { return nil }
             $0.lastRender = now
             $0.rendered = true
@@ -106,7 +106,8 @@ public final class PrefetchProgress: Sendable {
         let left = max(0, totalBytes - bytes)
         let eta: Double? = rate > 0 ? Double(left) / rate : nil
         let etaText = eta.map { formatSeconds($0) } ?? "?"
-        let text = "prefetch: \(files)/\(totalFiles) files, \(ByteSize.human(bytes))/\(ByteSize.human(totalBytes)), "
+        let text =
+            "prefetch: \(files)/\(totalFiles) files, \(ByteSize.human(bytes))/\(ByteSize.human(totalBytes)), "
             + "\(ByteSize.human(Int64(rate)))/s, ETA \(etaText)"
         return (text, rate, eta)
     }
@@ -118,8 +119,10 @@ public final class PrefetchProgress: Sendable {
         case .terminal:
             FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
         case .log:
-            var fields: [String: LogValue] = ["files": .int(Int64(s.files)), "files_total": .int(Int64(totalFiles)),
-                                              "bytes": .int(s.bytes), "bytes_total": .int(totalBytes), "rate_bps": .int(Int64(rate))]
+            var fields: [String: LogValue] = [
+                "files": .int(Int64(s.files)), "files_total": .int(Int64(totalFiles)),
+                "bytes": .int(s.bytes), "bytes_total": .int(totalBytes), "rate_bps": .int(Int64(rate)),
+            ]
             if let eta { fields["eta_s"] = .int(Int64(eta.rounded())) }
             log.info("prefetch.progress", fields)
         case .off:

@@ -75,10 +75,12 @@ public struct PrefetchSelection: Sendable {
                 for media in message.media {
                     guard let media = media as? any CloudMedia else { continue }
                     guard chosen else { out.skips.category += 1; continue }
-                    let info = MediaResourceStorageInfo(peerId: peer.id, peerClass: PeerStorageClass(peer.category), messageId: message.id,
-                                                        contentType: .other)
-                    try out.consider(media, parent: .message(message.id), info: info, timestamp: message.timestamp,
-                                     policy: policy, tx: tx, seen: &seen)
+                    let info = MediaResourceStorageInfo(
+                        peerId: peer.id, peerClass: PeerStorageClass(peer.category), messageId: message.id,
+                        contentType: .other)
+                    try out.consider(
+                        media, parent: .message(message.id), info: info, timestamp: message.timestamp,
+                        policy: policy, tx: tx, seen: &seen)
                 }
                 return true
             }
@@ -90,9 +92,10 @@ public struct PrefetchSelection: Sendable {
                 if policy.mediaTypes.contains(.avatar) { out.skips.lookback += 1 }
                 continue
             }
-            try out.consider(avatar, parent: .avatar(peer.id),
-                             info: MediaResourceStorageInfo(peerId: peer.id, peerClass: PeerStorageClass(peer.category), contentType: .avatar),
-                             timestamp: newest, policy: policy, tx: tx, seen: &seen)
+            try out.consider(
+                avatar, parent: .avatar(peer.id),
+                info: MediaResourceStorageInfo(peerId: peer.id, peerClass: PeerStorageClass(peer.category), contentType: .avatar),
+                timestamp: newest, policy: policy, tx: tx, seen: &seen)
         }
         out.candidates.sort { a, b in
             if a.timestamp != b.timestamp { return a.timestamp > b.timestamp }
@@ -120,8 +123,10 @@ public struct PrefetchSelection: Sendable {
     }
 
     /// Applies the type and size rules to one media item and adds the chosen file.
-    private mutating func consider(_ media: any CloudMedia, parent: MediaResourceReference, info base: MediaResourceStorageInfo,
-                                   timestamp: Int32, policy: PrefetchPolicy, tx: Transaction, seen: inout Set<String>) throws {
+    private mutating func consider(
+        _ media: any CloudMedia, parent: MediaResourceReference, info base: MediaResourceStorageInfo,
+        timestamp: Int32, policy: PrefetchPolicy, tx: Transaction, seen: inout Set<String>
+    ) throws {
         var files: [CloudFileDescriptor]
         switch media {
         case let photo as CloudPhotoMedia:

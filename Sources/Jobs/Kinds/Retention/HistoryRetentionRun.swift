@@ -16,7 +16,8 @@ enum HistoryRetentionRun {
 
         var counters = RetentionReporting.counters(report)
         counters["staged_files_removed"] = stagedRemoved
-        return JobReport(counters: counters, samples: RetentionReporting.samples(report),
-                         summary: RetentionReporting.summary(report), details: RetentionReporting.details(report, listLimit: policy.listLimit))
+        return JobReport(
+            counters: counters, samples: RetentionReporting.samples(report),
+            summary: RetentionReporting.summary(report), details: RetentionReporting.details(report, listLimit: policy.listLimit))
     }
 }

@@ -19,12 +19,16 @@ enum RetentionReporting {
     }
 
     static func samples(_ r: HistoryRetentionReport) -> [MetricSample] {
-        r.byPeer.prefix(100).flatMap { row in [
-            MetricSample("retention_removed_messages", labels: ["peer": String(row.peer.rawValue)], value: Double(row.messages),
-                         help: "messages removed by the last history retention, per peer"),
-            MetricSample("retention_removed_bytes", labels: ["peer": String(row.peer.rawValue)], value: Double(row.bytes),
-                         help: "row bytes removed by the last history retention, per peer"),
-        ] }
+        r.byPeer.prefix(100).flatMap { row in
+            [
+                MetricSample(
+                    "retention_removed_messages", labels: ["peer": String(row.peer.rawValue)], value: Double(row.messages),
+                    help: "messages removed by the last history retention, per peer"),
+                MetricSample(
+                    "retention_removed_bytes", labels: ["peer": String(row.peer.rawValue)], value: Double(row.bytes),
+                    help: "row bytes removed by the last history retention, per peer"),
+            ]
+        }
     }
 
     static func reasons(_ row: HistoryRetentionReport.PeerRow) -> String {
@@ -40,14 +44,21 @@ enum RetentionReporting {
         if r.dryRun {
             lines.append("database \(ByteSize.human(r.databaseBytesBefore)); about \(ByteSize.human(r.estimatedBytesFreed)) would be freed")
         } else {
-            lines.append("database \(ByteSize.human(r.databaseBytesBefore)) → \(ByteSize.human(r.databaseBytesAfter)) (\(ByteSize.human(r.bytesReclaimed)) returned in \(r.vacuumSteps) vacuum steps), WAL \(ByteSize.human(r.walBytesAfter))")
+            lines.append(
+                "database \(ByteSize.human(r.databaseBytesBefore)) → \(ByteSize.human(r.databaseBytesAfter)) (\(ByteSize.human(r.bytesReclaimed)) returned in \(r.vacuumSteps) vacuum steps), WAL \(ByteSize.human(r.walBytesAfter))"
+            )
         }
         if let limit = r.sizeLimit {
-            lines.append("size limit \(ByteSize.human(limit)): \(r.underLimit ? "under it" : "still over it (everything left is kept by keepNewest, exclusions or use)")")
+            lines.append(
+                "size limit \(ByteSize.human(limit)): \(r.underLimit ? "under it" : "still over it (everything left is kept by keepNewest, exclusions or use)")"
+            )
         }
-        if r.uploadItemsPruned > 0 { lines.append("\(r.dryRun ? "would prune" : "pruned") \(r.uploadItemsPruned) finished upload items (\(r.uploadPartsPruned) parts)") }
+        if r.uploadItemsPruned > 0 {
+            lines.append("\(r.dryRun ? "would prune" : "pruned") \(r.uploadItemsPruned) finished upload items (\(r.uploadPartsPruned) parts)")
+        }
         for row in r.byPeer.prefix(top) where row.messages > 0 {
-            lines.append("  peer \(row.peer.rawValue): \(row.messages) messages, ids \(row.lowestId)…\(row.highestId), \(ByteSize.human(row.bytes)) (\(reasons(row)))")
+            lines.append(
+                "  peer \(row.peer.rawValue): \(row.messages) messages, ids \(row.lowestId)…\(row.highestId), \(ByteSize.human(row.bytes)) (\(reasons(row)))")
         }
         return lines
     }
