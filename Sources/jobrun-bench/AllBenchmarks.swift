@@ -47,6 +47,7 @@ struct AllBench: ParsableCommand {
                 ("upload", ["--large-mb", "100", "--small-files", "100", "--rounds", "1"]),
                 ("revalidate", ["--parents", "100", "--per-parent", "100"]),
                 ("retention", ["--messages", "200000"]),
+                ("fuzz", ["--seconds", "10"]),
             ]
         }
         return [
@@ -57,6 +58,7 @@ struct AllBench: ParsableCommand {
             ("upload", full ? [] : ["--large-mb", "500"]),
             ("revalidate", []),
             ("retention", []),
+            ("fuzz", []),
         ]
     }
 

@@ -9,7 +9,7 @@ struct JobrunBench: ParsableCommand {
         abstract: "Benchmarks against peers (raw SQLite, find, curl, aria2c), measured in one invocation.",
         subcommands: [
             PostboxBench.self, NoopRunBench.self, CleanupBench.self, DownloadBench.self, UploadBench.self, RevalidateBench.self, RetentionBench.self,
-            RetentionPassCommand.self, AllBench.self,
+            RetentionPassCommand.self, FuzzBench.self, AllBench.self,
         ]
     )
 }
@@ -48,5 +48,18 @@ struct CleanupBench: ParsableCommand {
     func run() throws {
         defer { try? FileManager.default.removeItem(atPath: workDir) }
         try runCleanupBenchmark(files: files, folders: folders, evictFraction: evict, workDir: workDir)
+    }
+}
+
+struct FuzzBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fuzz", abstract: "A bounded-time mutation fuzzer over the job-file and account-config decoders.")
+    @Option(help: "How long to fuzz, in seconds.") var seconds = 60.0
+    @Option(help: "Seed of the mutation sequence (a run is replayed by its seed).") var seed: UInt64 = 1
+    @Option(help: "Job files to start from.") var jobsDir = "jobs"
+    @Option(help: "Where findings are saved.") var outDir = NSTemporaryDirectory() + "jobrun-fuzz"
+
+    func run() throws {
+        try FuzzBenchmark(seconds: seconds, seed: seed, jobsDir: jobsDir, outDir: outDir).run()
     }
 }

@@ -34,6 +34,22 @@ final class AccountConfigHardeningTests: XCTestCase {
         XCTAssertNil(message("datacenters:\n  1: http://x\nauthToken: fine-token\n"))
     }
 
+    /// Found by `jobrun-bench fuzz`: a quote left open folds the lines after it (the token's
+    /// among them) into one URL value, which the error used to print whole.
+    func testABadURLIsNeverEchoedWithWhatItSwallowed() {
+        let swallowed = message("datacenters:\n  1: \"\n  2: http://x\nauthToken: token-in-a-url-value\nreferenceTTL: \"\n")
+        XCTAssertNotNil(swallowed)
+        XCTAssertFalse(swallowed?.contains("token-in-a-url-value") == true, swallowed ?? "")
+        XCTAssertTrue(swallowed?.contains("not shown") == true, swallowed ?? "")
+
+        let userinfo = message("datacenters:\n  1: ftp://user:hunter2@host/x\n")
+        XCTAssertTrue(userinfo?.contains("ftp://…@host/x") == true, userinfo ?? "")
+        XCTAssertFalse(userinfo?.contains("hunter2") == true, userinfo ?? "")
+
+        // A short bad URL is still shown: the operator needs to see what is wrong.
+        XCTAssertTrue(message("datacenters:\n  1: localhost:8080\n")?.contains("'localhost:8080'") == true)
+    }
+
     func testCredentialsFileOthersMayReadIsRefusedAndNeverEchoed() throws {
         let dir = try TestPaths.makeTempDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -24,6 +24,36 @@ final class JobFileHostileInputTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 30)
     }
 
+    /// Found by `jobrun-bench fuzz`: an alias used as a mapping key (`? *a8` inside a flow
+    /// sequence) made the YAML library hash the whole expansion to look for duplicate keys,
+    /// before any check of ours ran — 0.8 s at 7 levels, minutes at 9.
+    func testAnAliasUsedAsAKeyIsRefusedBeforeTheParserHashesIt() throws {
+        var yaml = "name: bomb\nkind: upload-queue\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+        for level in 1...8 {
+            yaml += "a\(level): &a\(level) [\(Array(repeating: "*a\(level - 1)", count: 10).joined(separator: ", "))]\n"
+        }
+        yaml += "a9: [x, ? *a8]\n"
+        let started = Date()
+        XCTAssertThrowsError(try JobFile.parse(yaml: yaml, file: "bomb.yaml")) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.contains("bomb.yaml:4:10: YAML aliases are not supported"), text)  // the first alias
+            XCTAssertTrue(text.contains("bomb.yaml:3:5: YAML anchors and aliases are not supported"), text)
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+    }
+
+    /// A short run of the decoder fuzzer (`jobrun-bench fuzz`): every property it checks holds
+    /// for the inputs of a fixed seed, so a regression of any finding above fails here.
+    func testTheDecoderFuzzerFindsNothing() throws {
+        let out = try TestPaths.makeTempDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let jobs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../jobs").standardized.path
+        let result = try ChildProcess.run(
+            Products.builtExecutable("jobrun-bench"), ["fuzz", "--seconds", "5", "--seed", "11", "--jobs-dir", jobs, "--out-dir", out.path])
+        XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
+        XCTAssertTrue(result.stdout.contains("no findings"), result.stdout)
+    }
+
     func testLongListsDecodeInLinearTime() throws {
         let ids = (0..<100_000).map(String.init).joined(separator: ", ")
         let started = Date()

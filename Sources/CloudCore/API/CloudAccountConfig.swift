@@ -46,10 +46,10 @@ public struct CloudAccountConfig: Sendable, Equatable, CustomStringConvertible, 
         if datacenters.isEmpty { out.append("no datacenters configured") }
         for (id, url) in datacenters.sorted(by: { $0.key < $1.key }) {
             if id < 1 || id > 1000 { out.append("datacenter id \(id) must be 1…1000") }
-            if !Self.isHTTPURL(url) { out.append("datacenter \(id) URL must be an http:// or https:// URL (got \(url))") }
+            if !Self.isHTTPURL(url) { out.append("datacenter \(id) URL must be an http:// or https:// URL (got \(Self.shown(url)))") }
         }
         if datacenters[mainDc] == nil, !datacenters.isEmpty { out.append("mainDc \(mainDc) is not among the datacenters \(datacenters.keys.sorted())") }
-        if let cdnURL, !Self.isHTTPURL(cdnURL) { out.append("cdn URL must be an http:// or https:// URL (got \(cdnURL))") }
+        if let cdnURL, !Self.isHTTPURL(cdnURL) { out.append("cdn URL must be an http:// or https:// URL (got \(Self.shown(cdnURL)))") }
         if let authToken, authToken.isEmpty || authToken.contains(where: { $0.isNewline }) {
             out.append("the auth token must be one non-empty line")
         }
@@ -73,6 +73,21 @@ public struct CloudAccountConfig: Sendable, Equatable, CustomStringConvertible, 
         var s = url
         while s.hasSuffix("/") { s.removeLast() }
         return s
+    }
+
+    /// A configured URL as an error may show it: one short word without user information
+    /// (`user:password@`). Anything else — white space (a quote left open swallows the lines
+    /// after it, folded into one), control characters, great length — is described by its
+    /// length only, so an error never echoes a credential or a stretch of the file.
+    static func shown(_ url: String) -> String {
+        guard url.utf8.count <= 200, !url.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f })
+        else {
+            return "a value of \(url.count) characters, not shown"
+        }
+        guard let at = url.firstIndex(of: "@"), let scheme = url.range(of: "://"), scheme.upperBound <= at,
+            !url[scheme.upperBound..<at].contains("/")
+        else { return "'\(url)'" }
+        return "'\(url[..<scheme.upperBound])…@\(url[url.index(after: at)...])'"
     }
 
     static func isHTTPURL(_ s: String) -> Bool {

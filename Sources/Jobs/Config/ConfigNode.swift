@@ -76,6 +76,8 @@ extension ConfigNode {
     /// Parses YAML text into a `ConfigNode`; YAML syntax errors and duplicate keys become
     /// `JobFileError`s with positions. `nil` for an empty document.
     public static func parse(yaml: String, file: String) throws(JobFileErrors) -> ConfigNode? {
+        let aliasErrors = AliasPrecheck.errors(in: yaml, file: file)
+        if !aliasErrors.isEmpty { throw JobFileErrors(aliasErrors) }
         let node: Node?
         do {
             // No resolver rules: plain scalars are typed by `PlainScalarResolver`, which does not
