@@ -1,0 +1,102 @@
+import Foundation
+import Postbox
+import TestSupport
+import XCTest
+
+/// Defects of the built binary that a hostile or unlucky data root used to trigger, each checked
+/// with the real `jobrun` as an operator would meet it: the exit code, and a message that names
+/// the path and the reason, never a raw Foundation error domain.
+final class HardeningIntegrationTests: XCTestCase {
+    /// A relative symbolic link used to be staged as the link itself, dangling inside the uploads
+    /// directory; now the file it points to is staged, and survives the link and its target.
+    func testEnqueueingASymbolicLinkStagesTheFileItPointsTo() throws {
+        let h = JobrunHarness()
+        try h.writeCleanupJob("cleanup")
+        let account = h.root + "/account-0/postbox/db"
+        try FileManager.default.createDirectory(atPath: account, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: h.root)
+        let postbox = try Postbox(directory: account)
+        try postbox.transactionSync { try $0.peers.set(Peer(id: PeerId(1001), category: .contact, title: "c")) }
+
+        let source = h.dir.file("src")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        let bytes = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        try bytes.write(to: URL(fileURLWithPath: source + "/photo.jpg"))
+        try FileManager.default.createSymbolicLink(atPath: source + "/link.jpg", withDestinationPath: "photo.jpg")
+
+        let r = try h.run(["enqueue-upload", source + "/link.jpg", "--peer", "1001", "--json"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let answer = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+        let staged = try XCTUnwrap(answer?["staged"] as? String)
+        try FileManager.default.removeItem(atPath: source)
+
+        var st = stat()
+        XCTAssertEqual(lstat(staged, &st), 0, "the staged copy is gone with its source: \(staged)")
+        XCTAssertEqual(st.st_mode & S_IFMT, S_IFREG, "staged as a link, not as the file")
+        XCTAssertEqual(FileManager.default.contents(atPath: staged), bytes)
+    }
+
+    /// `prefetch-chat-media` for an account with no `config.yaml` used to exit 0 and create stores
+    /// for it; like every kind that talks to the cloud it now refuses before opening anything.
+    func testACloudKindForAnAccountWithoutConfigExits78AndCreatesNothing() throws {
+        let h = JobrunHarness()
+        try h.writeJob(
+            "prefetch",
+            """
+            name: prefetch
+            kind: prefetch-chat-media
+            accounts: [5]
+            params:
+              budget: 10MiB
+            """)
+        let r = try h.run(["run", "prefetch"])
+        XCTAssertEqual(r.status, 78, r.stdout + r.stderr)
+        XCTAssertTrue(r.stderr.contains("config.yaml"), r.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.root + "/account-5/postbox"), "stores were created for an unconfigured account")
+    }
+
+    /// A root that is a plain file used to fail with exit 1 and `NSCocoaErrorDomain Code=516`.
+    func testARootThatIsAFileIs73AndNamesThePath() throws {
+        let h = JobrunHarness()
+        try h.writeCleanupJob("cleanup")
+        try Data("not a directory".utf8).write(to: URL(fileURLWithPath: h.root))
+        let r = try h.run(["run", "cleanup"])
+        XCTAssertEqual(r.status, 73, r.stderr)
+        XCTAssertTrue(r.stderr.contains(h.root), r.stderr)
+        XCTAssertFalse(r.stderr.contains("Domain"), r.stderr)
+    }
+
+    /// An account `config.yaml` that is a directory used to be reported as "error 256".
+    func testAConfigThatIsADirectoryNamesThePathAndTheReason() throws {
+        let h = JobrunHarness()
+        try h.writeJob(
+            "sync",
+            """
+            name: sync
+            kind: sync-history
+            accounts: [0]
+            """)
+        try FileManager.default.createDirectory(atPath: h.root + "/account-0/config.yaml", withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: h.root)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: h.root + "/account-0")
+        let r = try h.run(["run", "sync"])
+        XCTAssertEqual(r.status, 78, r.stderr)
+        XCTAssertTrue(r.stderr.contains(h.root + "/account-0/config.yaml"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("directory"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("error 256") || r.stderr.contains("Domain"), r.stderr)
+    }
+
+    /// `status` opens the stores read-only, yet a root on a read-only file system used to exit 78:
+    /// a WAL database wants its `-shm` file. A root without write bits is read as immutable.
+    func testStatusReadsARootThatCannotBeWritten() throws {
+        let h = JobrunHarness()
+        try h.writeCleanupJob("cleanup")
+        XCTAssertEqual(try h.run(["run", "cleanup"]).status, 0)
+        let directories = [h.root, h.root + "/account-0", h.root + "/account-0/postbox", h.root + "/account-0/postbox/db"]
+        for d in directories { chmod(d, 0o500) }
+        defer { for d in directories { chmod(d, 0o700) } }
+        let r = try h.run(["status", "--json"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.contains("cleanup"), r.stdout)
+    }
+}
