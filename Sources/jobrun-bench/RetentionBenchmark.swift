@@ -288,7 +288,10 @@ final class RawRetention {
         for peerRaw in peers where peerRaw >= 1000 && peerRaw < 9_000_000 {
             let p = Int(peerRaw - 1000)
             let peer = PeerId(peerRaw)
-            let prefix = ValueBoxKey(peerRaw) + ValueBoxKey(length: 4)
+            // The peer's cloud messages: keys order-preserving, so namespace 0 is not four zero bytes.
+            var prefix = ValueBoxKey(length: 12)
+            prefix.setInt64(0, value: peerRaw)
+            prefix.setInt32(8, value: MessageId.cloudNamespace)
             _ = prefix.bytes.withUnsafeBytes { sqlite3_bind_blob(count, 1, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT_RAW) }
             _ = prefix.prefixUpperBound!.bytes.withUnsafeBytes { sqlite3_bind_blob(count, 2, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT_RAW) }
             let stored = sqlite3_step(count) == SQLITE_ROW ? Int(sqlite3_column_int64(count, 0)) : 0
