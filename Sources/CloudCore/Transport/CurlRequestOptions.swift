@@ -76,6 +76,12 @@ enum CurlRequestOptions {
 
         if let range = request.range { easy.set(CURLOPT_RANGE, range.description) }
 
+        if let signing = request.awsSigV4 {
+            try check(easy.set(CURLOPT_AWS_SIGV4, signing.provider), "SigV4 provider")
+            easy.set(CURLOPT_USERNAME, signing.accessKeyId)
+            easy.set(CURLOPT_PASSWORD, signing.secretAccessKey)
+        }
+
         // Timeouts.
         easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(c.connectTimeout * 1000))
         if let total = request.timeout ?? c.requestTimeout { easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(total * 1000))) }
