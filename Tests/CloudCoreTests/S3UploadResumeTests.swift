@@ -130,3 +130,41 @@ private final class SentParts: @unchecked Sendable {
         return list
     }
 }
+
+/// The maintenance pass: abandoned multipart uploads aborted, unreferenced staged objects
+/// removed, young or referenced ones and keys outside the prefix left alone.
+final class S3StagingSweepTests: XCTestCase {
+    func testSweepAbortsAbandonedUploadsAndRemovesOrphans() async throws {
+        let dir = TemporaryDirectory()
+        let moto = try MotoServer.start(logDirectory: dir.url)
+        defer { moto.stop() }
+        let s3 = S3Client(
+            transport: try CurlTransport(), bucket: S3Bucket(endpoint: moto.endpoint, name: "jobrun-sweep"),
+            credentials: S3Credentials(accessKeyId: moto.credentials.accessKeyId, secretAccessKey: moto.credentials.secretAccessKey))
+        try await s3.createBucket()
+        let first = try await s3.createMultipartUpload("jobrun/staging/a")
+        _ = try await s3.uploadPart("jobrun/staging/a", uploadId: first, partNumber: 1, body: .data(Data("x".utf8)))
+        let second = try await s3.createMultipartUpload("jobrun/staging/b")
+        let outside = try await s3.createMultipartUpload("elsewhere/c")
+        try await s3.putObject("jobrun/staging/orphan", body: .data(Data(repeating: 1, count: 1000)))
+        try await s3.putObject("jobrun/staging/queued", body: .data(Data(repeating: 2, count: 10)))
+        try await s3.putObject("elsewhere/object", body: .data(Data("y".utf8)))
+        let sweep = S3StagingSweep(client: s3, prefix: "jobrun/staging/")
+
+        // Everything is younger than the cutoff: nothing is touched. (moto reports every upload as
+        // initiated on 2010-11-10, so the cutoff for "young" lies before that.)
+        let young = try await sweep.run(olderThan: Date(timeIntervalSince1970: 946_684_800), referenced: [])
+        XCTAssertEqual(young, S3StagingSweep.Report(uploadsAborted: 0, objectsRemoved: 0, bytesRemoved: 0, objectsKept: 2))
+        let pendingBefore = try await s3.listMultipartUploads()
+        XCTAssertEqual(pendingBefore.count, 3)
+
+        let report = try await sweep.run(
+            olderThan: Date().addingTimeInterval(60), referenced: ["jobrun/staging/queued"], activeUploads: [second])
+        XCTAssertEqual(report, S3StagingSweep.Report(uploadsAborted: 1, objectsRemoved: 1, bytesRemoved: 1000, objectsKept: 1))
+        let pendingAfter = try await s3.listMultipartUploads()
+        XCTAssertEqual(Set(pendingAfter.map(\.uploadId)), [second, outside])
+        XCTAssertFalse(pendingAfter.contains { $0.uploadId == first })
+        let keys = try await s3.listAllObjects().map(\.key)
+        XCTAssertEqual(keys, ["elsewhere/object", "jobrun/staging/queued"])
+    }
+}
