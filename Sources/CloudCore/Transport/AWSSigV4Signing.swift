@@ -6,7 +6,7 @@
 /// (it does not add that header itself, and S3 requires it): the caller sends it, either the
 /// body's SHA-256 in hex or `UNSIGNED-PAYLOAD`.
 ///
-/// The description never shows the secret.
+/// The description never shows the key id or the secret.
 public struct AWSSigV4Signing: Sendable, Equatable, CustomStringConvertible {
     /// `aws:amz:<region>:<service>`, e.g. `aws:amz:us-east-1:s3`.
     public var provider: String
@@ -19,5 +19,5 @@ public struct AWSSigV4Signing: Sendable, Equatable, CustomStringConvertible {
         self.secretAccessKey = secretAccessKey
     }
 
-    public var description: String { "SigV4(\(provider), key id \(accessKeyId), secret redacted)" }
+    public var description: String { "SigV4(\(provider), credentials redacted)" }
 }
