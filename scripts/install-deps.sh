@@ -4,6 +4,7 @@
 #   build:      libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config
 #   tests:      nginx-light (plain-URL downloads), sqlite3, systemd (systemd-analyze verify)
 #   benchmarks: aria2 curl hyperfine time
+#   object storage (pip): moto[server] (the S3 server tests start), awscli (the S3 benchmark's peer)
 set -euo pipefail
 
 packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config sqlite3 curl nginx-light aria2 time)
@@ -13,7 +14,27 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+
+# Python tools for the object-storage tests and benchmark, installed with pip when missing.
+pip_missing=()
+command -v moto_server >/dev/null || pip_missing+=("moto[server]")
+command -v aws >/dev/null || pip_missing+=("awscli")
+if [ ${#pip_missing[@]} -gt 0 ]; then
+  command -v pip3 >/dev/null || missing+=(python3-pip)
+fi
+
+install_pip() {
+  [ ${#pip_missing[@]} -eq 0 ] && return 0
+  echo "install-deps: pip installing ${pip_missing[*]}" >&2
+  # Debian 12 marks the system Python as externally managed; these are test tools, not system
+  # packages, so they go in with --break-system-packages when pip asks for it.
+  pip3 install -q "${pip_missing[@]}" 2>/dev/null || pip3 install -q --break-system-packages "${pip_missing[@]}"
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+  install_pip
+  exit 0
+fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -25,3 +46,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # nginx's package starts a system service on port 80 when it can; we only need the binary.
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_pip

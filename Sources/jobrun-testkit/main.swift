@@ -15,6 +15,7 @@ let commands: [String: TestkitCommand] =
     .merging(mediaBoxCommands) { first, _ in first }
     .merging(cloudCommands) { first, _ in first }
     .merging(retentionCommands) { first, _ in first }
+    .merging(objectStorageCommands) { first, _ in first }
 
 let args = Array(CommandLine.arguments.dropFirst())
 guard let name = args.first, let command = commands[name] else {

@@ -63,7 +63,9 @@ enum CurlRequestOptions {
         // Headers. An empty "Expect:" stops libcurl waiting for 100-continue before a body.
         var list: UnsafeMutablePointer<curl_slist>? = nil
         var lines = request.headers.map(\.description)
-        if hasBody { lines.append("Expect:") }
+        // Not for SigV4: libcurl 7.88 signs the removal line as an empty `expect` header it never
+        // sends, so the service's signature would differ; a signed upload keeps 100-continue.
+        if hasBody && request.awsSigV4 == nil { lines.append("Expect:") }
         for line in lines {
             guard let extended = curl_slist_append(list, line) else {
                 if let list { curl_slist_free_all(list) }
@@ -75,6 +77,12 @@ enum CurlRequestOptions {
         if let list { _ = jr_easy_setopt_slist(easy.raw, CURLOPT_HTTPHEADER, list) }
 
         if let range = request.range { easy.set(CURLOPT_RANGE, range.description) }
+
+        if let signing = request.awsSigV4 {
+            try check(easy.set(CURLOPT_AWS_SIGV4, signing.provider), "SigV4 provider")
+            easy.set(CURLOPT_USERNAME, signing.accessKeyId)
+            easy.set(CURLOPT_PASSWORD, signing.secretAccessKey)
+        }
 
         // Timeouts.
         easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(c.connectTimeout * 1000))

@@ -101,6 +101,8 @@ public struct HTTPRequest: Sendable {
     /// Compute the SHA-256 of the delivered body as it arrives, while each chunk is still in
     /// the CPU cache (``HTTPResponse/bodySHA256``), instead of reading the body again afterwards.
     public var hashBody = false
+    /// Sign the request with AWS SigV4 (S3 and compatible services); `nil` sends it unsigned.
+    public var awsSigV4: AWSSigV4Signing? = nil
 
     public init(
         url: String,

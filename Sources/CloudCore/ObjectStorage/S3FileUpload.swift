@@ -1,0 +1,180 @@
+import CloudCrypto
+import Foundation
+
+/// Streams a local file into an S3 object: one PUT below ``multipartThreshold``, a multipart
+/// upload above it, resumable from its acknowledged parts through an ``S3UploadJournal``.
+///
+/// Memory stays flat in the file's size: a part's bytes are hashed in 1 MiB blocks and sent
+/// from the file (`pread` while libcurl sends), never loaded whole; at most
+/// ``concurrentParts`` parts are in flight. Every part carries its SHA-256, so the service
+/// verifies what it stores.
+public struct S3FileUpload: Sendable {
+    public let client: S3Client
+    /// Size of each part but the last (S3: 5 MiB … 5 GiB).
+    public var partSize: Int64 = 8 << 20
+    /// Files this large or larger go multipart.
+    public var multipartThreshold: Int64 = 16 << 20
+    /// Parts sent at the same time.
+    public var concurrentParts = 4
+
+    public init(client: S3Client, partSize: Int64 = 8 << 20, multipartThreshold: Int64 = 16 << 20, concurrentParts: Int = 4) {
+        self.client = client
+        self.partSize = max(5 << 20, partSize)
+        self.multipartThreshold = max(1, multipartThreshold)
+        self.concurrentParts = max(1, concurrentParts)
+    }
+
+    /// What an upload did.
+    public struct Result: Sendable, Equatable {
+        public var key: String
+        public var size: Int64
+        /// SHA-256 of the whole file.
+        public var sha256: Data
+        /// Requests that carried file bytes in this run (parts, or 1 for a single PUT).
+        public var partsSent: Int
+        /// Parts a previous run had sent that were kept.
+        public var partsReused: Int
+    }
+
+    /// Uploads the file at `path` to `key`. `journalPath` records a multipart upload's progress
+    /// (removed when it completes); `onPartSent` is told each part number the service acknowledged.
+    public func upload(
+        file path: String, to key: String, journalPath: String,
+        onPartSent: @escaping @Sendable (Int) -> Void = { _ in }
+    ) async throws -> Result {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw local(key, "cannot open \(path): \(UploadIO.describe(errno))") }
+        defer { close(fd) }
+        let info = try UploadIO.stat(fd: fd)
+        guard info.isRegular else { throw local(key, "\(path) is not a regular file") }
+        let size = info.size
+        if size < multipartThreshold {
+            let digest = try await UploadIO.run { try Data(hexString: UploadIO.sha256(fd: fd, length: size))! }
+            try await client.putObject(key, body: .fileRegion(fd: fd, offset: 0, length: size), sha256: digest)
+            onPartSent(1)
+            return Result(key: key, size: size, sha256: digest, partsSent: 1, partsReused: 0)
+        }
+        return try await uploadMultipart(fd: fd, size: size, key: key, journalPath: journalPath, onPartSent: onPartSent)
+    }
+
+    private func uploadMultipart(
+        fd: Int32, size: Int64, key: String, journalPath: String, onPartSent: @escaping @Sendable (Int) -> Void
+    ) async throws -> Result {
+        // Resume when the journal describes this same upload and the service still has it.
+        var journal: S3UploadJournal
+        var listed: [Int: S3UploadedPart] = [:]
+        if let previous = S3UploadJournal.load(journalPath), previous.key == key, previous.fileSize == size,
+            previous.partSize == partSize,
+            let parts = try await existingParts(key: key, uploadId: previous.uploadId)
+        {
+            journal = previous
+            for p in parts { listed[p.partNumber] = p }
+        } else {
+            let uploadId = try await client.createMultipartUpload(key)
+            journal = S3UploadJournal(key: key, uploadId: uploadId, fileSize: size, partSize: partSize, parts: [:])
+            try saveJournal(journal, journalPath, key)
+        }
+
+        let partCount = Int((size + partSize - 1) / partSize)
+        let whole = RunningSHA256()
+        var completed: [S3CompletedPart] = []
+        var sent = 0
+        var reused = 0
+        let client = self.client
+        let uploadId = journal.uploadId
+        try await withThrowingTaskGroup(of: (Int, S3UploadJournal.Part).self) { group in
+            var inFlight = 0
+            func record(_ number: Int, _ part: S3UploadJournal.Part) throws {
+                journal.parts[number] = part
+                try saveJournal(journal, journalPath, key)
+                completed.append(S3CompletedPart(partNumber: number, eTag: part.eTag))
+                sent += 1
+                onPartSent(number)
+            }
+            for number in 1...partCount {
+                let offset = Int64(number - 1) * partSize
+                let length = min(partSize, size - offset)
+                let digest = try await UploadIO.run { try whole.hashPart(fd: fd, offset: offset, length: length) }
+                let hex = digest.hexString
+                if let kept = journal.parts[number], kept.sha256 == hex, kept.size == length,
+                    let there = listed[number], there.size == length
+                {
+                    completed.append(S3CompletedPart(partNumber: number, eTag: there.eTag))
+                    reused += 1
+                    continue
+                }
+                if inFlight >= concurrentParts, let (n, part) = try await group.next() {
+                    inFlight -= 1
+                    try record(n, part)
+                }
+                group.addTask {
+                    let eTag = try await client.uploadPart(
+                        key, uploadId: uploadId, partNumber: number,
+                        body: .fileRegion(fd: fd, offset: offset, length: length), sha256: digest)
+                    return (number, S3UploadJournal.Part(size: length, sha256: hex, eTag: eTag))
+                }
+                inFlight += 1
+            }
+            while let (n, part) = try await group.next() { try record(n, part) }
+        }
+        try await client.completeMultipartUpload(key, uploadId: uploadId, parts: completed)
+        S3UploadJournal.remove(journalPath)
+        return Result(key: key, size: size, sha256: whole.finish(), partsSent: sent, partsReused: reused)
+    }
+
+    /// The parts the service holds for `uploadId`, or `nil` when the upload is gone.
+    private func existingParts(key: String, uploadId: String) async throws -> [S3UploadedPart]? {
+        do {
+            return try await client.listParts(key, uploadId: uploadId)
+        } catch let error as S3Error where error.code == "NoSuchUpload" || error.status == 404 {
+            return nil
+        }
+    }
+
+    private func saveJournal(_ journal: S3UploadJournal, _ path: String, _ key: String) throws {
+        do {
+            try journal.save(path)
+        } catch {
+            throw local(key, "cannot write the upload journal \(path): \(error)")
+        }
+    }
+
+    private func local(_ key: String, _ why: String) -> S3Error {
+        S3Error(bucket: client.bucket.name, operation: "Upload", key: key, reason: .local(why))
+    }
+}
+
+/// The whole file's SHA-256, fed part by part in order while each part's own digest is taken.
+///
+/// `@unchecked Sendable`: used by one upload at a time, strictly sequentially (each part is
+/// hashed before the next one starts).
+private final class RunningSHA256: @unchecked Sendable {
+    private var hasher: CloudCrypto.SHA256? = CloudCrypto.SHA256()
+
+    /// Reads `length` bytes of `fd` at `offset` in 1 MiB blocks; returns their SHA-256 and
+    /// feeds them to the whole-file hash.
+    func hashPart(fd: Int32, offset: Int64, length: Int64) throws -> Data {
+        var part = CloudCrypto.SHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var done: Int64 = 0
+        while done < length {
+            let want = Int(min(Int64(buffer.count), length - done))
+            let n = try buffer.withUnsafeMutableBytes { raw -> Int in
+                let r = try UploadIO.readFully(
+                    fd: fd, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]), offset: offset + done)
+                let bytes = UnsafeRawBufferPointer(rebasing: raw[0..<r])
+                part.update(bytes)
+                hasher!.update(bytes)
+                return r
+            }
+            guard n == want else { throw POSIXFailure(EIO) }
+            done += Int64(n)
+        }
+        return part.finalize()
+    }
+
+    func finish() -> Data {
+        let h = hasher.take()!
+        return h.finalize()
+    }
+}
