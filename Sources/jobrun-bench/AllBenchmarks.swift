@@ -47,6 +47,7 @@ struct AllBench: ParsableCommand {
                 ("upload", ["--large-mb", "100", "--small-files", "100", "--rounds", "1"]),
                 ("revalidate", ["--parents", "100", "--per-parent", "100"]),
                 ("retention", ["--messages", "200000"]),
+                ("s3", ["--large-mb", "50", "--small-files", "100"]),
                 ("fuzz", ["--seconds", "10"]),
             ]
         }
@@ -58,6 +59,7 @@ struct AllBench: ParsableCommand {
             ("upload", full ? [] : ["--large-mb", "500"]),
             ("revalidate", []),
             ("retention", []),
+            ("s3", full ? [] : ["--large-mb", "200"]),
             ("fuzz", []),
         ]
     }
