@@ -14,8 +14,8 @@ struct ProcessEnvironment {
 
     /// Fails with a sysexits code and a message naming the path and the reason (73 a root that
     /// cannot be created or written, 74 a full disk, 78 an unsafe root).
-    init(options: GlobalOptions, process: String, console: LogSink.ConsoleMode = .auto) throws {
-        root = options.dataRoot
+    init(options: GlobalOptions, process: String, console: LogSink.ConsoleMode = .auto, dryRun: Bool = false) throws {
+        root = try options.rootToUse(dryRun: dryRun)
         do {
             try root.createDirectories()
             sink = try LogSink(root: root, process: process, console: console)

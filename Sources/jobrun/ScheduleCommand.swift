@@ -11,7 +11,7 @@ struct ScheduleCommand: AsyncParsableCommand {
     @Flag(name: .customLong("now"), help: "Also run every enabled job once at start.") var runNow = false
 
     func run() async throws {
-        let catalog = options.catalog()
+        let catalog = try options.catalog()
         if !catalog.errors.isEmpty {
             throw fail(.config, "invalid job files, nothing scheduled:\n" + catalog.errors.map(\.description).joined(separator: "\n"))
         }

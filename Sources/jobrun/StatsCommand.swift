@@ -17,6 +17,7 @@ struct StatsCommand: ParsableCommand {
     func run() throws {
         let root = options.dataRoot
         let inspection = StoreInspection(root: root)
+        if let missing = inspection.missingRoot() { throw fail(.noInput, missing) }
         if database { return try databaseStats(inspection) }
         let caches: [StoreInspection.AccountCache]
         do { caches = try inspection.cacheStats(accounts: account.map { [$0] }) } catch { throw fail(error.exitCode, error.message) }

@@ -27,7 +27,7 @@ struct StatusCommand: ParsableCommand {
                             "outcome": .string(r.outcome.rawValue), "started_ms": .int(r.startedAt),
                             "duration_ms": r.durationMs.map { .int($0) } ?? .null, "exit_code": r.exitCode.map { .int(Int64($0)) } ?? .null,
                             "attempts": .int(Int64(r.attempt)), "message": r.message.map { .string($0) } ?? .null,
-                            "counters": .object(r.counters.mapValues { .int($0) }),
+                            "counters": .object(r.counters.mapValues { .int($0) }), "dry_run": .bool(r.dryRun),
                         ])
                     }))
             return
@@ -39,7 +39,9 @@ struct StatusCommand: ParsableCommand {
             let started = formatter.string(from: Date(timeIntervalSince1970: Double(r.startedAt) / 1000))
             let duration = r.durationMs.map { String(format: "%.2fs", Double($0) / 1000) } ?? "running"
             let counters = r.counters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            print("\(r.job) [\(r.runId)] account \(account) \(started) \(r.outcome.rawValue) \(duration) \(counters)\(r.message.map { " — \($0)" } ?? "")")
+            print(
+                "\(r.job) [\(r.runId)] account \(account) \(started) \(r.outcome.rawValue)\(r.dryRun ? " (dry run)" : "") \(duration) \(counters)\(r.message.map { " — \($0)" } ?? "")"
+            )
         }
     }
 }

@@ -15,7 +15,7 @@ struct UnitsCommand: ParsableCommand {
     @Flag(help: "One templated jobrun@.service for all jobs instead of a service per job.") var template = false
 
     func run() throws {
-        let catalog = options.catalog()
+        let catalog = try options.catalog()
         if !catalog.errors.isEmpty {
             throw fail(.config, catalog.errors.map(\.description).joined(separator: "\n"))
         }

@@ -14,7 +14,7 @@ struct ValidateCommand: ParsableCommand {
         var errors: [JobFileError] = []
         var valid: [JobFile] = []
         if files.isEmpty {
-            let catalog = options.catalog()
+            let catalog = try options.catalog()
             errors = catalog.errors
             valid = catalog.jobs
         } else {

@@ -124,7 +124,7 @@ final class RunnerIntegrationTests: XCTestCase {
         XCTAssertEqual(runs?.first?["job"] as? String, "cleanup")
         XCTAssertEqual(runs?.first?["outcome"] as? String, "succeeded")
         let metrics = try String(contentsOfFile: h.root + "/metrics/jobrun_cleanup.prom", encoding: .utf8)
-        XCTAssertTrue(metrics.contains("jobrun_last_run_outcome{job=\"cleanup\",kind=\"time-based-cleanup\",outcome=\"succeeded\"} 1"), metrics)
+        XCTAssertTrue(metrics.contains("jobrun_last_run_outcome{jobrun_job=\"cleanup\",kind=\"time-based-cleanup\",outcome=\"succeeded\"} 1"), metrics)
         let mode = try FileManager.default.attributesOfItem(atPath: h.root + "/logs/run-logs/run.log")[.posixPermissions] as? NSNumber
         XCTAssertEqual(mode?.intValue, 0o600)
     }

@@ -30,7 +30,7 @@ public struct JobRunner: Sendable {
         let started = Date()
         var result = RunResult(
             job: job.name, runId: runId, outcome: .failed, exitCode: .jobFailed, attempts: 0,
-            started: started, finished: started, report: JobReport(), message: nil)
+            started: started, finished: started, report: JobReport(), message: nil, dryRun: dryRun)
         guard let kind = kinds.kind(named: job.kind) else {
             result.exitCode = .config
             result.message = "job kind \(job.kind) is not available in this build"
@@ -48,6 +48,7 @@ public struct JobRunner: Sendable {
                 result.exitCode = .temporary
                 result.message = "job \(job.name) is already running\(holder); concurrencyPolicy \(job.concurrencyPolicy.rawValue): not starting another"
                 log.warning("run.skipped", ["reason": .string(result.message!), "holder_pid": holder.isEmpty ? .null : .int(Int64(lock.holderPid!))])
+                if !dryRun { countNonRun(job, outcome: RunOutcome.skipped.rawValue, log: log) }
                 return result
             }
             try await Failpoints.hit("after-lock")
@@ -83,7 +84,9 @@ public struct JobRunner: Sendable {
         var startFailure: (any Error)?
         for context in contexts {
             if job.concurrencyPolicy != .allow { closedAll = await closeAbandonedRuns(context, job: job, pending: pending, log: log) && closedAll }
-            if let error = await record(context, job: job, runId: runId, started: started, attempt: 1, end: nil) { startFailure = startFailure ?? error }
+            if let error = await record(context, job: job, runId: runId, started: started, attempt: 1, dryRun: dryRun, end: nil) {
+                startFailure = startFailure ?? error
+            }
         }
         if pending != nil, closedAll { lock.clearPendingOutcome() }
         do { try await Failpoints.hit("after-start-record") } catch {
@@ -162,7 +165,9 @@ public struct JobRunner: Sendable {
         // 3. The record, the metrics and the log line.
         result.finished = Date()
         var recorded = true
-        for context in contexts where await record(context, job: job, runId: runId, started: started, attempt: attempt, end: result) != nil { recorded = false }
+        for context in contexts where await record(context, job: job, runId: runId, started: started, attempt: attempt, dryRun: dryRun, end: result) != nil {
+            recorded = false
+        }
         if !recorded {
             // The store cannot take the closing write (a full disk): leave the outcome in the
             // lock file's allocated bytes so the next run records it instead of "abandoned".
@@ -174,10 +179,12 @@ public struct JobRunner: Sendable {
                     attempts: Int32(attempt), message: result.message ?? ""))
             log.warning("run.record_deferred", ["kept_in_lock_file": .bool(kept)])
         }
-        writeMetrics(job: job, result: result, log: log)
+        // A dry run changes nothing of production: the metrics file (and the last-success time
+        // alerts read) stays as the last real run left it.
+        if !dryRun { writeMetrics(job: job, result: result, log: log) }
         var fields: [String: LogValue] = [
             "outcome": .string(result.outcome.rawValue), "exit_code": .int(Int64(result.exitCode.rawValue)),
-            "duration_ms": .int(Int64(result.duration * 1000)), "attempts": .int(Int64(attempt)),
+            "duration_ms": .int(Int64(result.duration * 1000)), "attempts": .int(Int64(attempt)), "dry_run": .bool(dryRun),
         ]
         for (k, v) in result.report.counters { fields[k] = .int(v) }
         if let message = result.message { fields["error"] = .string(message) }
@@ -203,7 +210,9 @@ public struct JobRunner: Sendable {
 
     /// Writes the run's record; returns the error when the store could not take it.
     @discardableResult
-    private func record(_ context: AccountContext, job: JobFile, runId: String, started: Date, attempt: Int, end: RunResult?) async -> (any Error)? {
+    private func record(
+        _ context: AccountContext, job: JobFile, runId: String, started: Date, attempt: Int, dryRun: Bool, end: RunResult?
+    ) async -> (any Error)? {
         var run = JobRunRecord(
             runId: runId, job: job.name, kind: job.kind, startedAt: Int64(started.timeIntervalSince1970 * 1000),
             pid: getpid(), attempt: Int32(attempt))
@@ -214,6 +223,7 @@ public struct JobRunner: Sendable {
             run.message = end.message
             run.counters = end.report.counters
         }
+        run.dryRun = dryRun
         let limit = historyLimit
         let record = run
         do {
@@ -274,10 +284,22 @@ public struct JobRunner: Sendable {
         }
     }
 
+    /// Counts a scheduled run that did not start because the job is suspended (`enabled: false`
+    /// or `jobrun pause`), in `jobrun_runs_total{outcome="suspended"}`.
+    public func recordSuspended(_ job: JobFile, log: JobLogger) {
+        countNonRun(job, outcome: "suspended", log: log)
+    }
+
+    private func countNonRun(_ job: JobFile, outcome: String, log: JobLogger) {
+        do { try metrics.count(job: job.name, kind: job.kind, outcome: outcome) } catch {
+            log.error("metrics.write_failed", ["error": .string("\(error)")])
+        }
+    }
+
     private func writeMetrics(job: JobFile, result: RunResult, log: JobLogger) {
         let metricsRecord = RunMetrics(
             job: job.name, kind: job.kind, started: result.started, finished: result.finished,
-            outcome: result.outcome, counters: result.report.counters.mapValues(Double.init),
+            outcome: result.outcome, counters: result.report.counters.filter { !result.report.sampledCounters.contains($0.key) }.mapValues(Double.init),
             samples: result.report.samples)
         do { _ = try metrics.write(metricsRecord) } catch {
             log.error("metrics.write_failed", ["error": .string("\(error)")])

@@ -37,11 +37,12 @@ public struct UnitWriter: Sendable {
 
     public init(options: Options = Options()) { self.options = options }
 
-    /// The units for one job: service (unless template mode) and timer (if scheduled).
+    /// The units for one job: service (unless template mode) and timer (if scheduled and
+    /// enabled: a job with `enabled: false` gets no timer, only a service to start by hand).
     public func units(for job: JobFile) -> [Unit] {
         var units: [Unit] = []
         if !options.template { units.append(service(for: job)) }
-        if let timer = timer(for: job) { units.append(timer) }
+        if job.enabled, let timer = timer(for: job) { units.append(timer) }
         return units
     }
 
