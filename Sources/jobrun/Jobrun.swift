@@ -12,7 +12,7 @@ struct Jobrun: AsyncParsableCommand {
         version: BuildInfo.line,
         subcommands: [
             RunCommand.self, ValidateCommand.self, ListCommand.self, StatusCommand.self, StatsCommand.self, ScheduleCommand.self, UnitsCommand.self,
-            PauseCommand.self, ResumeCommand.self,
+            PauseCommand.self, ResumeCommand.self, NotifyFailureCommand.self,
             DemoCommand.self, EnqueueUploadCommand.self,
         ]
     )

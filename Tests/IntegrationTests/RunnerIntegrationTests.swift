@@ -139,7 +139,7 @@ final class RunnerIntegrationTests: XCTestCase {
         let result = try h.run(["units", "--out", out, "--binary", h.binary])
         XCTAssertEqual(result.status, 0, result.stderr)
         let files = try FileManager.default.contentsOfDirectory(atPath: out).sorted()
-        XCTAssertEqual(files, ["jobrun-cleanup.service", "jobrun-cleanup.timer"])
+        XCTAssertEqual(files, ["jobrun-cleanup.service", "jobrun-cleanup.timer", "jobrun-failure@.service"])
         let timer = try String(contentsOfFile: out + "/jobrun-cleanup.timer", encoding: .utf8)
         XCTAssertEqual(timer.components(separatedBy: "OnCalendar=").count - 1, 2, "cron's dom/dow OR needs two OnCalendar lines:\n\(timer)")
         let verify = try ChildProcess.run("/usr/bin/systemd-analyze", ["verify"] + files.map { out + "/" + $0 })

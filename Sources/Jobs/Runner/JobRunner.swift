@@ -11,6 +11,8 @@ public struct JobRunner: Sendable {
     public let logger: JobLogger
     public let tempDirectory: URL
     public let metrics: MetricsWriter
+    /// Failure hooks and heartbeat pings (`onFailure`, `heartbeat`); dry runs send none.
+    public var alerts: RunAlerts
     /// Runs kept per job in the history table.
     public var historyLimit = 200
 
@@ -21,10 +23,22 @@ public struct JobRunner: Sendable {
         self.logger = logger
         self.tempDirectory = tempDirectory
         self.metrics = MetricsWriter(root: root)
+        self.alerts = RunAlerts(root: root, logger: logger)
     }
 
-    /// Runs `job`. Never throws: every failure becomes a `RunResult` with its exit code.
+    /// Runs `job`. Never throws: every failure becomes a `RunResult` with its exit code. A run
+    /// that took the lock pings the job's heartbeat at its start and end and, when it fails,
+    /// runs the failure hook (not for dry runs).
     public func run(_ job: JobFile, dryRun: Bool = false) async -> RunResult {
+        var startPing: Task<Void, Never>?
+        let result = await execute(job, dryRun: dryRun, startPing: &startPing)
+        if !dryRun, result.outcome != .skipped {
+            await alerts.finished(job, result: result, start: startPing)
+        }
+        return result
+    }
+
+    private func execute(_ job: JobFile, dryRun: Bool, startPing: inout Task<Void, Never>?) async -> RunResult {
         let runId = Self.makeRunId()
         let log = logger.with(job: job.name, run: runId)
         let started = Date()
@@ -65,6 +79,7 @@ public struct JobRunner: Sendable {
         }
 
         // 2. The work, per account, with timeout and retries.
+        if !dryRun { startPing = alerts.started(job, runId: runId) }
         log.info(
             "run.started",
             ["kind": .string(job.kind), "accounts": .array(job.accounts.map { .int($0) }), "dry_run": .bool(dryRun), "params": LogValue(job.params)])

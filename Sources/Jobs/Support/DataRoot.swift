@@ -59,6 +59,8 @@ public struct DataRoot: Sendable, Hashable {
     public var metrics: URL { url.appendingPathComponent("metrics", isDirectory: true) }
     /// `suspended/`: one small file per job paused with `jobrun pause` (see `JobSuspension`).
     public var suspended: URL { url.appendingPathComponent("suspended", isDirectory: true) }
+    /// `alerts/`: one small file per job in a failure streak (see `RunAlerts`).
+    public var alerts: URL { url.appendingPathComponent("alerts", isDirectory: true) }
 
     /// Paths of one account.
     public func account(_ id: Int64) -> AccountPaths { AccountPaths(directory: url.appendingPathComponent("account-\(id)", isDirectory: true)) }
