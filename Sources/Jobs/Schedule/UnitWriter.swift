@@ -173,11 +173,28 @@ public struct UnitWriter: Sendable {
         return Unit(fileName: "jobrun-\(job.name).timer", contents: lines.joined(separator: "\n") + "\n")
     }
 
-    /// One crontab(5) line (user crontab format, no user field) running the job by name.
+    /// One `/etc/cron.d` line (with the user field: `options.user`, else `jobrun`) running the
+    /// job by name; nil for an unscheduled or disabled job.
     public func crontabLine(for job: JobFile) -> String? {
-        guard let schedule = job.schedule else { return nil }
+        guard job.enabled, let schedule = job.schedule else { return nil }
         return
-            "\(schedule.expression) \(shellQuote(options.binary)) run \(job.name) --scheduled --root \(shellQuote(options.root)) --jobs-dir \(shellQuote(options.jobsDirectory))"
+            "\(schedule.expression) \(options.user ?? "jobrun") \(shellQuote(options.binary)) run \(job.name) --scheduled --root \(shellQuote(options.root)) --jobs-dir \(shellQuote(options.jobsDirectory))"
+    }
+
+    /// An `/etc/cron.d/jobrun` file for `jobs`: a line per scheduled, enabled job.
+    public func crontab(for jobs: [JobFile]) -> String {
+        var lines = [
+            "# jobrun — /etc/cron.d file for the shipped jobs (install: install -m 0644 cron/jobrun.crontab /etc/cron.d/jobrun).",
+            "# Generated from jobs/*.yaml; systemd users use the .timer units in this directory instead.",
+            "# Runs are quiet unless they fail: cron mails the one stderr line of a failed run, nothing else.",
+            "# Exit 75 means another run of the job held its lock (concurrencyPolicy: Forbid): not an error.",
+            "# cron reads these times in the host's local time zone; see docs/job-files.md for DST.",
+            "SHELL=/bin/sh",
+            "PATH=/usr/local/bin:/usr/bin:/bin",
+            "",
+        ]
+        lines += jobs.compactMap { crontabLine(for: $0) }
+        return lines.joined(separator: "\n") + "\n"
     }
 
     private func header(_ job: JobFile) -> [String] {
