@@ -18,12 +18,13 @@ struct NotifyFailureCommand: AsyncParsableCommand {
             """)
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var logging: LogOptions
     @Argument(help: "Job name (from --jobs-dir).") var job: String
 
     func run() async throws {
         let name = try knownJobName(job, options: options)
         guard let jobFile = try options.catalog().job(named: name) else { throw ExitCode(JobExitCode.usage.rawValue) }
-        let env = try ProcessEnvironment(options: options, process: "run")
+        let env = try ProcessEnvironment(options: options, logging: logging, process: "run")
         defer { env.close() }
         await env.runner.alerts.unitFailed(jobFile)
     }

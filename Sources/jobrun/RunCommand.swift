@@ -25,6 +25,7 @@ struct RunCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var logging: LogOptions
     @Argument(help: "Job name or job file path.") var job: String
     @Flag(name: .customLong("dry-run"), help: "Report what would be done; change nothing (no metrics file, no new data root).") var dryRun = false
     @Flag(
@@ -45,7 +46,7 @@ struct RunCommand: AsyncParsableCommand {
         do { jobFile = try resolveJob() } catch let error as JobResolveError {
             throw fail(error.exitCode, error.description)
         }
-        let env = try ProcessEnvironment(options: options, process: "run", console: verbose ? .human : .auto, dryRun: dryRun)
+        let env = try ProcessEnvironment(options: options, logging: logging, process: "run", console: verbose ? .human : .auto, dryRun: dryRun)
         defer { env.close() }
         let log = env.logger.with(job: jobFile.name, run: nil)
         if scheduled, let reason = JobSuspension(root: env.root).suspension(of: jobFile) {

@@ -179,4 +179,43 @@ final class UnattendedRunTests: XCTestCase {
         XCTAssertEqual(typo.status, 64)
         XCTAssertTrue(typo.stderr.contains("did you mean 'time-based-cleanup'"), typo.stderr)
     }
+
+    func testLogsByConvention() throws {
+        let h = JobrunHarness()
+        try h.writeCleanupJob("cleanup")
+        // schedule with stderr not a TTY: JSON lines on stderr for journald and containers.
+        let scheduler = try h.start(["schedule", "--now"])
+        let until = Date().addingTimeInterval(60)
+        while Date() < until, !scheduler.stderr.contains("\"event\":\"run.finished\"") { usleep(50_000) }
+        scheduler.signal(SIGTERM)
+        XCTAssertEqual(scheduler.wait(), 0)
+        let lines = scheduler.stderr.split(separator: "\n")
+        XCTAssertFalse(lines.isEmpty)
+        for line in lines {
+            let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], String(line))
+            XCTAssertFalse((object["msg"] as? String ?? "").isEmpty, "every event has a human msg: \(line)")
+        }
+        XCTAssertTrue(scheduler.stderr.contains("\"msg\":\"cleanup finished: succeeded in "), scheduler.stderr)
+        for event in h.logEvents() { XCTAssertFalse((event["msg"] as? String ?? "").isEmpty, "\(event)") }
+
+        // A container: stderr only, no file; a level; the environment variables.
+        let logs = h.root + "/logs/run-logs/run.log"
+        try? FileManager.default.removeItem(atPath: logs)
+        let onlyStderr = try h.run(["run", "cleanup", "--log-file", "-"])
+        XCTAssertEqual(onlyStderr.status, 0, onlyStderr.stderr)
+        XCTAssertTrue(onlyStderr.stderr.contains("\"event\":\"run.finished\""), "JSON lines on stderr: \(onlyStderr.stderr)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: logs), "--log-file - writes no file")
+        let text = try ChildProcess(
+            h.binary, h.arguments(["run", "cleanup", "--scheduled"]), environment: ["JOBRUN_LOG_FORMAT": "text", "JOBRUN_LOG_LEVEL": "warning"])
+        XCTAssertEqual(text.wait(), 0, text.stderr)
+        XCTAssertEqual(text.stderr, "", "nothing at warning or above happened")
+        let file = h.dir.file("elsewhere/jobrun.log")
+        let elsewhere = try h.run(["run", "cleanup", "--log-file", file, "--log-level", "debug"])
+        XCTAssertEqual(elsewhere.status, 0, elsewhere.stderr)
+        let written = try String(contentsOfFile: file, encoding: .utf8)
+        XCTAssertTrue(written.contains("\"event\":\"run.finished\""), written)
+        let bad = try ChildProcess(h.binary, h.arguments(["run", "cleanup"]), environment: ["JOBRUN_LOG_LEVEL": "loud"])
+        XCTAssertEqual(bad.wait(), 64)
+        XCTAssertTrue(bad.stderr.contains("$JOBRUN_LOG_LEVEL 'loud' is not a log level"), bad.stderr)
+    }
 }
