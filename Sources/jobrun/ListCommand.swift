@@ -21,15 +21,19 @@ struct ListCommand: ParsableCommand {
         let formatter = ISO8601DateFormatter()
         if options.json {
             printJSON(
-                .array(
-                    catalog.jobs.map { job in
-                        .object([
-                            "name": .string(job.name), "kind": .string(job.kind), "enabled": .bool(job.enabled),
-                            "schedule": job.schedule.map { .string($0.description) } ?? .null,
-                            "next": job.nextFire(after: now).map { .string(formatter.string(from: $0)) } ?? .null,
-                            "file": .string(job.source),
-                        ])
-                    }))
+                .object([
+                    "version": .int(1),
+                    "jobs": .array(
+                        catalog.jobs.map { job in
+                            .object([
+                                "name": .string(job.name), "kind": .string(job.kind), "enabled": .bool(job.enabled),
+                                "description": job.description.map { .string($0) } ?? .null,
+                                "schedule": job.schedule.map { .string($0.description) } ?? .null,
+                                "next": job.nextFire(after: now).map { .string(formatter.string(from: $0)) } ?? .null,
+                                "file": .string(job.source),
+                            ])
+                        }),
+                ]))
         } else {
             for job in catalog.jobs {
                 let next = job.nextFire(after: now).map { formatter.string(from: $0) } ?? "-"

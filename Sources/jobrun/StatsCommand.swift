@@ -60,14 +60,22 @@ struct StatsCommand: ParsableCommand {
                 print("    \(String(peer.rawValue).padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))  [\(types)]")
             }
         }
-        if options.json { printJSON(.array(json)) } else if caches.isEmpty { print("no media caches under \(root.path)") }
+        if options.json {
+            printJSON(.object(["version": .int(1), "root": .string(root.path), "accounts": .array(json)]))
+        } else if caches.isEmpty {
+            print("no media caches under \(root.path)")
+        }
     }
 
     private func databaseStats(_ inspection: StoreInspection) throws {
         let usages: [StoreInspection.AccountDatabase]
         do { usages = try inspection.databaseUsage(accounts: account.map { [$0] }) } catch { throw fail(error.exitCode, error.message) }
         if options.json {
-            printJSON(.array(usages.map { DatabaseUsageReport.json($0.usage, account: $0.account, top: top) }))
+            printJSON(
+                .object([
+                    "version": .int(1), "root": .string(inspection.root.path),
+                    "accounts": .array(usages.map { DatabaseUsageReport.json($0.usage, account: $0.account, top: top) }),
+                ]))
         } else if usages.isEmpty {
             print("no Postbox databases under \(inspection.root.path)")
         } else {

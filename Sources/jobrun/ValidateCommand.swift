@@ -27,6 +27,7 @@ struct ValidateCommand: ParsableCommand {
         if options.json {
             printJSON(
                 .object([
+                    "version": .int(1),
                     "valid": .array(valid.map { .string($0.name) }),
                     "errors": .array(
                         errors.map {

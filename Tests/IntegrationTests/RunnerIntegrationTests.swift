@@ -120,7 +120,7 @@ final class RunnerIntegrationTests: XCTestCase {
         }
         let status = try h.run(["status", "--json"])
         XCTAssertEqual(status.status, 0, status.stderr)
-        let runs = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]]
+        let runs = (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["runs"] as? [[String: Any]]
         XCTAssertEqual(runs?.first?["job"] as? String, "cleanup")
         XCTAssertEqual(runs?.first?["outcome"] as? String, "succeeded")
         let metrics = try String(contentsOfFile: h.root + "/metrics/jobrun_cleanup.prom", encoding: .utf8)

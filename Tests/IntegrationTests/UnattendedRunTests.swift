@@ -218,4 +218,37 @@ final class UnattendedRunTests: XCTestCase {
         XCTAssertEqual(bad.wait(), 64)
         XCTAssertTrue(bad.stderr.contains("$JOBRUN_LOG_LEVEL 'loud' is not a log level"), bad.stderr)
     }
+
+    func testStatusShowsOneRowPerJobAndVersionedJSON() throws {
+        let h = JobrunHarness()
+        try h.writeCleanupJob("daily")
+        try h.writeCleanupJob("paused-one")
+        XCTAssertEqual(try h.run(["run", "daily"]).status, 0)
+        XCTAssertEqual(try h.run(["run", "daily", "--dry-run"]).status, 0)
+        XCTAssertEqual(try h.run(["pause", "paused-one"]).status, 0)
+        let text = try h.run(["status"])
+        XCTAssertEqual(text.status, 0, text.stderr)
+        let lines = text.stdout.split(separator: "\n")
+        XCTAssertTrue(lines.first?.hasPrefix("JOB") == true && lines.first?.contains("LAST SUCCESS") == true, text.stdout)
+        let daily = try XCTUnwrap(lines.first { $0.hasPrefix("daily ") }, text.stdout)
+        XCTAssertTrue(daily.contains("succeeded (dry run)"), "the last run was a dry run, and says so: \(String(daily))")
+        let paused = try XCTUnwrap(lines.first { $0.hasPrefix("paused-one ") }, text.stdout)
+        XCTAssertTrue(paused.hasSuffix("paused"), String(paused))
+
+        let json = try h.run(["status", "--json"])
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], json.stdout)
+        XCTAssertEqual(object["version"] as? Int, 1)
+        let jobs = try XCTUnwrap(object["jobs"] as? [[String: Any]])
+        let row = try XCTUnwrap(jobs.first { $0["job"] as? String == "daily" })
+        XCTAssertEqual(row["last_dry_run"] as? Bool, true)
+        XCTAssertNotNil(row["last_success"] as? String, "the real run before it is the last success")
+        XCTAssertNotNil(row["next_run"] as? String)
+        XCTAssertEqual(row["running"] as? Bool, false)
+        XCTAssertEqual(jobs.first { $0["job"] as? String == "paused-one" }?["suspended"] as? String, "paused")
+        for command in [["list", "--json"], ["validate", "--json"], ["stats", "--json"]] {
+            let p = try h.run(command)
+            let shape = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(p.stdout.utf8)) as? [String: Any], "\(command): \(p.stdout)")
+            XCTAssertEqual(shape["version"] as? Int, 1, "\(command)")
+        }
+    }
 }
