@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Jobs
 
 /// `jobrun`: batch sync and cache-maintenance jobs over a Telegram-style Postbox and MediaBox.
@@ -16,4 +17,26 @@ struct Jobrun: AsyncParsableCommand {
             DemoCommand.self, EnqueueUploadCommand.self,
         ]
     )
+
+    /// Parses and runs the command; a first argument that names no subcommand gets "did you
+    /// mean" (exit 64) instead of a bare "unexpected argument".
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        let names = configuration.subcommands.map { $0.configuration.commandName ?? "" } + ["help"]
+        if let first = arguments.first, !first.hasPrefix("-"), !names.contains(first) {
+            FileHandle.standardError.write(
+                Data("jobrun: unknown command '\(first)'\(NameSuggestion.hint(for: first, among: names)) (see jobrun --help)\n".utf8))
+            Foundation.exit(JobExitCode.usage.rawValue)
+        }
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

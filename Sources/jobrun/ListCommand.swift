@@ -5,7 +5,13 @@ import Jobs
 /// `jobrun list`: the jobs in --jobs-dir with their kind, schedule and next fire time.
 struct ListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "list", abstract: "List jobs, their schedules and next run times (or, with --kinds, the job kinds and their parameters).")
+        commandName: "list", abstract: "List jobs, their schedules and next run times (or, with --kinds, the job kinds and their parameters).",
+        discussion: """
+            Examples:
+              jobrun list --jobs-dir /etc/jobrun/jobs
+              jobrun list --kinds
+              jobrun list --json | jq -r '.jobs[].name'
+            """)
 
     @OptionGroup var options: GlobalOptions
     @Flag(help: "List the job kinds this build runs, with every parameter's type, default, range and meaning.") var kinds = false

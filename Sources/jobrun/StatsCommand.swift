@@ -7,7 +7,13 @@ import MediaBox
 /// running totals (no file-system walk), opened read-only.
 struct StatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "stats", abstract: "Media cache usage by tier, peer and content type (from the index; read-only).")
+        commandName: "stats", abstract: "Media cache usage by tier, peer and content type (from the index; read-only).",
+        discussion: """
+            Examples:
+              jobrun stats --root /var/lib/jobrun --top 5
+              jobrun stats --database --account 0
+              jobrun stats --json | jq '.accounts[].bytes'
+            """)
 
     @OptionGroup var options: GlobalOptions
     @Option(help: "Only this account.") var account: Int64?

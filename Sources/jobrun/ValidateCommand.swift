@@ -5,7 +5,15 @@ import Jobs
 /// `jobrun validate [files…]`: checks job files; every error names file:line:column.
 struct ValidateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "validate", abstract: "Validate job files (default: every file in --jobs-dir). Exit 78 on any error.")
+        commandName: "validate", abstract: "Validate job files (default: every file in --jobs-dir). Exit 78 on any error.",
+        discussion: """
+            Every error names file:line:column. A missing jobs directory is exit 66 and one without \
+            job files 78, so a CI gate never passes on a mistyped path.
+
+            Examples:
+              jobrun validate --jobs-dir /etc/jobrun/jobs
+              jobrun validate jobs/sync-history.yaml --json
+            """)
 
     @OptionGroup var options: GlobalOptions
     @Argument(help: "Job files to check.") var files: [String] = []

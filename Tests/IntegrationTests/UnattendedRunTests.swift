@@ -178,6 +178,12 @@ final class UnattendedRunTests: XCTestCase {
         let typo = try h.run(["run", "time-based-clenup"])
         XCTAssertEqual(typo.status, 64)
         XCTAssertTrue(typo.stderr.contains("did you mean 'time-based-cleanup'"), typo.stderr)
+        let command = try ChildProcess(h.binary, ["stauts"])
+        XCTAssertEqual(command.wait(), 64)
+        XCTAssertTrue(command.stderr.contains("unknown command 'stauts'; did you mean 'status'"), command.stderr)
+        let version = try ChildProcess(h.binary, ["--version"])
+        XCTAssertEqual(version.wait(), 0)
+        XCTAssertTrue(version.stdout.hasPrefix("jobrun 0.") && version.stdout.contains("swift "), version.stdout)
     }
 
     func testLogsByConvention() throws {
