@@ -39,6 +39,7 @@ struct ProcessEnvironment {
             throw fail(failure.exitCode, failure.message)
         }
         logger = JobLogger(sink: sink)
+        JobLogHandler.bootstrap(sink)
         accounts = AccountContextPool(root: root)
         runner = JobRunner(root: root, accounts: accounts, logger: logger, tempDirectory: tempBox.directory)
     }
