@@ -19,7 +19,7 @@ struct NotifyFailureCommand: AsyncParsableCommand {
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var logging: LogOptions
-    @Argument(help: "Job name (from --jobs-dir).") var job: String
+    @Argument(help: "Job name (from --jobs-dir).", completion: jobNameCompletion) var job: String
 
     func run() async throws {
         let name = try knownJobName(job, options: options)

@@ -20,7 +20,7 @@ struct PauseCommand: ParsableCommand {
             """)
 
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "Job name (from --jobs-dir).") var job: String
+    @Argument(help: "Job name (from --jobs-dir).", completion: jobNameCompletion) var job: String
     @Option(help: "Why, shown by `jobrun status` and logged by skipped runs.") var note: String?
 
     func run() throws {
@@ -47,7 +47,7 @@ struct ResumeCommand: ParsableCommand {
             """)
 
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "Job name (from --jobs-dir).") var job: String
+    @Argument(help: "Job name (from --jobs-dir).", completion: jobNameCompletion) var job: String
 
     func run() throws {
         let name = try knownJobName(job, options: options)

@@ -26,7 +26,7 @@ struct RunCommand: AsyncParsableCommand {
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var logging: LogOptions
-    @Argument(help: "Job name or job file path.") var job: String
+    @Argument(help: "Job name or job file path.", completion: jobNameCompletion) var job: String
     @Flag(name: .customLong("dry-run"), help: "Report what would be done; change nothing (no metrics file, no new data root).") var dryRun = false
     @Flag(
         help: """
