@@ -79,6 +79,8 @@ final class MetricsConventionTests: XCTestCase {
         }
         XCTAssertTrue(scrape.contains("jobrun_build_info{"), "build info is served")
         XCTAssertTrue(scrape.contains("jobrun_revalidation_parents{"), "a labelled per-kind family is served")
+        XCTAssertTrue(scrape.contains("jobrun_prefetch_skipped_files{jobrun_job=\"prefetch-chat-media\",kind=\"prefetch-chat-media\",reason=\"budget\"}"))
+        XCTAssertFalse(scrape.contains("jobrun_prefetch_chat_media_skipped_budget"), "a label, not a flattened name")
         XCTAssertFalse(scrape.contains("exported_job"))
     }
 
