@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
     ],
     targets: [
         // System libraries (Debian: libsqlite3-dev, libssl-dev, libcurl4-openssl-dev).
@@ -46,6 +47,7 @@ let package = Package(
             dependencies: [
                 "CloudCore", "MediaBox", "Postbox",
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // Reference cloud server (in-process for tests, `cloudd` executable for everyone else).
         .target(
@@ -82,7 +84,9 @@ let package = Package(
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore", "CloudCrypto", "CloudServer", "TestSupport"]),
         .testTarget(name: "CloudServerTests", dependencies: ["CloudServer", "CloudProtocol", "CloudCrypto", "TestSupport"]),
         .testTarget(
-            name: "JobsTests", dependencies: ["Jobs", "TestSupport", .product(name: "Yams", package: "Yams")], exclude: ["ExampleKind/count-messages.yaml"]),
+            name: "JobsTests",
+            dependencies: ["Jobs", "TestSupport", .product(name: "Yams", package: "Yams"), .product(name: "Logging", package: "swift-log")],
+            exclude: ["ExampleKind/count-messages.yaml"]),
         .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "Postbox", "MediaBox", "TestSupport"]),
     ]
 )

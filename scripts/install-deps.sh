@@ -2,12 +2,13 @@
 # Installs the Debian packages jobrun needs to build, test and benchmark, if any is missing.
 # Safe to run repeatedly: it does nothing when everything is present.
 #   build:      libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config
-#   tests:      nginx-light (plain-URL downloads), sqlite3, systemd (systemd-analyze verify)
+#   tests:      nginx-light (plain-URL downloads), sqlite3, systemd (systemd-analyze verify),
+#               prometheus (promtool check metrics), prometheus-node-exporter (textfile scrape)
 #   benchmarks: aria2 curl hyperfine time
 #   object storage (pip): moto[server] (the S3 server tests start), awscli (the S3 benchmark's peer)
 set -euo pipefail
 
-packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config sqlite3 curl nginx-light aria2 time)
+packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config sqlite3 curl nginx-light aria2 time systemd prometheus prometheus-node-exporter)
 [ "${1:-}" = "--bench" ] && packages+=(hyperfine)
 
 missing=()
@@ -44,6 +45,13 @@ fi
 echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-# nginx's package starts a system service on port 80 when it can; we only need the binary.
+# nginx's, prometheus' and node_exporter's packages start system services when they can; the
+# tests only need the binaries and start their own instances on loopback: forbid the starts.
+policy=/usr/sbin/policy-rc.d
+added_policy=""
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null && $SUDO chmod 0755 "$policy" && added_policy=1
+fi
+trap 'if [ -n "$added_policy" ]; then $SUDO rm -f "$policy"; fi' EXIT
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 install_pip

@@ -12,7 +12,13 @@ struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "Run every job kind end to end against a local cloudd (temporary root unless --root).",
-        discussion: "Needs the cloudd executable beside jobrun: `swift build --product cloudd` builds it."
+        discussion: """
+            Needs the cloudd executable beside jobrun: `swift build --product cloudd` builds it.
+
+            Examples:
+              jobrun demo
+              jobrun demo --root /tmp/demo-root && jobrun status --root /tmp/demo-root
+            """
     )
 
     @Option(help: "Data root to use (default: a temporary directory, removed afterwards).")

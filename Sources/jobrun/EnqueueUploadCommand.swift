@@ -17,6 +17,9 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
             is staged. Empty files are refused (the cloud has no empty uploads). Exit codes: 0 queued, \
             64 bad input (missing, unreadable or empty file, unknown peer), 1 staging failed, 73 the \
             data root cannot be created or written, 74 disk full, 78 unsafe data root.
+
+            Example:
+              jobrun enqueue-upload ./report.pdf --peer 1001 --root /var/lib/jobrun
             """
     )
 

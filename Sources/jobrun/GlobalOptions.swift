@@ -15,14 +15,39 @@ struct GlobalOptions: ParsableArguments {
 
     var dataRoot: DataRoot { DataRoot.resolve(explicit: root) }
 
+    /// True when neither `--root` nor `$JOBRUN_ROOT` chose the root (it is `./data`).
+    var rootIsDefault: Bool {
+        [root, ProcessInfo.processInfo.environment[DataRoot.environmentVariable]].allSatisfy { $0?.isEmpty ?? true }
+    }
+
     var jobsDirectory: URL {
         let path = jobsDir ?? ProcessInfo.processInfo.environment["JOBRUN_JOBS_DIR"] ?? "./jobs"
         return URL(fileURLWithPath: path).standardizedFileURL
     }
 
-    /// The job catalog of `--jobs-dir` (invalid files are kept as errors, not thrown).
-    func catalog() -> JobCatalog {
-        FileManager.default.fileExists(atPath: jobsDirectory.path) ? JobCatalog.load(directory: jobsDirectory) : JobCatalog(jobs: [])
+    /// The job catalog of `--jobs-dir` (invalid files are kept as errors, not thrown). A missing,
+    /// non-directory or empty jobs directory ends the process with the fix in the message.
+    func catalog() throws -> JobCatalog {
+        do { return try JobCatalog.loadRequired(directory: jobsDirectory) } catch { throw fail(error.exitCode, error.description) }
+    }
+
+    /// The data root a job-running command may create: an explicit `--root` or `$JOBRUN_ROOT` is
+    /// created when missing; the `./data` fallback only when it already exists (a command run in
+    /// the wrong directory must not leave a fresh root behind), and a dry run never creates one.
+    func rootToUse(dryRun: Bool = false) throws -> DataRoot {
+        let root = dataRoot
+        guard DataRoot.exists(root) == false else { return root }
+        if dryRun {
+            throw fail(
+                .noInput, "no data root at \(root.path): a dry run creates nothing (give --root or set \(DataRoot.environmentVariable) to an existing root)")
+        }
+        if rootIsDefault {
+            throw fail(
+                .noInput,
+                "no data root: neither --root nor \(DataRoot.environmentVariable) is set and \(root.path) does not exist (give --root DIR, set \(DataRoot.environmentVariable), or create \(root.path) to use it)"
+            )
+        }
+        return root
     }
 }
 
@@ -35,4 +60,12 @@ func fail(_ code: JobExitCode, _ message: String) -> ExitCode {
 /// Prints a value as one line of JSON.
 func printJSON(_ value: LogValue) {
     print(JSONLine.encode(value))
+}
+
+/// Shell completion of job names: the jobs of the `--jobs-dir` already typed on the line, else
+/// of `$JOBRUN_JOBS_DIR` or `./jobs`.
+let jobNameCompletion = CompletionKind.custom { words, _, _ in
+    var directory = ProcessInfo.processInfo.environment["JOBRUN_JOBS_DIR"] ?? "./jobs"
+    if let index = words.firstIndex(of: "--jobs-dir"), index + 1 < words.count { directory = words[index + 1] }
+    return JobCatalog.load(directory: URL(fileURLWithPath: directory)).jobs.map(\.name)
 }

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import Jobs
 
 /// `jobrun`: batch sync and cache-maintenance jobs over a Telegram-style Postbox and MediaBox.
 @main
@@ -8,10 +10,33 @@ struct Jobrun: AsyncParsableCommand {
         abstract: "Batch sync and cache-maintenance jobs over a shared Postbox and MediaBox.",
         discussion:
             "Exit codes (sysexits): 0 ok, 1 job failed, 64 usage, 66 input missing, 69 cloud unavailable, 73 data root cannot be created or written, 74 I/O error (disk full), 75 temporary (lock held), 78 bad configuration or unsafe data root.",
-        version: "0.1.0",
+        version: BuildInfo.line,
         subcommands: [
             RunCommand.self, ValidateCommand.self, ListCommand.self, StatusCommand.self, StatsCommand.self, ScheduleCommand.self, UnitsCommand.self,
+            PauseCommand.self, ResumeCommand.self, NotifyFailureCommand.self,
             DemoCommand.self, EnqueueUploadCommand.self,
         ]
     )
+
+    /// Parses and runs the command; a first argument that names no subcommand gets "did you
+    /// mean" (exit 64) instead of a bare "unexpected argument".
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        let names = configuration.subcommands.map { $0.configuration.commandName ?? "" } + ["help"]
+        if let first = arguments.first, !first.hasPrefix("-"), !names.contains(first) {
+            FileHandle.standardError.write(
+                Data("jobrun: unknown command '\(first)'\(NameSuggestion.hint(for: first, among: names)) (see jobrun --help)\n".utf8))
+            Foundation.exit(JobExitCode.usage.rawValue)
+        }
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

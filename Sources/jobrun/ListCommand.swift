@@ -5,7 +5,13 @@ import Jobs
 /// `jobrun list`: the jobs in --jobs-dir with their kind, schedule and next fire time.
 struct ListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "list", abstract: "List jobs, their schedules and next run times (or, with --kinds, the job kinds and their parameters).")
+        commandName: "list", abstract: "List jobs, their schedules and next run times (or, with --kinds, the job kinds and their parameters).",
+        discussion: """
+            Examples:
+              jobrun list --jobs-dir /etc/jobrun/jobs
+              jobrun list --kinds
+              jobrun list --json | jq -r '.jobs[].name'
+            """)
 
     @OptionGroup var options: GlobalOptions
     @Flag(help: "List the job kinds this build runs, with every parameter's type, default, range and meaning.") var kinds = false
@@ -16,20 +22,24 @@ struct ListCommand: ParsableCommand {
             print(markdown ? KindReference.markdown() : KindReference.text(), terminator: "")
             return
         }
-        let catalog = options.catalog()
+        let catalog = try options.catalog()
         let now = Date()
         let formatter = ISO8601DateFormatter()
         if options.json {
             printJSON(
-                .array(
-                    catalog.jobs.map { job in
-                        .object([
-                            "name": .string(job.name), "kind": .string(job.kind), "enabled": .bool(job.enabled),
-                            "schedule": job.schedule.map { .string($0.description) } ?? .null,
-                            "next": job.nextFire(after: now).map { .string(formatter.string(from: $0)) } ?? .null,
-                            "file": .string(job.source),
-                        ])
-                    }))
+                .object([
+                    "version": .int(1),
+                    "jobs": .array(
+                        catalog.jobs.map { job in
+                            .object([
+                                "name": .string(job.name), "kind": .string(job.kind), "enabled": .bool(job.enabled),
+                                "description": job.description.map { .string($0) } ?? .null,
+                                "schedule": job.schedule.map { .string($0.description) } ?? .null,
+                                "next": job.nextFire(after: now).map { .string(formatter.string(from: $0)) } ?? .null,
+                                "file": .string(job.source),
+                            ])
+                        }),
+                ]))
         } else {
             for job in catalog.jobs {
                 let next = job.nextFire(after: now).map { formatter.string(from: $0) } ?? "-"

@@ -14,17 +14,32 @@ struct ProcessEnvironment {
 
     /// Fails with a sysexits code and a message naming the path and the reason (73 a root that
     /// cannot be created or written, 74 a full disk, 78 an unsafe root).
-    init(options: GlobalOptions, process: String, console: LogSink.ConsoleMode = .auto) throws {
-        root = options.dataRoot
+    /// `console` is where log lines go on stderr unless `logging` asks for a format itself.
+    init(options: GlobalOptions, logging: LogOptions, process: String, console: LogSink.ConsoleMode = .auto, dryRun: Bool = false) throws {
+        let log = try logging.resolve()
+        root = try options.rootToUse(dryRun: dryRun)
         do {
             try root.createDirectories()
-            sink = try LogSink(root: root, process: process, console: console)
+            var configuration = LogSink.Configuration(
+                directory: root.logs(process: process), process: process, minimumLevel: log.level, console: log.console ?? console)
+            configuration.root = root
+            if let file = log.file {
+                if file == "-" {
+                    configuration.directory = nil
+                } else {
+                    let url = URL(fileURLWithPath: file).standardizedFileURL
+                    configuration.directory = url.deletingLastPathComponent()
+                    configuration.fileName = url.lastPathComponent
+                }
+            }
+            sink = try LogSink(configuration: configuration)
             tempBox = try TempBox(root: root, process: process)
         } catch {
             let failure = StorageFailure.jobError(error, doing: "cannot use the data root \(root.path)")
             throw fail(failure.exitCode, failure.message)
         }
         logger = JobLogger(sink: sink)
+        JobLogHandler.bootstrap(sink)
         accounts = AccountContextPool(root: root)
         runner = JobRunner(root: root, accounts: accounts, logger: logger, tempDirectory: tempBox.directory)
     }

@@ -7,25 +7,58 @@ struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Run a job once (by name from --jobs-dir, or a job file path).",
-        discussion: "Exit codes: 0 ok, 1 job failed, 64 usage, 69 cloud unavailable, 75 another run holds the lock, 78 bad configuration."
+        discussion: """
+            With --scheduled (cron, a systemd timer) the run is quiet like any unattended tool: a \
+            success, a skipped overlap, a missed start and a suspended job print nothing; a failure \
+            prints one line on stderr (cron mails it). -q makes a run by hand as quiet; -v prints \
+            the summary and the log events even when scheduled.
+
+            Examples:
+              jobrun run sync-history --root /var/lib/jobrun --jobs-dir /etc/jobrun/jobs
+              jobrun run time-based-cleanup --dry-run --json
+              jobrun run upload-queue --scheduled        # the cron and timer line
+
+            Exit codes: 0 ok (also a scheduled run of a suspended job), 1 job failed, 64 usage, \
+            66 no jobs directory or data root, 69 cloud unavailable, 75 another run holds the lock, \
+            78 bad configuration.
+            """
     )
 
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "Job name or job file path.") var job: String
-    @Flag(name: .customLong("dry-run"), help: "Report what would be done; change nothing.") var dryRun = false
-    @Flag(help: "Started by a timer or cron on the job's schedule: a catch-up run later than the job's startingDeadline is skipped.")
+    @OptionGroup var logging: LogOptions
+    @Argument(help: "Job name or job file path.", completion: jobNameCompletion) var job: String
+    @Flag(name: .customLong("dry-run"), help: "Report what would be done; change nothing (no metrics file, no new data root).") var dryRun = false
+    @Flag(
+        help: """
+            Started by a timer or cron on the job's schedule: quiet unless it fails, a suspended job \
+            (enabled: false, jobrun pause) is not run, and a catch-up run later than the job's \
+            startingDeadline is skipped.
+            """)
     var scheduled = false
+    @Flag(name: .shortAndLong, help: "Print nothing unless the run fails (then one line on stderr).") var quiet = false
+    @Flag(name: .shortAndLong, help: "Print the summary, and the log events on stderr, even with --scheduled.") var verbose = false
+
+    /// Nothing on stdout, one stderr line on failure.
+    private var isQuiet: Bool { (quiet || scheduled) && !verbose && !options.json }
 
     func run() async throws {
         let jobFile: JobFile
-        do { jobFile = try options.catalog().resolve(job) } catch {
+        do { jobFile = try resolveJob() } catch let error as JobResolveError {
             throw fail(error.exitCode, error.description)
         }
-        let env = try ProcessEnvironment(options: options, process: "run")
+        let env = try ProcessEnvironment(options: options, logging: logging, process: "run", console: verbose ? .human : .auto, dryRun: dryRun)
         defer { env.close() }
+        let log = env.logger.with(job: jobFile.name, run: nil)
+        if scheduled, let reason = JobSuspension(root: env.root).suspension(of: jobFile) {
+            log.notice("run.suspended", ["reason": .string(reason.word), "msg": .string("\(jobFile.name) not run: \(reason)")])
+            env.runner.recordSuspended(jobFile, log: log)
+            if !isQuiet { print("\(jobFile.name): not run — \(reason)") }
+            return
+        }
         if scheduled, let missed = missedDeadline(jobFile) {
-            env.logger.with(job: jobFile.name, run: nil).warning("run.missed", ["due": .string(ISO8601DateFormatter().string(from: missed))])
-            print("\(jobFile.name): skipped — its scheduled start (\(ISO8601DateFormatter().string(from: missed))) is older than startingDeadline")
+            let due = ISO8601DateFormatter().string(from: missed)
+            log.warning("run.missed", ["due": .string(due), "msg": .string("scheduled start \(due) is older than startingDeadline: skipped")])
+            if !isQuiet { print("\(jobFile.name): skipped — its scheduled start (\(due)) is older than startingDeadline") }
             return
         }
         let box = ResultBox()
@@ -36,6 +69,13 @@ struct RunCommand: AsyncParsableCommand {
         guard let result = box.result else { throw ExitCode(JobExitCode.jobFailed.rawValue) }
         report(result)
         if result.exitCode != .ok { throw ExitCode(result.exitCode.rawValue) }
+    }
+
+    /// A path is loaded as a file (no jobs directory needed); a name needs the jobs directory.
+    private func resolveJob() throws -> JobFile {
+        let looksLikePath = job.contains("/") || job.hasSuffix(".yaml") || job.hasSuffix(".yml")
+        if looksLikePath { return try JobCatalog(jobs: []).resolve(job) }
+        return try options.catalog().resolve(job)
     }
 
     /// The fire this scheduled run stands for, if it is older than the job's starting deadline.
@@ -52,14 +92,23 @@ struct RunCommand: AsyncParsableCommand {
                 "job": .string(result.job), "run": .string(result.runId), "outcome": .string(result.outcome.rawValue),
                 "exit_code": .int(Int64(result.exitCode.rawValue)), "duration_ms": .int(Int64(result.duration * 1000)),
                 "attempts": .int(Int64(result.attempts)), "counters": .object(result.report.counters.mapValues { .int($0) }),
+                "dry_run": .bool(result.dryRun),
             ]
             if let message = result.message { fields["error"] = .string(message) }
             for (k, v) in result.report.details { fields[k] = v }
             printJSON(.object(fields))
             return
         }
+        if isQuiet {
+            // A skipped overlap (75) is the lock doing its job, not a failure to mail about.
+            guard result.exitCode != .ok, result.outcome != .skipped else { return }
+            let why = result.message.map { ": " + $0.split(whereSeparator: \.isNewline).joined(separator: "; ") } ?? ""
+            FileHandle.standardError.write(
+                Data("jobrun: \(result.job) \(result.outcome.rawValue) (exit \(result.exitCode.rawValue), run \(result.runId))\(why)\n".utf8))
+            return
+        }
         let status = result.exitCode == .ok ? "ok" : "\(result.outcome.rawValue) (exit \(result.exitCode.rawValue))"
-        print("\(result.job) [\(result.runId)]: \(status) in \(String(format: "%.2f", result.duration)) s")
+        print("\(result.job) [\(result.runId)]: \(status)\(result.dryRun ? " (dry run)" : "") in \(String(format: "%.2f", result.duration)) s")
         for line in result.report.summary { print("  \(line)") }
         for (k, v) in result.report.counters.sorted(by: { $0.key < $1.key }) { print("  \(k): \(v)") }
         if let message = result.message { FileHandle.standardError.write(Data("jobrun: \(result.job): \(message)\n".utf8)) }

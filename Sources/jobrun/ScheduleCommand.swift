@@ -5,17 +5,28 @@ import Jobs
 /// `jobrun schedule`: the long-running scheduler; SIGTERM/SIGINT stop it cleanly (exit 0).
 struct ScheduleCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "schedule", abstract: "Run due jobs by their schedules until SIGTERM, several at once over shared stores.")
+        commandName: "schedule", abstract: "Run due jobs by their schedules until SIGTERM, several at once over shared stores.",
+        discussion: """
+            Logs every event to stderr as well as to the root's log file: text on a terminal, JSON \
+            lines otherwise (journald and container runtimes collect them); --log-format and \
+            --log-level change that. A paused job (jobrun pause) is skipped at each of its fires.
+
+            Examples:
+              jobrun schedule --root /var/lib/jobrun --jobs-dir /etc/jobrun/jobs
+              jobrun schedule --now --log-file - --log-format json     # a container: stderr only
+            """)
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var logging: LogOptions
     @Flag(name: .customLong("now"), help: "Also run every enabled job once at start.") var runNow = false
 
     func run() async throws {
-        let catalog = options.catalog()
+        let catalog = try options.catalog()
         if !catalog.errors.isEmpty {
             throw fail(.config, "invalid job files, nothing scheduled:\n" + catalog.errors.map(\.description).joined(separator: "\n"))
         }
-        let env = try ProcessEnvironment(options: options, process: "scheduler")
+        let env = try ProcessEnvironment(
+            options: options, logging: logging, process: "scheduler", console: isatty(STDERR_FILENO) == 1 ? .human : .json)
         defer { env.close() }
         let scheduler = Scheduler(jobs: catalog.jobs, runner: env.runner, logger: env.logger, runAllAtStart: runNow)
         let task = Task { _ = await scheduler.run() }

@@ -7,7 +7,13 @@ import MediaBox
 /// running totals (no file-system walk), opened read-only.
 struct StatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "stats", abstract: "Media cache usage by tier, peer and content type (from the index; read-only).")
+        commandName: "stats", abstract: "Media cache usage by tier, peer and content type (from the index; read-only).",
+        discussion: """
+            Examples:
+              jobrun stats --root /var/lib/jobrun --top 5
+              jobrun stats --database --account 0
+              jobrun stats --json | jq '.accounts[].bytes'
+            """)
 
     @OptionGroup var options: GlobalOptions
     @Option(help: "Only this account.") var account: Int64?
@@ -17,6 +23,7 @@ struct StatsCommand: ParsableCommand {
     func run() throws {
         let root = options.dataRoot
         let inspection = StoreInspection(root: root)
+        if let missing = inspection.missingRoot() { throw fail(.noInput, missing) }
         if database { return try databaseStats(inspection) }
         let caches: [StoreInspection.AccountCache]
         do { caches = try inspection.cacheStats(accounts: account.map { [$0] }) } catch { throw fail(error.exitCode, error.message) }
@@ -59,14 +66,22 @@ struct StatsCommand: ParsableCommand {
                 print("    \(String(peer.rawValue).padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))  [\(types)]")
             }
         }
-        if options.json { printJSON(.array(json)) } else if caches.isEmpty { print("no media caches under \(root.path)") }
+        if options.json {
+            printJSON(.object(["version": .int(1), "root": .string(root.path), "accounts": .array(json)]))
+        } else if caches.isEmpty {
+            print("no media caches under \(root.path)")
+        }
     }
 
     private func databaseStats(_ inspection: StoreInspection) throws {
         let usages: [StoreInspection.AccountDatabase]
         do { usages = try inspection.databaseUsage(accounts: account.map { [$0] }) } catch { throw fail(error.exitCode, error.message) }
         if options.json {
-            printJSON(.array(usages.map { DatabaseUsageReport.json($0.usage, account: $0.account, top: top) }))
+            printJSON(
+                .object([
+                    "version": .int(1), "root": .string(inspection.root.path),
+                    "accounts": .array(usages.map { DatabaseUsageReport.json($0.usage, account: $0.account, top: top) }),
+                ]))
         } else if usages.isEmpty {
             print("no Postbox databases under \(inspection.root.path)")
         } else {

@@ -5,7 +5,15 @@ import Jobs
 /// `jobrun validate [files…]`: checks job files; every error names file:line:column.
 struct ValidateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "validate", abstract: "Validate job files (default: every file in --jobs-dir). Exit 78 on any error.")
+        commandName: "validate", abstract: "Validate job files (default: every file in --jobs-dir). Exit 78 on any error.",
+        discussion: """
+            Every error names file:line:column. A missing jobs directory is exit 66 and one without \
+            job files 78, so a CI gate never passes on a mistyped path.
+
+            Examples:
+              jobrun validate --jobs-dir /etc/jobrun/jobs
+              jobrun validate jobs/sync-history.yaml --json
+            """)
 
     @OptionGroup var options: GlobalOptions
     @Argument(help: "Job files to check.") var files: [String] = []
@@ -14,7 +22,7 @@ struct ValidateCommand: ParsableCommand {
         var errors: [JobFileError] = []
         var valid: [JobFile] = []
         if files.isEmpty {
-            let catalog = options.catalog()
+            let catalog = try options.catalog()
             errors = catalog.errors
             valid = catalog.jobs
         } else {
@@ -27,6 +35,7 @@ struct ValidateCommand: ParsableCommand {
         if options.json {
             printJSON(
                 .object([
+                    "version": .int(1),
                     "valid": .array(valid.map { .string($0.name) }),
                     "errors": .array(
                         errors.map {

@@ -79,8 +79,10 @@ final class PrefetchChatMediaIntegrationTests: XCTestCase {
         XCTAssertEqual((finished.last?["downloaded"] as? NSNumber)?.intValue, 0)
         XCTAssertEqual(h.logEvents().filter { $0["event"] as? String == "prefetch.report" }.count, 3)
         let metrics = try String(contentsOfFile: h.root + "/metrics/jobrun_prefetch.prom", encoding: .utf8)
-        XCTAssertTrue(metrics.contains("jobrun_already_cached{job=\"prefetch\",kind=\"prefetch-chat-media\"} \(c3["already_cached"] ?? -1)"), metrics)
-        XCTAssertTrue(metrics.contains("jobrun_last_run_outcome{job=\"prefetch\",kind=\"prefetch-chat-media\",outcome=\"succeeded\"} 1"), metrics)
+        XCTAssertTrue(
+            metrics.contains("jobrun_prefetch_chat_media_already_cached{jobrun_job=\"prefetch\",kind=\"prefetch-chat-media\"} \(c3["already_cached"] ?? -1)"),
+            metrics)
+        XCTAssertTrue(metrics.contains("jobrun_last_run_outcome{jobrun_job=\"prefetch\",kind=\"prefetch-chat-media\",outcome=\"succeeded\"} 1"), metrics)
 
         // The cloud goes away with files left to fetch: exit 69.
         try FileManager.default.removeItem(atPath: h.root + "/account-0/postbox/media")
@@ -122,8 +124,8 @@ final class PrefetchChatMediaIntegrationTests: XCTestCase {
         XCTAssertTrue(run.stderr.contains("files failed"), run.stderr)
         // A failed run's counters still reach the metrics, next to its outcome.
         let metrics = try String(contentsOfFile: h.root + "/metrics/jobrun_prefetch.prom", encoding: .utf8)
-        XCTAssertTrue(metrics.contains("jobrun_failed{job=\"prefetch\",kind=\"prefetch-chat-media\"} \(failed.count)"), metrics)
-        XCTAssertTrue(metrics.contains("jobrun_last_run_outcome{job=\"prefetch\",kind=\"prefetch-chat-media\",outcome=\"failed\"} 1"), metrics)
+        XCTAssertTrue(metrics.contains("jobrun_prefetch_chat_media_failed{jobrun_job=\"prefetch\",kind=\"prefetch-chat-media\"} \(failed.count)"), metrics)
+        XCTAssertTrue(metrics.contains("jobrun_last_run_outcome{jobrun_job=\"prefetch\",kind=\"prefetch-chat-media\",outcome=\"failed\"} 1"), metrics)
     }
 }
 

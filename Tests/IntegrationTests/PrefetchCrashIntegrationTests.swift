@@ -301,7 +301,8 @@ extension JobrunHarness {
     func statusRuns() throws -> [[String: Any]] {
         let status = try run(["status", "--json", "--limit", "20"])
         XCTAssertEqual(status.status, 0, status.stderr)
-        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]], status.stdout)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any], status.stdout)
+        return try XCTUnwrap(object["runs"] as? [[String: Any]], status.stdout)
     }
 }
 

@@ -76,7 +76,9 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
         XCTAssertEqual((finished?["parents_refreshed"] as? NSNumber)?.intValue, counters.parents.count)
         let metrics = try String(contentsOfFile: h.root + "/metrics/jobrun_reval-a.prom", encoding: .utf8)
         XCTAssertTrue(metrics.contains("jobrun_revalidation_parents{"), metrics)
-        XCTAssertTrue(metrics.contains("jobrun_parents_refreshed{job=\"reval-a\",kind=\"revalidate-references\"} \(counters.parents.count)"), metrics)
+        XCTAssertTrue(
+            metrics.contains("jobrun_revalidate_references_parents_refreshed{jobrun_job=\"reval-a\",kind=\"revalidate-references\"} \(counters.parents.count)"),
+            metrics)
 
         // Nothing expiring any more: the next run sends nothing.
         try cloud.resetCounters()

@@ -120,11 +120,11 @@ final class RunnerIntegrationTests: XCTestCase {
         }
         let status = try h.run(["status", "--json"])
         XCTAssertEqual(status.status, 0, status.stderr)
-        let runs = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]]
+        let runs = (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["runs"] as? [[String: Any]]
         XCTAssertEqual(runs?.first?["job"] as? String, "cleanup")
         XCTAssertEqual(runs?.first?["outcome"] as? String, "succeeded")
         let metrics = try String(contentsOfFile: h.root + "/metrics/jobrun_cleanup.prom", encoding: .utf8)
-        XCTAssertTrue(metrics.contains("jobrun_last_run_outcome{job=\"cleanup\",kind=\"time-based-cleanup\",outcome=\"succeeded\"} 1"), metrics)
+        XCTAssertTrue(metrics.contains("jobrun_last_run_outcome{jobrun_job=\"cleanup\",kind=\"time-based-cleanup\",outcome=\"succeeded\"} 1"), metrics)
         let mode = try FileManager.default.attributesOfItem(atPath: h.root + "/logs/run-logs/run.log")[.posixPermissions] as? NSNumber
         XCTAssertEqual(mode?.intValue, 0o600)
     }
@@ -139,7 +139,7 @@ final class RunnerIntegrationTests: XCTestCase {
         let result = try h.run(["units", "--out", out, "--binary", h.binary])
         XCTAssertEqual(result.status, 0, result.stderr)
         let files = try FileManager.default.contentsOfDirectory(atPath: out).sorted()
-        XCTAssertEqual(files, ["jobrun-cleanup.service", "jobrun-cleanup.timer"])
+        XCTAssertEqual(files, ["jobrun-cleanup.service", "jobrun-cleanup.timer", "jobrun-failure@.service"])
         let timer = try String(contentsOfFile: out + "/jobrun-cleanup.timer", encoding: .utf8)
         XCTAssertEqual(timer.components(separatedBy: "OnCalendar=").count - 1, 2, "cron's dom/dow OR needs two OnCalendar lines:\n\(timer)")
         let verify = try ChildProcess.run("/usr/bin/systemd-analyze", ["verify"] + files.map { out + "/" + $0 })

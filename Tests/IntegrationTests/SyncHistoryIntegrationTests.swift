@@ -75,8 +75,8 @@ final class SyncHistoryIntegrationTests: XCTestCase {
         XCTAssertEqual((finished.last?["exit_code"] as? NSNumber)?.intValue, 0)
         XCTAssertEqual(h.logEvents().filter { $0["event"] as? String == "sync.peer" }.count, 5)
         let metrics = try String(contentsOfFile: h.root + "/metrics/jobrun_sync.prom", encoding: .utf8)
-        XCTAssertTrue(metrics.contains("jobrun_messages_stored{job=\"sync\",kind=\"sync-history\"} 50"), metrics)
-        XCTAssertTrue(metrics.contains("jobrun_last_run_outcome{job=\"sync\",kind=\"sync-history\",outcome=\"succeeded\"} 1"), metrics)
+        XCTAssertTrue(metrics.contains("jobrun_sync_history_messages_stored{jobrun_job=\"sync\",kind=\"sync-history\"} 50"), metrics)
+        XCTAssertTrue(metrics.contains("jobrun_last_run_outcome{jobrun_job=\"sync\",kind=\"sync-history\",outcome=\"succeeded\"} 1"), metrics)
 
         // New messages on one peer: the second run asks for that history only.
         try cloud.resetCounters()

@@ -76,7 +76,7 @@ final class JobRunnerTests: XCTestCase {
         XCTAssertEqual(runs.first?.attempt, 3)
         XCTAssertNotNil(runs.first?.endedAt)
         let metrics = try String(contentsOfFile: dir.file("root/metrics/jobrun_scripted.prom"), encoding: .utf8)
-        XCTAssertTrue(metrics.contains("jobrun_attempt{job=\"scripted\",kind=\"scripted\"} 3"), metrics)
+        XCTAssertTrue(metrics.contains("jobrun_scripted_attempt{jobrun_job=\"scripted\",kind=\"scripted\"} 3"), metrics)
     }
 
     func testGivesUpAfterTheBackoffLimit() async throws {

@@ -21,7 +21,7 @@ final class MetricsTests: XCTestCase {
                 ]))
         XCTAssertEqual(url, directory.appendingPathComponent("metrics/jobrun_time-based-cleanup.prom"))
         let text = try String(contentsOf: url, encoding: .utf8)
-        let base = "job=\"time-based-cleanup\",kind=\"time-based-cleanup\""
+        let base = "jobrun_job=\"time-based-cleanup\",kind=\"time-based-cleanup\""
         let expectedLines = [
             "# HELP jobrun_last_run_timestamp_seconds Unix time the last run of the job started.",
             "# TYPE jobrun_last_run_timestamp_seconds gauge",
@@ -31,12 +31,14 @@ final class MetricsTests: XCTestCase {
             "jobrun_last_run_outcome{\(base),outcome=\"succeeded\"} 1",
             "jobrun_last_run_outcome{\(base),outcome=\"failed\"} 0",
             "jobrun_last_run_outcome{\(base),outcome=\"timed_out\"} 0",
-            "# TYPE jobrun_bytes_freed gauge",
-            "jobrun_bytes_freed{\(base)} 4096",
-            "jobrun_files_removed{\(base)} 3",
-            "# HELP jobrun_freed_bytes Bytes freed.",
-            "# TYPE jobrun_freed_bytes counter",
-            "jobrun_freed_bytes{\(base),content_type=\"photo\",peer=\"chan \\\"news\\\"\\\\x\\nnext\"} 2048",
+            "# TYPE jobrun_time_based_cleanup_bytes_freed gauge",
+            "jobrun_time_based_cleanup_bytes_freed{\(base)} 4096",
+            "jobrun_time_based_cleanup_files_removed{\(base)} 3",
+            "# HELP jobrun_freed_bytes_total Bytes freed.",
+            "# TYPE jobrun_freed_bytes_total counter",
+            "jobrun_freed_bytes_total{\(base),content_type=\"photo\",peer=\"chan \\\"news\\\"\\\\x\\nnext\"} 2048",
+            "jobrun_runs_total{\(base),outcome=\"succeeded\"} 1",
+            "jobrun_runs_total{\(base),outcome=\"suspended\"} 0",
         ]
         let lines = Set(text.split(separator: "\n").map(String.init))
         for line in expectedLines { XCTAssertTrue(lines.contains(line), "missing: \(line)\n\(text)") }
@@ -64,7 +66,7 @@ final class MetricsTests: XCTestCase {
         stat(url.path, &before)
         try writer.write(RunMetrics(job: "j", kind: "upload-queue", started: t0.addingTimeInterval(60), finished: t0.addingTimeInterval(61), outcome: .failed))
         let text = try String(contentsOf: url, encoding: .utf8)
-        XCTAssertTrue(text.contains("jobrun_last_success_timestamp_seconds{job=\"j\",kind=\"upload-queue\"} 1800000001\n"), text)
+        XCTAssertTrue(text.contains("jobrun_last_success_timestamp_seconds{jobrun_job=\"j\",kind=\"upload-queue\"} 1800000001\n"), text)
         XCTAssertTrue(text.contains("outcome=\"failed\"} 1\n"))
         var after = stat()
         stat(url.path, &after)
@@ -102,7 +104,42 @@ final class MetricsTests: XCTestCase {
         stop.signal()
         Thread.sleep(forTimeInterval: 0.05)
         XCTAssertEqual(torn, 0)
-        XCTAssertTrue(complete.contains("jobrun_counter_299{job=\"big\",kind=\"k\"} 299\n"))
+        XCTAssertTrue(complete.contains("jobrun_k_counter_299{jobrun_job=\"big\",kind=\"k\"} 299\n"))
+    }
+
+    func testPeerSeriesAreBoundedAndRunCountsAccumulateAcrossRunsSkipsAndSuspensions() throws {
+        let directory = try TestPaths.makeTempDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let writer = MetricsWriter(directory: directory)
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        let peers = (1...30).map { MetricSample("cleanup_freed_bytes", labels: ["peer": "\($0)"], value: Double($0)) }
+        let url = try writer.write(RunMetrics(job: "c", kind: "time-based-cleanup", started: t0, finished: t0, outcome: .succeeded, samples: peers))
+        var text = try String(contentsOf: url, encoding: .utf8)
+        let series = text.split(separator: "\n").filter { $0.hasPrefix("jobrun_cleanup_freed_bytes{") }
+        XCTAssertEqual(series.count, MetricsWriter.maxPeerSeries + 1, "the largest peers and one 'other': \(series)")
+        XCTAssertTrue(text.contains("peer=\"30\"} 30\n"), text)
+        XCTAssertTrue(text.contains("peer=\"other\"} \((1...20).reduce(0, +))\n"), "the rest is summed, not lost: \(text)")
+        XCTAssertTrue(text.contains("jobrun_build_info{jobrun_job=\"c\",version=\"\(BuildInfo.version)\""), text)
+
+        try writer.count(job: "c", kind: "time-based-cleanup", outcome: "skipped")
+        try writer.count(job: "c", kind: "time-based-cleanup", outcome: "suspended")
+        try writer.count(job: "c", kind: "time-based-cleanup", outcome: "suspended")
+        text = try String(contentsOf: url, encoding: .utf8)
+        XCTAssertTrue(
+            text.contains("jobrun_last_run_timestamp_seconds{jobrun_job=\"c\",kind=\"time-based-cleanup\"} 1800000000\n"), "a skip keeps the last run: \(text)")
+        try writer.write(RunMetrics(job: "c", kind: "time-based-cleanup", started: t0, finished: t0, outcome: .failed))
+        text = try String(contentsOf: url, encoding: .utf8)
+        for (outcome, count) in [("succeeded", 1), ("failed", 1), ("skipped", 1), ("suspended", 2), ("timed_out", 0)] {
+            XCTAssertTrue(
+                text.contains("jobrun_runs_total{jobrun_job=\"c\",kind=\"time-based-cleanup\",outcome=\"\(outcome)\"} \(count)\n"), "\(outcome): \(text)")
+        }
+        XCTAssertEqual(text.components(separatedBy: "# TYPE jobrun_runs_total counter").count, 2, "one family: \(text)")
+
+        // A job whose first event is a suspension still gets a valid file.
+        let fresh = try writer.count(job: "never", kind: "upload-queue", outcome: "suspended")
+        let freshText = try String(contentsOf: fresh, encoding: .utf8)
+        XCTAssertTrue(freshText.contains("jobrun_runs_total{jobrun_job=\"never\",kind=\"upload-queue\",outcome=\"suspended\"} 1\n"), freshText)
+        XCTAssertTrue(freshText.hasPrefix("# HELP jobrun_build_info"), freshText)
     }
 
     func testEscapingAndNames() {

@@ -86,16 +86,6 @@ final class UnitWriterTests: XCTestCase {
     }
 
     static func crontab(_ jobs: [JobFile], writer: UnitWriter) -> String {
-        var lines = [
-            "# jobrun — crontab(5) for the shipped jobs (install: crontab -u jobrun cron/jobrun.crontab).",
-            "# Generated from jobs/*.yaml; systemd users use the .timer units in this directory instead.",
-            "# Exit 75 means another run of the job held its lock (concurrencyPolicy: Forbid): not an error.",
-            "# cron reads these times in the host's local time zone; see docs/job-files.md for DST.",
-            "SHELL=/bin/sh",
-            "PATH=/usr/local/bin:/usr/bin:/bin",
-            "",
-        ]
-        lines += jobs.compactMap { writer.crontabLine(for: $0) }
-        return lines.joined(separator: "\n") + "\n"
+        writer.crontab(for: jobs)
     }
 }

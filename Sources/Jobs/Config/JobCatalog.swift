@@ -64,6 +64,22 @@ public struct JobCatalog: Sendable {
         return JobCatalog(validating: jobs, errors: errors, kinds: kinds)
     }
 
+    /// Loads the jobs directory a command was pointed at, failing when it is missing, not a
+    /// directory, or holds no job file at all: a mistyped `--jobs-dir` must never look like a
+    /// directory of valid jobs (a CI gate running `validate` would pass). Bad files are still
+    /// kept as `errors`.
+    public static func loadRequired(directory: URL, kinds: JobKindRegistry = .shipped) throws(JobsDirectoryError) -> JobCatalog {
+        let path = directory.path
+        switch DataRoot.fileType((path as NSString).resolvingSymlinksInPath) {
+        case nil: throw .missing(path)
+        case S_IFDIR?: break
+        default: throw .notADirectory(path)
+        }
+        let catalog = load(directory: directory, kinds: kinds)
+        if catalog.jobs.isEmpty, catalog.errors.isEmpty { throw .empty(path) }
+        return catalog
+    }
+
     /// Loads and throws all errors if any file is invalid or names collide.
     public static func loadStrict(directory: URL, kinds: JobKindRegistry = .shipped) throws(JobFileErrors) -> JobCatalog {
         let catalog = load(directory: directory, kinds: kinds)
@@ -129,11 +145,37 @@ public enum JobResolveError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .unknownJob(let name, let available):
-            return "unknown job '\(name)'" + (available.isEmpty ? " (no valid jobs found)" : " (known jobs: \(available.joined(separator: ", ")))")
+            return "unknown job '\(name)'" + NameSuggestion.hint(for: name, among: available)
+                + (available.isEmpty ? " (no valid jobs found)" : " (known jobs: \(available.joined(separator: ", ")))")
         case .fileNotFound(let path):
             return "job file not found: \(path)"
         case .invalid(let errors):
             return errors.description
+        }
+    }
+}
+
+/// The jobs directory itself is wrong: the message says how to fix it.
+public enum JobsDirectoryError: Error, Sendable, Equatable, CustomStringConvertible {
+    case missing(String)
+    case notADirectory(String)
+    case empty(String)
+
+    /// 66 (EX_NOINPUT) for a directory that is not there, 78 (EX_CONFIG) for one without jobs.
+    public var exitCode: JobExitCode {
+        switch self {
+        case .missing, .notADirectory: return .noInput
+        case .empty: return .config
+        }
+    }
+
+    public var description: String {
+        let fix =
+            "give --jobs-dir DIR or set JOBRUN_JOBS_DIR (the shipped jobs are in the source tree's jobs/; docs/operations.md installs them to /etc/jobrun/jobs)"
+        switch self {
+        case .missing(let path): return "jobs directory \(path) does not exist: \(fix)"
+        case .notADirectory(let path): return "jobs directory \(path) is not a directory: \(fix)"
+        case .empty(let path): return "no job files (*.yaml, *.yml) in \(path): add one (see docs/job-files.md) or \(fix)"
         }
     }
 }

@@ -64,6 +64,14 @@ public struct JobFile: Sendable, Hashable {
     /// Random delay added to each timer fire (systemd `RandomizedDelaySec=`).
     public var randomizedDelay: Duration
     public var accounts: [Int64]
+    /// Shell command run (`/bin/sh -c`) when a run fails or times out, with the outcome in its
+    /// environment; nil = `$JOBRUN_ON_FAILURE`, if set. See `RunAlerts`.
+    public var onFailure: String?
+    /// Heartbeat URL pinged at start (`<url>/start`), success (`<url>`) and failure
+    /// (`<url>/fail`), the healthchecks.io convention; nil = `$JOBRUN_HEARTBEAT`, if set.
+    public var heartbeat: String?
+    /// How long one heartbeat ping may take (each of its attempts).
+    public var heartbeatTimeout: Duration = .seconds(10)
     public var params: JobParams
     /// The file this job came from.
     public var source: String

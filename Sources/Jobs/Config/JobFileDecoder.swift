@@ -15,7 +15,9 @@ struct JobFileDecoder {
     static let topLevelKeys = [
         "name", "kind", "description", "enabled", "schedule", "timeZone", "timeout", "retry",
         "concurrencyPolicy", "lockWait", "startingDeadline", "randomizedDelay", "accounts", "params",
+        "onFailure", "heartbeat", "heartbeatTimeout",
     ]
+    static let heartbeatExpected = "an http:// or https:// URL without spaces, such as https://hc-ping.com/<uuid>"
     static let namePattern = "letters, digits, '-' and '_', starting with a letter or digit, at most 64 characters"
     static let timeZoneExpected = "an IANA time zone such as UTC or Europe/Berlin"
 
@@ -47,13 +49,27 @@ struct JobFileDecoder {
         let retry = decodeRetry(fields.value("retry"))
         let accounts = decodeAccounts(fields.value("accounts"))
         let params = decodeParams(fields, kind: kind)
+        let onFailure = fields.value("onFailure").flatMap { string($0, key: "onFailure", expected: "a shell command") }
+        let heartbeat = decodeHeartbeat(fields.value("heartbeat"))
+        let heartbeatTimeout = duration("heartbeatTimeout", fields.value("heartbeatTimeout"), range: 1...300) ?? .seconds(10)
 
         guard let kind, errors.isEmpty else { throw JobFileErrors(errors) }
-        return JobFile(
+        var job = JobFile(
             name: name, kind: kind.name, description: description, enabled: enabled, schedule: schedule,
             timeZone: timeZone, timeout: timeout, retry: retry, concurrencyPolicy: policy, lockWait: lockWait,
             startingDeadline: startingDeadline, randomizedDelay: randomizedDelay, accounts: accounts,
             params: params, source: file, namePosition: namePosition)
+        job.onFailure = onFailure
+        job.heartbeat = heartbeat
+        job.heartbeatTimeout = heartbeatTimeout
+        return job
+    }
+
+    private mutating func decodeHeartbeat(_ node: ConfigNode?) -> String? {
+        guard let node, let text = string(node, key: "heartbeat", expected: Self.heartbeatExpected) else { return nil }
+        if HeartbeatURL.isValid(text) { return text }
+        errors.append(JobFileError(node.position, "'heartbeat' is not a usable URL", expected: Self.heartbeatExpected))
+        return nil
     }
 
     /// Parses the text and sorts the root mapping's keys into known ones and errors.

@@ -9,6 +9,10 @@ public struct JobReport: Sendable {
     /// A machine-readable result for `--json` and the report log line (e.g. the cleanup's list
     /// of victims in a dry run).
     public var details: [String: LogValue]
+    /// Counters the metrics file leaves out because a labelled sample already carries them
+    /// (`refreshed_photo` is `revalidation_parents{parent_kind="photo",outcome="refreshed"}`);
+    /// they stay in the run record, the log line and the summary.
+    public var sampledCounters: Set<String> = []
 
     public init(
         counters: [String: Int64] = [:], samples: [MetricSample] = [], summary: [String] = [],
@@ -26,6 +30,7 @@ public struct JobReport: Sendable {
         samples += other.samples
         summary += other.summary
         for (k, v) in other.details { details[k] = v }
+        sampledCounters.formUnion(other.sampledCounters)
     }
 
     /// The fields of the kind's report log line: every counter, then the details.

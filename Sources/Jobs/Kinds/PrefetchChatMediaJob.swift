@@ -315,9 +315,17 @@ public struct PrefetchChatMediaJob: JobKind {
             "skipped: category \(s.category), media type \(s.mediaType), size cap \(s.sizeCap), lookback \(s.lookback), budget \(s.budget), free space \(s.freeSpace), cache limit \(s.cacheLimit)"
         )
         for (id, reason) in t.failures.prefix(20) { summary.append("  \(id) failed: \(reason)") }
-        let report = JobReport(
+        let skips = skipCounters(s)
+        for key in skips.keys.sorted() {
+            samples.append(
+                MetricSample(
+                    "prefetch_skipped_files", labels: ["reason": String(key.dropFirst("skipped_".count))], value: Double(skips[key]!),
+                    help: "files the last prefetch run left out, per rule that left them out"))
+        }
+        var report = JobReport(
             counters: counters, samples: samples, summary: summary,
             details: ["failed_files": .array(t.failures.map { .object(["resource": .string($0.0), "reason": .string($0.1)]) })])
+        report.sampledCounters = Set(skips.keys)
         if t.cloudDown || (t.downloaded == 0 && t.failed > 0 && t.failed == t.unavailable) {
             throw JobError.cloudUnavailable(
                 "account \(account): the cloud is unreachable (\(t.failed) files failed, first: \(t.failures.first?.1 ?? "?")); partial files are kept for the next run",

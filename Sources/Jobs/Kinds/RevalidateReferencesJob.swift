@@ -64,11 +64,13 @@ public struct RevalidateReferencesJob: JobKind {
             "parents_reused": Int64(report.reusedFromOtherProcess),
         ]
         var samples: [MetricSample] = []
+        var sampled: Set<String> = []
         for kind in MediaParent.Kind.allCases where options.parentKinds.contains(kind) {
             let c = report.byKind[kind] ?? ReferenceRevalidationPass.KindCounts()
             counters["refreshed_\(kind)"] = Int64(c.refreshed)
             counters["gone_\(kind)"] = Int64(c.gone)
             counters["failed_\(kind)"] = Int64(c.failed)
+            sampled.formUnion(["refreshed_\(kind)", "gone_\(kind)", "failed_\(kind)"])
             for (outcome, value) in [("refreshed", c.refreshed), ("gone", c.gone), ("failed", c.failed)] {
                 samples.append(
                     MetricSample(
@@ -94,12 +96,13 @@ public struct RevalidateReferencesJob: JobKind {
                 "revalidated \(report.parentsSelected) parents in \(report.calls) call\(report.calls == 1 ? "" : "s"): \(report.refreshed) refreshed (\(report.referencesRefreshed) references), \(report.gone) gone, \(report.failed) failed"
                     + (report.reusedFromOtherProcess > 0 ? "; \(report.reusedFromOtherProcess) reused from another process" : "")
             ]
-        let jobReport = JobReport(
+        var jobReport = JobReport(
             counters: counters, samples: samples, summary: summary,
             details: [
                 "dry_run": .bool(options.dryRun),
                 "failed_parents": .array(report.failures.map { .object(["parent": .string($0.parent), "reason": .string($0.reason)]) }),
             ])
+        jobReport.sampledCounters = sampled
         if let failure = report.cloudFailure {
             throw JobError.cloudUnavailable(
                 "account \(context.account.id): cloud unavailable: \(failure) (\(report.refreshed) of \(report.parentsSelected) parents refreshed before it)",

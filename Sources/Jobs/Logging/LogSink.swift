@@ -25,6 +25,8 @@ public final class LogSink: @unchecked Sendable {
     public struct Configuration: Sendable {
         public var directory: URL?
         public var process: String
+        /// The log file's name in `directory`; nil = `<process>.log`.
+        public var fileName: String?
         /// Rotate when the current file would grow past this.
         public var maxFileSize: Int64
         /// Rotated files kept (`.1` … `.maxFiles`).
@@ -81,7 +83,7 @@ public final class LogSink: @unchecked Sendable {
         }
         if let directory = configuration.directory {
             dirFD = try DataRoot.openDirectory(directory, in: configuration.root)
-            fileURL = directory.appendingPathComponent("\(configuration.process).log")
+            fileURL = directory.appendingPathComponent(configuration.fileName ?? "\(configuration.process).log")
             try openFile()
         } else {
             fileURL = nil
@@ -104,8 +106,11 @@ public final class LogSink: @unchecked Sendable {
         pairs.append(("job", job.map { .string($0) } ?? .null))
         pairs.append(("run", run.map { .string($0) } ?? .null))
         pairs.append(("event", .string(LogRedaction.redactString(event))))
-        let reserved: Set<String> = ["ts", "level", "process", "pid", "job", "run", "event"]
-        for key in clean.keys.sorted() {
+        // Every event says what happened in words, for people reading a journal or a container log.
+        let msg = LogMessage.text(event: event, job: job, fields: clean)
+        pairs.append(("msg", .string(LogRedaction.redactString(msg))))
+        let reserved: Set<String> = ["ts", "level", "process", "pid", "job", "run", "event", "msg"]
+        for key in clean.keys.sorted() where key != "msg" {
             pairs.append((reserved.contains(key) ? "field_\(key)" : key, clean[key]!))
         }
         let line = JSONLine.object(pairs) + "\n"
@@ -115,7 +120,9 @@ public final class LogSink: @unchecked Sendable {
         if consoleJSON {
             FileHandle.standardError.write(Data(line.utf8))
         } else if consoleHuman {
-            FileHandle.standardError.write(Data(humanLine(date: date, level: level, job: job, run: run, event: event, fields: clean).utf8))
+            var shown = clean
+            shown["msg"] = nil
+            FileHandle.standardError.write(Data(humanLine(date: date, level: level, job: job, run: run, event: event + ": " + msg, fields: shown).utf8))
         }
     }
 

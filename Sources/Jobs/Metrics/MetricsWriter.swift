@@ -45,18 +45,64 @@ public struct MetricsWriter: Sendable {
         let dirFD = try DataRoot.openDirectory(directory, in: root)
         defer { close(dirFD) }
         let url = fileURL(job: metrics.job)
+        let name = url.lastPathComponent
+        Self.lockDirectory(dirFD)
+        defer { Self.unlockDirectory(dirFD) }
+        let previous = Self.previous(in: dirFD, name: name)
         var snapshot = metrics
         if snapshot.lastSuccess == nil {
-            snapshot.lastSuccess = snapshot.outcome == .succeeded ? snapshot.finished : Self.previousLastSuccess(in: dirFD, name: url.lastPathComponent)
+            snapshot.lastSuccess = snapshot.outcome == .succeeded ? snapshot.finished : previous.lastSuccess
         }
-        try Self.atomicWrite(render(snapshot), in: dirFD, name: url.lastPathComponent, directoryPath: directory.path, mode: fileMode)
+        var runs = previous.runs
+        runs[snapshot.outcome.rawValue, default: 0] += 1
+        snapshot.runs = runs
+        try Self.atomicWrite(render(snapshot), in: dirFD, name: name, directoryPath: directory.path, mode: fileMode)
         return url
     }
 
+    /// Counts a run that did not start (`skipped`: another run held the lock; `suspended`:
+    /// `enabled: false` or `jobrun pause`) in `jobrun_runs_total`, leaving every other series —
+    /// the last real run's times and outcome — as they were.
+    @discardableResult
+    public func count(job: String, kind: String, outcome: String) throws -> URL {
+        let dirFD = try DataRoot.openDirectory(directory, in: root)
+        defer { close(dirFD) }
+        let url = fileURL(job: job)
+        let name = url.lastPathComponent
+        Self.lockDirectory(dirFD)
+        defer { Self.unlockDirectory(dirFD) }
+        let previous = Self.previous(in: dirFD, name: name)
+        var runs = previous.runs
+        runs[outcome, default: 0] += 1
+        let labels = [(Self.jobLabel, job), ("kind", kind)]
+        var kept = ""
+        var inRunsFamily = false
+        for line in previous.text.split(separator: "\n", omittingEmptySubsequences: true) {
+            if line.hasPrefix("# HELP ") || line.hasPrefix("# TYPE ") { inRunsFamily = line.split(separator: " ")[2] == Self.runsTotal }
+            if inRunsFamily || line.hasPrefix(Self.runsTotal + "{") { continue }
+            kept += line + "\n"
+        }
+        if kept.isEmpty { kept = renderBuildInfo(labels) }
+        try Self.atomicWrite(kept + renderRuns(labels, runs), in: dirFD, name: name, directoryPath: directory.path, mode: fileMode)
+        return url
+    }
+
+    /// The label naming the job. Not `job`: Prometheus sets `job` to the scrape job's name and
+    /// renames a `job` label in the file to `exported_job`.
+    public static let jobLabel = "jobrun_job"
+    /// The counter of runs by outcome, cumulative across runs (read back from the file).
+    public static let runsTotal = "jobrun_runs_total"
+    /// Outcomes `jobrun_runs_total` always carries (0 until one happens), so a rate over any of
+    /// them is defined from the first scrape.
+    public static let countedOutcomes = RunOutcome.allCases.map(\.rawValue) + ["suspended"]
+    /// Series kept per metric for a `peer` label: the largest values, the rest summed as
+    /// `peer="other"` (peers are unbounded; a metrics file must not be).
+    public static let maxPeerSeries = 10
+
     /// The textfile contents for one run.
     public func render(_ metrics: RunMetrics) -> String {
-        let base = [("job", metrics.job), ("kind", metrics.kind)]
-        var out = ""
+        let base = [(Self.jobLabel, metrics.job), ("kind", metrics.kind)]
+        var out = renderBuildInfo(base)
         func family(_ name: String, _ type: String, _ help: String) {
             out += "# HELP \(name) \(PrometheusText.escapeHelp(help))\n# TYPE \(name) \(type)\n"
         }
@@ -77,15 +123,17 @@ public struct MetricsWriter: Sendable {
         for outcome in RunOutcome.allCases {
             line("jobrun_last_run_outcome", base + [("outcome", outcome.rawValue)], outcome == metrics.outcome ? 1 : 0)
         }
+        out += renderRuns(base, metrics.runs)
+        let prefix = "jobrun_" + PrometheusText.sanitizeName(metrics.kind) + "_"
         for key in metrics.counters.keys.sorted() {
-            let name = "jobrun_" + PrometheusText.sanitizeName(key)
-            family(name, "gauge", "Kind-specific counter '\(key)' from the last run.")
+            let name = prefix + PrometheusText.sanitizeName(key)
+            family(name, "gauge", "\(metrics.kind): '\(key)' in the last run.")
             line(name, base, metrics.counters[key]!)
         }
-        let grouped = Dictionary(grouping: metrics.samples) { "jobrun_" + PrometheusText.sanitizeName($0.name) }
+        let grouped = Dictionary(grouping: metrics.samples) { Self.familyName($0) }
         for name in grouped.keys.sorted() {
-            let samples = grouped[name]!
-            family(name, samples[0].type.rawValue, samples[0].help ?? "Kind-specific metric '\(samples[0].name)' from the last run.")
+            let samples = Self.boundingPeers(grouped[name]!)
+            family(name, samples[0].type.rawValue, samples[0].help ?? "\(metrics.kind): '\(samples[0].name)' in the last run.")
             for sample in samples {
                 line(name, base + sample.labels.keys.sorted().map { ($0, sample.labels[$0]!) }, sample.value)
             }
@@ -93,10 +141,51 @@ public struct MetricsWriter: Sendable {
         return out
     }
 
-    /// Reads `jobrun_last_success_timestamp_seconds` from an existing file (not through a link).
-    static func previousLastSuccess(in dirFD: Int32, name: String) -> Date? {
+    /// `jobrun_<name>`, with `_total` for a counter.
+    static func familyName(_ sample: MetricSample) -> String {
+        let name = "jobrun_" + PrometheusText.sanitizeName(sample.name)
+        return sample.type == .counter && !name.hasSuffix("_total") ? name + "_total" : name
+    }
+
+    /// At most `maxPeerSeries` series per other-label combination for a `peer` label: the
+    /// largest, then one `peer="other"` with the sum of the rest.
+    static func boundingPeers(_ samples: [MetricSample]) -> [MetricSample] {
+        guard samples.contains(where: { $0.labels["peer"] != nil }) else { return samples }
+        var out = samples.filter { $0.labels["peer"] == nil }
+        let groups = Dictionary(grouping: samples.filter { $0.labels["peer"] != nil }) { $0.labels.filter { $0.key != "peer" } }
+        for key in groups.keys.sorted(by: { $0.description < $1.description }) {
+            let sorted = groups[key]!.sorted { $0.value != $1.value ? $0.value > $1.value : $0.labels["peer"]! < $1.labels["peer"]! }
+            out += sorted.prefix(maxPeerSeries)
+            let rest = sorted.dropFirst(maxPeerSeries)
+            if var other = rest.first {
+                other.labels["peer"] = "other"
+                other.value = rest.reduce(0) { $0 + $1.value }
+                out.append(other)
+            }
+        }
+        return out
+    }
+
+    private func renderBuildInfo(_ labels: [(String, String)]) -> String {
+        "# HELP jobrun_build_info The jobrun build that wrote this file (always 1).\n# TYPE jobrun_build_info gauge\n"
+            + PrometheusText.sample(
+                "jobrun_build_info", labels: [labels[0], ("version", BuildInfo.version), ("swift", BuildInfo.swift), ("platform", BuildInfo.platform)],
+                value: 1) + "\n"
+    }
+
+    private func renderRuns(_ labels: [(String, String)], _ runs: [String: Double]) -> String {
+        var out =
+            "# HELP \(Self.runsTotal) Runs of the job by outcome, skipped overlaps and suspended (disabled or paused) runs included; dry runs are not counted.\n"
+        out += "# TYPE \(Self.runsTotal) counter\n"
+        let outcomes = Self.countedOutcomes + runs.keys.filter { !Self.countedOutcomes.contains($0) }.sorted()
+        for outcome in outcomes { out += PrometheusText.sample(Self.runsTotal, labels: labels + [("outcome", outcome)], value: runs[outcome] ?? 0) + "\n" }
+        return out
+    }
+
+    /// What the existing file says: its text, the last success time and the run counts.
+    static func previous(in dirFD: Int32, name: String) -> (text: String, lastSuccess: Date?, runs: [String: Double]) {
         let fd = openat(dirFD, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { return ("", nil, [:]) }
         defer { close(fd) }
         var data = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -107,11 +196,25 @@ public struct MetricsWriter: Sendable {
             data += buffer[0..<n]
         }
         let text = String(decoding: data, as: UTF8.self)
-        for line in text.split(separator: "\n") where line.hasPrefix("jobrun_last_success_timestamp_seconds") {
-            if let value = line.split(separator: " ").last.flatMap({ Double($0) }) { return Date(timeIntervalSince1970: value) }
+        var lastSuccess: Date?
+        var runs: [String: Double] = [:]
+        for line in text.split(separator: "\n") {
+            guard let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
+            if line.hasPrefix("jobrun_last_success_timestamp_seconds") { lastSuccess = Date(timeIntervalSince1970: value) }
+            if line.hasPrefix(runsTotal + "{"), let range = line.range(of: "outcome=\""),
+                let end = line[range.upperBound...].firstIndex(of: "\"")
+            {
+                runs[String(line[range.upperBound..<end])] = value
+            }
         }
-        return nil
+        return (text, lastSuccess, runs)
     }
+
+    /// Locks the metrics directory itself (`flock` on its descriptor: no extra file for the
+    /// collector to see) so two processes updating one job's counts never lose one.
+    static func lockDirectory(_ dirFD: Int32) { flock(dirFD, LOCK_EX) }
+
+    static func unlockDirectory(_ dirFD: Int32) { flock(dirFD, LOCK_UN) }
 
     /// Temp file in the same directory, write, fsync, chmod, rename, fsync directory.
     public static func atomicWrite(_ text: String, to url: URL, mode: mode_t) throws {

@@ -36,10 +36,14 @@ public struct RunMetrics: Sendable {
     /// Time of the last successful run; nil = this run if it succeeded, else the value in the
     /// previous metrics file (so a failure does not erase it).
     public var lastSuccess: Date?
-    /// Kind-specific counters from this run: `["bytes_downloaded": 1234]` → `jobrun_bytes_downloaded{job=…}`.
+    /// Kind-specific counters from this run: `["bytes": 1234]` of `prefetch-chat-media` →
+    /// `jobrun_prefetch_chat_media_bytes{jobrun_job=…}`.
     public var counters: [String: Double]
     /// Kind-specific samples with extra labels.
     public var samples: [MetricSample]
+    /// Runs so far by outcome (`jobrun_runs_total`), this one included; the writer fills it
+    /// from the previous file.
+    public var runs: [String: Double] = [:]
 
     public init(
         job: String, kind: String, started: Date, finished: Date, outcome: RunOutcome, lastSuccess: Date? = nil,

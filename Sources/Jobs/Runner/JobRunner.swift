@@ -11,6 +11,8 @@ public struct JobRunner: Sendable {
     public let logger: JobLogger
     public let tempDirectory: URL
     public let metrics: MetricsWriter
+    /// Failure hooks and heartbeat pings (`onFailure`, `heartbeat`); dry runs send none.
+    public var alerts: RunAlerts
     /// Runs kept per job in the history table.
     public var historyLimit = 200
 
@@ -21,16 +23,28 @@ public struct JobRunner: Sendable {
         self.logger = logger
         self.tempDirectory = tempDirectory
         self.metrics = MetricsWriter(root: root)
+        self.alerts = RunAlerts(root: root, logger: logger)
     }
 
-    /// Runs `job`. Never throws: every failure becomes a `RunResult` with its exit code.
+    /// Runs `job`. Never throws: every failure becomes a `RunResult` with its exit code. A run
+    /// that took the lock pings the job's heartbeat at its start and end and, when it fails,
+    /// runs the failure hook (not for dry runs).
     public func run(_ job: JobFile, dryRun: Bool = false) async -> RunResult {
+        var startPing: Task<Void, Never>?
+        let result = await execute(job, dryRun: dryRun, startPing: &startPing)
+        if !dryRun, result.outcome != .skipped {
+            await alerts.finished(job, result: result, start: startPing)
+        }
+        return result
+    }
+
+    private func execute(_ job: JobFile, dryRun: Bool, startPing: inout Task<Void, Never>?) async -> RunResult {
         let runId = Self.makeRunId()
         let log = logger.with(job: job.name, run: runId)
         let started = Date()
         var result = RunResult(
             job: job.name, runId: runId, outcome: .failed, exitCode: .jobFailed, attempts: 0,
-            started: started, finished: started, report: JobReport(), message: nil)
+            started: started, finished: started, report: JobReport(), message: nil, dryRun: dryRun)
         guard let kind = kinds.kind(named: job.kind) else {
             result.exitCode = .config
             result.message = "job kind \(job.kind) is not available in this build"
@@ -48,6 +62,7 @@ public struct JobRunner: Sendable {
                 result.exitCode = .temporary
                 result.message = "job \(job.name) is already running\(holder); concurrencyPolicy \(job.concurrencyPolicy.rawValue): not starting another"
                 log.warning("run.skipped", ["reason": .string(result.message!), "holder_pid": holder.isEmpty ? .null : .int(Int64(lock.holderPid!))])
+                if !dryRun { countNonRun(job, outcome: RunOutcome.skipped.rawValue, log: log) }
                 return result
             }
             try await Failpoints.hit("after-lock")
@@ -64,6 +79,7 @@ public struct JobRunner: Sendable {
         }
 
         // 2. The work, per account, with timeout and retries.
+        if !dryRun { startPing = alerts.started(job, runId: runId) }
         log.info(
             "run.started",
             ["kind": .string(job.kind), "accounts": .array(job.accounts.map { .int($0) }), "dry_run": .bool(dryRun), "params": LogValue(job.params)])
@@ -83,7 +99,9 @@ public struct JobRunner: Sendable {
         var startFailure: (any Error)?
         for context in contexts {
             if job.concurrencyPolicy != .allow { closedAll = await closeAbandonedRuns(context, job: job, pending: pending, log: log) && closedAll }
-            if let error = await record(context, job: job, runId: runId, started: started, attempt: 1, end: nil) { startFailure = startFailure ?? error }
+            if let error = await record(context, job: job, runId: runId, started: started, attempt: 1, dryRun: dryRun, end: nil) {
+                startFailure = startFailure ?? error
+            }
         }
         if pending != nil, closedAll { lock.clearPendingOutcome() }
         do { try await Failpoints.hit("after-start-record") } catch {
@@ -162,7 +180,9 @@ public struct JobRunner: Sendable {
         // 3. The record, the metrics and the log line.
         result.finished = Date()
         var recorded = true
-        for context in contexts where await record(context, job: job, runId: runId, started: started, attempt: attempt, end: result) != nil { recorded = false }
+        for context in contexts where await record(context, job: job, runId: runId, started: started, attempt: attempt, dryRun: dryRun, end: result) != nil {
+            recorded = false
+        }
         if !recorded {
             // The store cannot take the closing write (a full disk): leave the outcome in the
             // lock file's allocated bytes so the next run records it instead of "abandoned".
@@ -174,10 +194,12 @@ public struct JobRunner: Sendable {
                     attempts: Int32(attempt), message: result.message ?? ""))
             log.warning("run.record_deferred", ["kept_in_lock_file": .bool(kept)])
         }
-        writeMetrics(job: job, result: result, log: log)
+        // A dry run changes nothing of production: the metrics file (and the last-success time
+        // alerts read) stays as the last real run left it.
+        if !dryRun { writeMetrics(job: job, result: result, log: log) }
         var fields: [String: LogValue] = [
             "outcome": .string(result.outcome.rawValue), "exit_code": .int(Int64(result.exitCode.rawValue)),
-            "duration_ms": .int(Int64(result.duration * 1000)), "attempts": .int(Int64(attempt)),
+            "duration_ms": .int(Int64(result.duration * 1000)), "attempts": .int(Int64(attempt)), "dry_run": .bool(dryRun),
         ]
         for (k, v) in result.report.counters { fields[k] = .int(v) }
         if let message = result.message { fields["error"] = .string(message) }
@@ -203,7 +225,9 @@ public struct JobRunner: Sendable {
 
     /// Writes the run's record; returns the error when the store could not take it.
     @discardableResult
-    private func record(_ context: AccountContext, job: JobFile, runId: String, started: Date, attempt: Int, end: RunResult?) async -> (any Error)? {
+    private func record(
+        _ context: AccountContext, job: JobFile, runId: String, started: Date, attempt: Int, dryRun: Bool, end: RunResult?
+    ) async -> (any Error)? {
         var run = JobRunRecord(
             runId: runId, job: job.name, kind: job.kind, startedAt: Int64(started.timeIntervalSince1970 * 1000),
             pid: getpid(), attempt: Int32(attempt))
@@ -214,6 +238,7 @@ public struct JobRunner: Sendable {
             run.message = end.message
             run.counters = end.report.counters
         }
+        run.dryRun = dryRun
         let limit = historyLimit
         let record = run
         do {
@@ -274,10 +299,22 @@ public struct JobRunner: Sendable {
         }
     }
 
+    /// Counts a scheduled run that did not start because the job is suspended (`enabled: false`
+    /// or `jobrun pause`), in `jobrun_runs_total{outcome="suspended"}`.
+    public func recordSuspended(_ job: JobFile, log: JobLogger) {
+        countNonRun(job, outcome: "suspended", log: log)
+    }
+
+    private func countNonRun(_ job: JobFile, outcome: String, log: JobLogger) {
+        do { try metrics.count(job: job.name, kind: job.kind, outcome: outcome) } catch {
+            log.error("metrics.write_failed", ["error": .string("\(error)")])
+        }
+    }
+
     private func writeMetrics(job: JobFile, result: RunResult, log: JobLogger) {
         let metricsRecord = RunMetrics(
             job: job.name, kind: job.kind, started: result.started, finished: result.finished,
-            outcome: result.outcome, counters: result.report.counters.mapValues(Double.init),
+            outcome: result.outcome, counters: result.report.counters.filter { !result.report.sampledCounters.contains($0.key) }.mapValues(Double.init),
             samples: result.report.samples)
         do { _ = try metrics.write(metricsRecord) } catch {
             log.error("metrics.write_failed", ["error": .string("\(error)")])

@@ -13,6 +13,8 @@ public struct RunResult: Sendable {
     public var report: JobReport
     /// Why it did not succeed (nil on success).
     public var message: String?
+    /// A `--dry-run`: no metrics file was written and the record says so.
+    public var dryRun = false
 
     public var duration: TimeInterval { finished.timeIntervalSince(started) }
 }

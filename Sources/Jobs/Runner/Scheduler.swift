@@ -1,6 +1,7 @@
 import Foundation
 
-/// The long-running `jobrun schedule`: fires each enabled job when its schedule is due, several
+/// The long-running `jobrun schedule`: fires each enabled job when its schedule is due (unless
+/// it is paused, see `JobSuspension`), several
 /// at once, all sharing this process's `AccountContextPool` (one Postbox per account). When its
 /// task is cancelled (SIGTERM, SIGINT) it stops launching, running jobs are cancelled and stop
 /// at their next checkpoint, and it returns once they have.
@@ -23,6 +24,8 @@ public struct Scheduler: Sendable {
     public func run() async -> [RunOutcome: Int] {
         logger.info("scheduler.started", ["jobs": .array(jobs.map { .string($0.name) }), "pid": .int(Int64(getpid()))])
         let tracker = RunTracker()
+        // Read at every fire: `jobrun pause` in another process takes effect at the next one.
+        let suspension = JobSuspension(root: runner.root)
         let start = Date()
         var nextFire: [String: Date] = [:]
         for job in jobs { nextFire[job.name] = runAllAtStart ? start : job.nextFire(after: start) }
@@ -36,6 +39,11 @@ public struct Scheduler: Sendable {
                     let log = logger.with(job: job.name, run: nil)
                     if let deadline = job.startingDeadline, now.timeIntervalSince(due) > Double(ConfigDuration.milliseconds(deadline)) / 1000 {
                         log.warning("scheduler.missed", ["due": .string(ISO8601DateFormatter().string(from: due))])
+                        continue
+                    }
+                    if let reason = suspension.pause(of: job.name) {
+                        log.notice("run.suspended", ["reason": .string(reason.word), "msg": .string("\(job.name) not run: \(reason)")])
+                        runner.recordSuspended(job, log: log)
                         continue
                     }
                     if job.concurrencyPolicy != .allow, await tracker.isRunning(job.name) {

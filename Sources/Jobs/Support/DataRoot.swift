@@ -41,6 +41,10 @@ public struct DataRoot: Sendable, Hashable {
 
     public var path: String { url.path }
 
+    /// True when something exists at the root's path (a link or a file counts: using it then
+    /// fails with its own clear error instead of creating a root beside it).
+    public static func exists(_ root: DataRoot) -> Bool { fileType(root.path) != nil }
+
     /// `accounts-metadata/`: which accounts exist (SQLite).
     public var accountsMetadata: URL { url.appendingPathComponent("accounts-metadata", isDirectory: true) }
     /// `logs/`: one `<process>-logs/` directory per process type.
@@ -53,6 +57,10 @@ public struct DataRoot: Sendable, Hashable {
     public func temp(process: String) -> URL { temp.appendingPathComponent(process, isDirectory: true) }
     /// `metrics/`: Prometheus textfile-collector output.
     public var metrics: URL { url.appendingPathComponent("metrics", isDirectory: true) }
+    /// `suspended/`: one small file per job paused with `jobrun pause` (see `JobSuspension`).
+    public var suspended: URL { url.appendingPathComponent("suspended", isDirectory: true) }
+    /// `alerts/`: one small file per job in a failure streak (see `RunAlerts`).
+    public var alerts: URL { url.appendingPathComponent("alerts", isDirectory: true) }
 
     /// Paths of one account.
     public func account(_ id: Int64) -> AccountPaths { AccountPaths(directory: url.appendingPathComponent("account-\(id)", isDirectory: true)) }

@@ -19,6 +19,8 @@ public struct JobRunRecord: PostboxCoding, Sendable, Equatable {
     public var message: String?
     /// Kind-specific counters (files fetched, bytes freed, …).
     public var counters: [String: Int64]
+    /// A `--dry-run`: it reported what it would do and changed nothing; never a success of the job.
+    public var dryRun: Bool
 
     public init(runId: String, job: String, kind: String, startedAt: Int64, pid: Int32, attempt: Int32 = 1) {
         self.runId = runId
@@ -32,6 +34,7 @@ public struct JobRunRecord: PostboxCoding, Sendable, Equatable {
         self.pid = pid
         self.message = nil
         self.counters = [:]
+        self.dryRun = false
     }
 
     public var durationMs: Int64? { endedAt.map { $0 - startedAt } }
@@ -48,6 +51,7 @@ public struct JobRunRecord: PostboxCoding, Sendable, Equatable {
         pid = d.decodeInt32(forKey: "p") ?? 0
         message = d.decodeString(forKey: "m")
         counters = d.decodeInt64Dictionary(keysKey: "ck", valuesKey: "cv")
+        dryRun = (d.decodeInt32(forKey: "d") ?? 0) != 0
     }
 
     public func encode(_ e: PostboxEncoder) {
@@ -62,5 +66,6 @@ public struct JobRunRecord: PostboxCoding, Sendable, Equatable {
         e.encode(pid, forKey: "p")
         e.encodeIfPresent(message, forKey: "m")
         e.encode(counters, keysKey: "ck", valuesKey: "cv")
+        if dryRun { e.encode(Int32(1), forKey: "d") }  // absent in real runs and in records written before it existed
     }
 }

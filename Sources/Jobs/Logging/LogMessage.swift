@@ -1,0 +1,41 @@
+import Foundation
+
+/// The human `msg` of a log event: the one the event gave (`"msg": …`), else a sentence made
+/// from its name and fields — `sync-history finished: succeeded in 1.24 s` — so a journal or a
+/// container log reads without `jq`.
+enum LogMessage {
+    static func text(event: String, job: String?, fields: [String: LogValue]) -> String {
+        if case .string(let given)? = fields["msg"] { return given }
+        let subject = job ?? "jobrun"
+        func field(_ key: String) -> String? {
+            guard let value = fields[key], value != .null else { return nil }
+            return value.description
+        }
+        switch event {
+        case "run.started":
+            let dry = fields["dry_run"] == .bool(true) ? " (dry run)" : ""
+            return "\(subject) started\(dry)" + (field("kind").map { ", kind \($0)" } ?? "")
+        case "run.finished":
+            let seconds = fields["duration_ms"].flatMap { value -> String? in
+                if case .int(let ms) = value { return String(format: "%.2f s", Double(ms) / 1000) }
+                return nil
+            }
+            return "\(subject) finished: \(field("outcome") ?? "unknown")" + (seconds.map { " in \($0)" } ?? "")
+                + (field("error").map { " — \($0)" } ?? "")
+        case "run.skipped": return "\(subject) not started: " + (field("reason") ?? "another run holds its lock")
+        case "run.retrying":
+            return "\(subject) attempt \(field("attempt") ?? "?") failed, retrying in \(field("delay_ms") ?? "?") ms: \(field("error") ?? "")"
+        case "run.refused", "run.failed": return "\(subject) could not run: " + (field("reason") ?? field("error") ?? event)
+        case "run.abandoned": return "\(subject): closed run \(field("abandoned_run") ?? "?") left running by a process that died"
+        case "scheduler.started": return "scheduler started (pid \(field("pid") ?? "?"))"
+        case "scheduler.stopping": return "scheduler stopping, \(field("running") ?? "0") runs still active"
+        case "scheduler.stopped": return "scheduler stopped after \(field("runs") ?? "0") runs"
+        case "scheduler.skipped": return "\(subject) not started: " + (field("reason") ?? "still running")
+        case "scheduler.missed": return "\(subject) missed its start at \(field("due") ?? "?") (older than startingDeadline)"
+        case "process.signal": return "received \(field("signal") ?? "a signal"), stopping at the next checkpoint"
+        default:
+            let details = fields.keys.sorted().prefix(4).compactMap { key in field(key).map { "\(key)=\($0)" } }
+            return "\(subject) \(event)" + (details.isEmpty ? "" : ": " + details.joined(separator: " "))
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import ArgumentParser
+import Foundation
+import Jobs
+
+/// Where and how a job-running command logs: `--log-format`, `--log-level`, `--log-file`, each
+/// with a `JOBRUN_LOG_*` environment variable (the option wins).
+struct LogOptions: ParsableArguments {
+    @Option(name: .customLong("log-format"), help: "Log lines on stderr: json or text (default: $JOBRUN_LOG_FORMAT, else text on a terminal).")
+    var format: String?
+
+    @Option(name: .customLong("log-level"), help: "Lowest level logged: debug, info, notice, warning, error (default: $JOBRUN_LOG_LEVEL, else info).")
+    var level: String?
+
+    @Option(
+        name: .customLong("log-file"),
+        help: "Log file instead of <root>/logs/<process>-logs/<process>.log; - logs to stderr only (default: $JOBRUN_LOG_FILE).")
+    var file: String?
+
+    /// What the sink needs, or a usage error naming the bad value.
+    struct Resolved {
+        var level: LogLevel
+        /// nil: the root's log directory; "-": no file.
+        var file: String?
+        /// An explicit stderr format, if one was asked for (option, variable or `--log-file -`).
+        var console: LogSink.ConsoleMode?
+    }
+
+    func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Resolved {
+        func chosen(_ option: String?, _ variable: String) -> (String, String)? {
+            if let option, !option.isEmpty { return (option, "--" + variable.dropFirst("JOBRUN_".count).lowercased().replacingOccurrences(of: "_", with: "-")) }
+            if let value = environment[variable], !value.isEmpty { return (value, "$" + variable) }
+            return nil
+        }
+        var resolved = Resolved(level: .info, file: nil, console: nil)
+        if let (text, source) = chosen(level, "JOBRUN_LOG_LEVEL") {
+            guard let value = LogLevel(rawValue: text.lowercased()) else {
+                throw fail(.usage, "\(source) '\(text)' is not a log level (one of \(LogLevel.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            resolved.level = value
+        }
+        if let (text, _) = chosen(file, "JOBRUN_LOG_FILE") { resolved.file = text }
+        let tty = isatty(STDERR_FILENO) == 1
+        if let (text, source) = chosen(format, "JOBRUN_LOG_FORMAT") {
+            switch text.lowercased() {
+            case "json": resolved.console = .json
+            case "text": resolved.console = .human
+            default: throw fail(.usage, "\(source) '\(text)' is not a log format (json or text)")
+            }
+        } else if resolved.file == "-" {
+            resolved.console = tty ? .human : .json
+        }
+        return resolved
+    }
+}
