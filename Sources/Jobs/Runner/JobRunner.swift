@@ -55,45 +55,83 @@ public struct JobRunner: Sendable {
         // 1. The run lock.
         let lock = JobLock(root: root, job: job.name)
         defer { lock.release() }
-        do {
-            if !(try await takeLock(lock, job: job, log: log)) {
-                let holder = lock.holderPid.map { " (pid \($0))" } ?? ""
-                result.outcome = .skipped
-                result.exitCode = .temporary
-                result.message = "job \(job.name) is already running\(holder); concurrencyPolicy \(job.concurrencyPolicy.rawValue): not starting another"
-                log.warning("run.skipped", ["reason": .string(result.message!), "holder_pid": holder.isEmpty ? .null : .int(Int64(lock.holderPid!))])
-                if !dryRun { countNonRun(job, outcome: RunOutcome.skipped.rawValue, log: log) }
-                return result
-            }
-            try await Failpoints.hit("after-lock")
-        } catch let error as JobError {
-            result.exitCode = error.exitCode  // the lock file cannot be used (a planted link, a read-only root)
-            result.message = error.message
-            log.error("run.refused", ["reason": .string(error.message)])
-            return result
-        } catch {
-            result.outcome = .cancelled
-            result.exitCode = .temporary
-            result.message = "\(error)"
+        if let refusal = await acquire(lock, job: job, dryRun: dryRun, log: log) {
+            result.outcome = refusal.outcome
+            result.exitCode = refusal.exitCode
+            result.message = refusal.message
             return result
         }
 
-        // 2. The work, per account, with timeout and retries.
+        // 2. The accounts' stores and the start record.
         if !dryRun { startPing = alerts.started(job, runId: runId) }
         log.info(
             "run.started",
             ["kind": .string(job.kind), "accounts": .array(job.accounts.map { .int($0) }), "dry_run": .bool(dryRun), "params": LogValue(job.params)])
-        var contexts: [AccountContext] = []
+        let contexts: [AccountContext]
         do {
-            for id in job.accounts { contexts.append(try await accounts.context(for: id, cloud: kind.usesCloud)) }
+            contexts = try await openAccounts(job, kind: kind)
         } catch {
             let failure = StorageFailure.jobError(error, doing: "cannot open the stores of the job's accounts")
             result.exitCode = failure.exitCode
             result.message = failure.message
-            log.error("run.failed", ["error": .string(result.message!)])
+            log.error("run.failed", ["error": .string(failure.message)])
             result.finished = Date()
             return result
         }
+        let startFailure = await recordStart(contexts, job: job, lock: lock, runId: runId, started: started, dryRun: dryRun, log: log)
+        do { try await Failpoints.hit("after-start-record") } catch {
+            result.outcome = .cancelled
+            result.exitCode = .temporary
+        }
+
+        // 3. The work, per account, with timeout and retries.
+        let attempts = await work(job, kind: kind, contexts: contexts, runId: runId, dryRun: dryRun, startFailure: startFailure, log: log, result: &result)
+
+        // 4. The record, the metrics and the log line.
+        await finish(job, contexts: contexts, lock: lock, runId: runId, started: started, attempts: attempts, dryRun: dryRun, log: log, result: &result)
+        return result
+    }
+
+    /// Why a run did not start: the lock is held under Forbid (75), cannot be used (a planted
+    /// link, a read-only root), or the wait for it was cancelled.
+    private struct Refusal {
+        var outcome: RunOutcome
+        var exitCode: JobExitCode
+        var message: String?
+    }
+
+    /// Takes the run lock as the job's concurrency policy says; nil when the run may start.
+    private func acquire(_ lock: JobLock, job: JobFile, dryRun: Bool, log: JobLogger) async -> Refusal? {
+        do {
+            if !(try await takeLock(lock, job: job, log: log)) {
+                let holder = lock.holderPid.map { " (pid \($0))" } ?? ""
+                let message = "job \(job.name) is already running\(holder); concurrencyPolicy \(job.concurrencyPolicy.rawValue): not starting another"
+                log.warning("run.skipped", ["reason": .string(message), "holder_pid": holder.isEmpty ? .null : .int(Int64(lock.holderPid!))])
+                if !dryRun { countNonRun(job, outcome: RunOutcome.skipped.rawValue, log: log) }
+                return Refusal(outcome: .skipped, exitCode: .temporary, message: message)
+            }
+            try await Failpoints.hit("after-lock")
+            return nil
+        } catch let error as JobError {
+            log.error("run.refused", ["reason": .string(error.message)])
+            return Refusal(outcome: .failed, exitCode: error.exitCode, message: error.message)
+        } catch {
+            return Refusal(outcome: .cancelled, exitCode: .temporary, message: "\(error)")
+        }
+    }
+
+    /// The shared stores of every account of the job (a cloud kind's config checked first).
+    private func openAccounts(_ job: JobFile, kind: any JobKind) async throws -> [AccountContext] {
+        var contexts: [AccountContext] = []
+        for id in job.accounts { contexts.append(try await accounts.context(for: id, cloud: kind.usesCloud)) }
+        return contexts
+    }
+
+    /// Closes runs a crashed holder left open, records this run's start in every account, and
+    /// returns the first store failure met doing so.
+    private func recordStart(
+        _ contexts: [AccountContext], job: JobFile, lock: JobLock, runId: String, started: Date, dryRun: Bool, log: JobLogger
+    ) async -> (any Error)? {
         let pending = lock.pendingOutcome()
         var closedAll = true
         var startFailure: (any Error)?
@@ -104,61 +142,52 @@ public struct JobRunner: Sendable {
             }
         }
         if pending != nil, closedAll { lock.clearPendingOutcome() }
-        do { try await Failpoints.hit("after-start-record") } catch {
-            result.outcome = .cancelled
-            result.exitCode = .temporary
-        }
+        return startFailure
+    }
 
+    /// Attempts the work until it succeeds, fails for good, times out, is cancelled or runs out of
+    /// retries; `result` holds the outcome. Returns the number of attempts made.
+    private func work(
+        _ job: JobFile, kind: any JobKind, contexts: [AccountContext], runId: String, dryRun: Bool, startFailure: (any Error)?,
+        log: JobLogger, result: inout RunResult
+    ) async -> Int {
+        if let startFailure, StorageFailure.isStorage(startFailure) {
+            // The store cannot take the run's start (a full disk): the work would fail the same way.
+            let failure = StorageFailure.jobError(startFailure, doing: "cannot record the run in the account's store")
+            result.outcome = .failed
+            result.exitCode = failure.exitCode
+            result.message = failure.message
+            return 0
+        }
         var attempt = 0
         while true {
-            if let startFailure, StorageFailure.isStorage(startFailure) {
-                // The store cannot take the run's start (a full disk): the work would fail the same way.
-                let failure = StorageFailure.jobError(startFailure, doing: "cannot record the run in the account's store")
-                result.outcome = .failed
-                result.exitCode = failure.exitCode
-                result.message = failure.message
-                break
-            }
             attempt += 1
             result.attempts = attempt
             var report = JobReport()  // of this attempt: accounts done, plus a failure's partial report
             do {
-                for context in contexts {
-                    let accountLog = log.with(["account": .int(context.id)])
-                    let jobContext = JobContext(
-                        job: job, runId: runId, attempt: attempt, account: context,
-                        logger: accountLog, tempDirectory: tempDirectory, dryRun: dryRun)
-                    do {
-                        let accountReport = try await withTimeout(job.timeout) { try await kind.run(jobContext) }
-                        accountLog.info(kind.reportEvent, accountReport.logFields)
-                        report.merge(accountReport)
-                    } catch let error as JobError {
-                        if let partial = error.report { accountLog.info(kind.reportEvent, partial.logFields) }
-                        throw error
-                    }
-                }
+                report = try await attemptOnce(job, kind: kind, contexts: contexts, runId: runId, attempt: attempt, dryRun: dryRun, log: log, report: &report)
                 result.report = report
                 result.outcome = .succeeded
                 result.exitCode = .ok
                 result.message = nil
-                break
+                return attempt
             } catch is RunTimeout {
                 result.outcome = .timedOut
                 result.exitCode = .jobFailed
                 result.message = "timed out after \(ConfigDuration.format(job.timeout)); work done so far is kept"
-                break  // like a Kubernetes deadline: a run that overstays is not retried at once
+                return attempt  // like a Kubernetes deadline: a run that overstays is not retried at once
             } catch is CancellationError {
                 result.outcome = .cancelled
                 result.exitCode = .temporary
                 result.message = "cancelled (stopped by a signal or replaced); work done so far is kept"
-                break
+                return attempt
             } catch let error as JobError {
                 if let partial = error.report { report.merge(partial) }
                 result.report = report
                 result.outcome = .failed
                 result.exitCode = error.exitCode
                 result.message = error.message
-                if !error.retryable { break }
+                if !error.retryable { return attempt }
             } catch {
                 let (code, reason) = StorageFailure.classify(error)  // a full disk is 74 with the path, not a raw error
                 result.report = report
@@ -166,21 +195,50 @@ public struct JobRunner: Sendable {
                 result.exitCode = code
                 result.message = reason
             }
-            guard attempt < job.retry.maxAttempts, !Task.isCancelled else { break }
+            guard attempt < job.retry.maxAttempts, !Task.isCancelled else { return attempt }
             let delay = job.retry.delay(beforeRetry: attempt)
             log.warning(
                 "run.retrying", ["attempt": .int(Int64(attempt)), "error": .string(result.message ?? ""), "delay_ms": .int(ConfigDuration.milliseconds(delay))])
             do { try await Task.sleep(for: delay) } catch {
                 result.outcome = .cancelled
                 result.exitCode = .temporary
-                break
+                return attempt
             }
         }
+    }
 
-        // 3. The record, the metrics and the log line.
+    /// One attempt: the kind's work for each account in turn, each within the job's timeout.
+    /// `report` collects what the accounts done so far reported, for a failure's partial report.
+    private func attemptOnce(
+        _ job: JobFile, kind: any JobKind, contexts: [AccountContext], runId: String, attempt: Int, dryRun: Bool, log: JobLogger,
+        report: inout JobReport
+    ) async throws -> JobReport {
+        for context in contexts {
+            let accountLog = log.with(["account": .int(context.id)])
+            let jobContext = JobContext(
+                job: job, runId: runId, attempt: attempt, account: context,
+                logger: accountLog, tempDirectory: tempDirectory, dryRun: dryRun)
+            do {
+                let accountReport = try await withTimeout(job.timeout) { try await kind.run(jobContext) }
+                accountLog.info(kind.reportEvent, accountReport.logFields)
+                report.merge(accountReport)
+            } catch let error as JobError {
+                if let partial = error.report { accountLog.info(kind.reportEvent, partial.logFields) }
+                throw error
+            }
+        }
+        return report
+    }
+
+    /// Closes the run: its record in every account (or, when a store cannot take it, in the
+    /// lock file for the next run), the metrics of a real run, and the `run.finished` line.
+    private func finish(
+        _ job: JobFile, contexts: [AccountContext], lock: JobLock, runId: String, started: Date, attempts: Int, dryRun: Bool,
+        log: JobLogger, result: inout RunResult
+    ) async {
         result.finished = Date()
         var recorded = true
-        for context in contexts where await record(context, job: job, runId: runId, started: started, attempt: attempt, dryRun: dryRun, end: result) != nil {
+        for context in contexts where await record(context, job: job, runId: runId, started: started, attempt: attempts, dryRun: dryRun, end: result) != nil {
             recorded = false
         }
         if !recorded {
@@ -191,7 +249,7 @@ public struct JobRunner: Sendable {
                     runId: runId, outcome: result.outcome.record, exitCode: result.exitCode.rawValue,
                     startedAtMs: Int64(started.timeIntervalSince1970 * 1000),
                     endedAtMs: Int64(result.finished.timeIntervalSince1970 * 1000),
-                    attempts: Int32(attempt), message: result.message ?? ""))
+                    attempts: Int32(attempts), message: result.message ?? ""))
             log.warning("run.record_deferred", ["kept_in_lock_file": .bool(kept)])
         }
         // A dry run changes nothing of production: the metrics file (and the last-success time
@@ -199,12 +257,11 @@ public struct JobRunner: Sendable {
         if !dryRun { writeMetrics(job: job, result: result, log: log) }
         var fields: [String: LogValue] = [
             "outcome": .string(result.outcome.rawValue), "exit_code": .int(Int64(result.exitCode.rawValue)),
-            "duration_ms": .int(Int64(result.duration * 1000)), "attempts": .int(Int64(attempt)), "dry_run": .bool(dryRun),
+            "duration_ms": .int(Int64(result.duration * 1000)), "attempts": .int(Int64(attempts)), "dry_run": .bool(dryRun),
         ]
         for (k, v) in result.report.counters { fields[k] = .int(v) }
         if let message = result.message { fields["error"] = .string(message) }
         log.log(result.outcome == .succeeded ? .info : .error, "run.finished", fields)
-        return result
     }
 
     private func takeLock(_ lock: JobLock, job: JobFile, log: JobLogger) async throws -> Bool {
