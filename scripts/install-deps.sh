@@ -2,7 +2,8 @@
 # Installs the Debian packages jobrun needs to build, test and benchmark, if any is missing.
 # Safe to run repeatedly: it does nothing when everything is present.
 #   build:      libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config
-#   tests:      nginx-light (plain-URL downloads), sqlite3, systemd (systemd-analyze verify)
+#   tests:      nginx-light (plain-URL downloads), sqlite3, systemd (systemd-analyze verify),
+#               postgresql (initdb/pg_ctl: the tests start their own server in a temp folder)
 #   benchmarks: aria2 curl hyperfine time
 set -euo pipefail
 
@@ -13,6 +14,10 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# PostgreSQL: any installed major version will do, as long as initdb and pg_ctl are there.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
+  missing+=(postgresql)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 SUDO=""

@@ -26,8 +26,8 @@ final class TransactionTests: XCTestCase {
     override func setUp() { PostboxTypeRegistry.register(TestPhoto.self) }
 
     func testCommitAndReadBack() async throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        try await forEachEngine { store in
+        let postbox = try store.postbox()
         try await postbox.transaction { tx in
             try tx.peers.set(Peer(id: PeerId(1), category: .channel, title: "news", photo: TestPhoto(id: 9, resourceIds: ["a"])))
             try tx.messages.add([
@@ -41,11 +41,12 @@ final class TransactionTests: XCTestCase {
         XCTAssertEqual((message?.media.first as? TestPhoto)?.resourceIds, ["r1", "r2"])
         let holders = try await postbox.read { try $0.messages.messages(withMedia: MediaId(namespace: 1, id: 5)) }
         XCTAssertEqual(holders, [MessageId(peerId: PeerId(1), id: 10)])
+        }
     }
 
     func testThrowingBodyRollsBackEverything() async throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        try await forEachEngine { store in
+        let postbox = try store.postbox()
         do {
             try await postbox.transaction { tx in
                 try tx.peers.set(Peer(id: PeerId(1), category: .group, title: "g"))
@@ -57,11 +58,12 @@ final class TransactionTests: XCTestCase {
         let (peer, count) = try await postbox.read { tx in (try tx.peers.get(PeerId(1)), try tx.messages.count(peer: PeerId(1))) }
         XCTAssertNil(peer, "the write-behind cache must not leak a rolled-back peer")
         XCTAssertEqual(count, 0)
+        }
     }
 
     func testTransactionCannotBeUsedAfterCommit() throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        try forEachEngine { store in
+        let postbox = try store.postbox()
         let escaped = try postbox.transactionSync { $0 }
         XCTAssertFalse(escaped.isActive)
         XCTAssertThrowsError(try escaped.peers.set(Peer(id: PeerId(1), category: .group, title: "late"))) {
@@ -69,17 +71,19 @@ final class TransactionTests: XCTestCase {
         }
         let table = try postbox.transactionSync { try $0.peers }
         XCTAssertThrowsError(try table.get(PeerId(1)), "a table kept past its transaction refuses work")
+        }
     }
 
     func testReadTransactionRefusesWrites() throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        try forEachEngine { store in
+        let postbox = try store.postbox()
         XCTAssertThrowsError(try postbox.readSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "x")) })
+        }
     }
 
     func testWriteBehindReadsOwnWritesAndRecordsChanges() async throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        try await forEachEngine { store in
+        let postbox = try store.postbox()
         let stream = postbox.changes()
         let changes = try await postbox.transaction { tx -> PostboxChanges in
             try tx.peers.set(Peer(id: PeerId(5), category: .group, title: "first"))
@@ -94,22 +98,24 @@ final class TransactionTests: XCTestCase {
         let observed = await iterator.next()
         XCTAssertEqual(observed, changes, "observers receive the committed change record")
         XCTAssertEqual(try postbox.readSync { try $0.peers.get(PeerId(5))?.title }, "second")
+        }
     }
 
     func testCachesNoticeAnotherConnectionsCommit() throws {
-        let dir = TemporaryDirectory()
-        let a = try Postbox(path: dir.file("db.sqlite"))
-        let b = try Postbox(path: dir.file("db.sqlite"))
+        try forEachEngine { store in
+        let a = try store.postbox()
+        let b = try store.postbox()
         try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v1")) }
         XCTAssertEqual(try b.readSync { try $0.peers.get(PeerId(1))?.title }, "v1")
         try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v2")) }
         XCTAssertEqual(try b.readSync { try $0.peers.get(PeerId(1))?.title }, "v2", "b's cached v1 must be dropped")
+        }
     }
 
     func testWriteTransactionsNoticeAnotherConnectionsCommit() throws {
-        let dir = TemporaryDirectory()
-        let a = try Postbox(path: dir.file("db.sqlite"))
-        let b = try Postbox(path: dir.file("db.sqlite"))
+        try forEachEngine { store in
+        let a = try store.postbox()
+        let b = try store.postbox()
         try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v1")) }
         // b caches v1 in a write transaction, and writes something of its own.
         XCTAssertEqual(
@@ -125,40 +131,42 @@ final class TransactionTests: XCTestCase {
         XCTAssertEqual(try b.readSync { try $0.peers.get(PeerId(1))?.title }, "v3")
         XCTAssertEqual(try b.transactionSync { try $0.peers.get(PeerId(1))?.title }, "v3")
         XCTAssertEqual(try a.readSync { try $0.peers.get(PeerId(2))?.title }, "b")
+        }
     }
 
     func testSchemaVersionAndMigrationHook() throws {
-        let dir = TemporaryDirectory()
-        let path = dir.file("db.sqlite")
-        _ = try Postbox(path: path)
-        XCTAssertEqual(try Postbox(path: path).readSync { try $0.metadata.schemaVersion() }, Postbox.schemaVersion)
+        try forEachEngine { store in
+        let path = store.identity
+        _ = try store.postbox()
+        XCTAssertEqual(try store.postbox().readSync { try $0.metadata.schemaVersion() }, Postbox.schemaVersion)
 
         // A store written by a newer jobrun: refuse to write it.
-        let newer = try Postbox(path: path)
+        let newer = try store.postbox()
         try newer.transactionSync { try $0.metadata.setSchemaVersion(Postbox.schemaVersion + 1) }
-        XCTAssertThrowsError(try Postbox(path: path)) {
+        XCTAssertThrowsError(try store.postbox()) {
             XCTAssertEqual($0 as? PostboxError, .schemaTooNew(path: path, found: Postbox.schemaVersion + 1, supported: Postbox.schemaVersion))
         }
-        XCTAssertNoThrow(try Postbox(path: path, readOnly: true), "reading a newer store is still allowed")
+        XCTAssertNoThrow(try store.postbox(readOnly: true), "reading a newer store is still allowed")
 
         // An older store: migrations run once, in order, under the write lock.
-        let old = dir.file("old.sqlite")
-        let seed = try Postbox(path: old)
+        let old = store.sibling()
+        let seed = try old.postbox()
         try seed.transactionSync { try $0.metadata.setSchemaVersion(0) }
         let ran = Counter()
         let migration = PostboxMigration(toVersion: 1) { tx in
             ran.increment()
             try tx.peers.set(Peer(id: PeerId(77), category: .contact, title: "migrated"))
         }
-        let migrated = try Postbox(path: old, migrations: [migration])
+        let migrated = try old.postbox(migrations: [migration])
         XCTAssertEqual(try migrated.readSync { try $0.peers.get(PeerId(77))?.title }, "migrated")
-        _ = try Postbox(path: old, migrations: [migration])
+        _ = try old.postbox(migrations: [migration])
         XCTAssertEqual(ran.value, 1)
+        }
     }
 
     func testDomainTables() throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        try forEachEngine { store in
+        let postbox = try store.postbox()
         let peer = PeerId(3)
         try postbox.transactionSync { tx in
             try tx.messages.add((1...20).map { Message(id: MessageId(peerId: peer, id: Int32($0)), timestamp: Int32(1000 + $0 * 10)) })
@@ -196,11 +204,12 @@ final class TransactionTests: XCTestCase {
             XCTAssertEqual(first?.text, "edited")
             XCTAssertNil(try tx.messages.get(MessageId(peerId: peer, id: 2)))
         }
+        }
     }
 
     func testMediaReferenceIndexes() throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        try forEachEngine { store in
+        let postbox = try store.postbox()
         let message = MediaParent.message(MessageId(peerId: PeerId(1), id: 7))
         try postbox.transactionSync { tx in
             for i in 0..<5 {
@@ -222,11 +231,12 @@ final class TransactionTests: XCTestCase {
         for parent in [message, .peerAvatar(PeerId(-4)), .stickerSet(id: 9), .wallpaper(id: -1), .story(peerId: PeerId(8), id: 3)] {
             XCTAssertEqual(MediaParent(key: parent.key), parent)
         }
+        }
     }
 
     func testUploadQueueAndJobRuns() throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        try forEachEngine { store in
+        let postbox = try store.postbox()
         let id = try postbox.transactionSync { tx -> Int64 in
             let id = try tx.uploadQueue.nextItemId()
             var item = UploadItem(id: id, peerId: PeerId(1), stagedPath: "/x", originalName: "x", size: 10, sha256: "ab", randomId: 99, enqueuedAt: 1)
@@ -256,6 +266,7 @@ final class TransactionTests: XCTestCase {
         try postbox.readSync { tx in
             XCTAssertEqual(try tx.jobRuns.recent(job: "sync", limit: 10).map(\.runId), ["r2"])
             XCTAssertEqual(try tx.uploadQueue.acknowledgedParts(item: id), [])
+        }
         }
     }
 }

@@ -1,15 +1,12 @@
 import Foundation
 import Postbox
+import PostboxPostgres
 import TestSupport
 import XCTest
 
 final class ValueBoxTests: XCTestCase {
     let binary = ValueBoxTable(id: 100, keyType: .binary)
     let ints = ValueBoxTable(id: 101, keyType: .int64)
-
-    private func open(_ dir: TemporaryDirectory) throws -> SqliteValueBox {
-        try SqliteValueBox(path: dir.file("vb.sqlite"))
-    }
 
     private func messageKey(peer: Int64, ns: Int32, ts: Int32, id: Int32) -> ValueBoxKey {
         var k = ValueBoxKey(length: 20)
@@ -20,15 +17,15 @@ final class ValueBoxTests: XCTestCase {
         return k
     }
 
-    private func write(_ vb: SqliteValueBox, _ body: () throws -> Void) throws {
+    private func write(_ vb: any ValueBox, _ body: () throws -> Void) throws {
         try vb.begin()
         try body()
         try vb.commit()
     }
 
     func testGetSetRemoveExists() throws {
-        let dir = TemporaryDirectory()
-        let vb = try open(dir)
+        try forEachEngine { store in
+        let vb = try store.valueBox()
         let key = ValueBoxKey(string: "alpha")
         XCTAssertNil(try vb.get(binary, key: key), "missing table reads as empty")
         try write(vb) {
@@ -43,11 +40,12 @@ final class ValueBoxTests: XCTestCase {
         try write(vb) { try vb.remove(binary, key: key) }
         XCTAssertNil(try vb.get(binary, key: key))
         XCTAssertFalse(try vb.exists(binary, key: key))
+        }
     }
 
     func testCompositeKeysScanPeerNamespaceTimeIdOrder() throws {
-        let dir = TemporaryDirectory()
-        let vb = try open(dir)
+        try forEachEngine { store in
+        let vb = try store.valueBox()
         var expected: [ValueBoxKey] = []
         try write(vb) {
             for peer in [Int64(-3), 0, 7, 1 << 40] {
@@ -81,11 +79,12 @@ final class ValueBoxTests: XCTestCase {
             return true
         }
         XCTAssertEqual(times, [1_700_000_000, 1_700_000_000, 5, 5, -100, -100])
+        }
     }
 
     func testRangeIsExclusiveAndDirectional() throws {
-        let dir = TemporaryDirectory()
-        let vb = try open(dir)
+        try forEachEngine { store in
+        let vb = try store.valueBox()
         try write(vb) { for i in Int64(1)...10 { try vb.set(ints, key: ValueBoxKey(i), value: Data([UInt8(i)])) } }
         var up: [Int64] = []
         try vb.range(ints, start: ValueBoxKey(Int64(2)), end: ValueBoxKey(Int64(6))) { k, _ in
@@ -102,11 +101,12 @@ final class ValueBoxTests: XCTestCase {
             limited.append(k.getInt64(0)); return true
         }
         XCTAssertEqual(limited, [1, 2])
+        }
     }
 
     func testEarlyStopAndFilteredRange() throws {
-        let dir = TemporaryDirectory()
-        let vb = try open(dir)
+        try forEachEngine { store in
+        let vb = try store.valueBox()
         try write(vb) { for i in Int64(1)...100 { try vb.set(ints, key: ValueBoxKey(i), value: Data()) } }
         var visited = 0
         try vb.scan(ints) { _, _ in
@@ -127,11 +127,12 @@ final class ValueBoxTests: XCTestCase {
             return k.getInt64(0) == 13 ? .stop : .accept
         }
         XCTAssertEqual(stoppedAt, 13)
+        }
     }
 
     func testCountAndRemoveRange() throws {
-        let dir = TemporaryDirectory()
-        let vb = try open(dir)
+        try forEachEngine { store in
+        let vb = try store.valueBox()
         try write(vb) {
             for peer in Int64(1)...3 { for id in Int32(1)...50 { try vb.set(binary, key: messageKey(peer: peer, ns: 0, ts: id, id: id), value: Data()) } }
         }
@@ -145,30 +146,36 @@ final class ValueBoxTests: XCTestCase {
         try write(vb) { try vb.removeRange(binary, .prefix(peer2)) }
         XCTAssertEqual(try vb.count(binary), 100)
         XCTAssertEqual(try vb.count(binary, .prefix(peer2)), 0)
+        }
     }
 
     func testRollbackDiscardsWrites() throws {
-        let dir = TemporaryDirectory()
-        let vb = try open(dir)
+        try forEachEngine { store in
+        let vb = try store.valueBox()
         try vb.begin()
         try vb.set(ints, key: ValueBoxKey(Int64(1)), value: Data([1]))
         vb.rollback()
         XCTAssertNil(try vb.get(ints, key: ValueBoxKey(Int64(1))))
+        }
     }
 
     func testReopenAfterCloseKeepsData() throws {
-        let dir = TemporaryDirectory()
-        do {
-            let vb = try open(dir)
-            try write(vb) { for i in Int64(0)..<1000 { try vb.set(ints, key: ValueBoxKey(i), value: Data("v\(i)".utf8)) } }
-            vb.close()
+        try forEachEngine { store in
+            do {
+                let vb = try store.valueBox()
+                try write(vb) { for i in Int64(0)..<1000 { try vb.set(ints, key: ValueBoxKey(i), value: Data("v\(i)".utf8)) } }
+                (vb as? SqliteValueBox)?.close()
+                (vb as? PostgresValueBox)?.close()
+            }
+            let vb = try store.valueBox()
+            XCTAssertEqual(try vb.count(ints), 1000)
+            XCTAssertEqual(try vb.get(ints, key: ValueBoxKey(Int64(999))), Data("v999".utf8))
+            if let sqlite = vb as? SqliteValueBox {
+                XCTAssertEqual(try sqlite.integrityCheck(), ["ok"])
+                let attrs = try FileManager.default.attributesOfItem(atPath: store.identity)
+                XCTAssertEqual((attrs[.posixPermissions] as? NSNumber)?.intValue, 0o600, "database files are 0600")
+            }
         }
-        let vb = try open(dir)
-        XCTAssertEqual(try vb.count(ints), 1000)
-        XCTAssertEqual(try vb.get(ints, key: ValueBoxKey(Int64(999))), Data("v999".utf8))
-        XCTAssertEqual(try vb.integrityCheck(), ["ok"])
-        let attrs = try FileManager.default.attributesOfItem(atPath: dir.file("vb.sqlite"))
-        XCTAssertEqual((attrs[.posixPermissions] as? NSNumber)?.intValue, 0o600, "database files are 0600")
     }
 
     func testKeyHelpers() {
@@ -184,13 +191,14 @@ final class ValueBoxTests: XCTestCase {
     }
 
     func testReadOnlyOpenRefusesWrites() throws {
-        let dir = TemporaryDirectory()
-        do {
-            let vb = try open(dir)
-            try write(vb) { try vb.set(ints, key: ValueBoxKey(Int64(1)), value: Data([1])) }
+        try forEachEngine { store in
+            do {
+                let vb = try store.valueBox()
+                try write(vb) { try vb.set(ints, key: ValueBoxKey(Int64(1)), value: Data([1])) }
+            }
+            let ro = try store.valueBox(readOnly: true)
+            XCTAssertEqual(try ro.get(ints, key: ValueBoxKey(Int64(1))), Data([1]))
+            XCTAssertThrowsError(try ro.begin()) { XCTAssertEqual($0 as? PostboxError, .readOnly(path: store.identity)) }
         }
-        let ro = try SqliteValueBox(path: dir.file("vb.sqlite"), options: .init(readOnly: true))
-        XCTAssertEqual(try ro.get(ints, key: ValueBoxKey(Int64(1))), Data([1]))
-        XCTAssertThrowsError(try ro.begin()) { XCTAssertEqual($0 as? PostboxError, .readOnly(path: dir.file("vb.sqlite"))) }
     }
 }
