@@ -55,7 +55,7 @@ let package = Package(
         .target(
             name: "Jobs",
             dependencies: [
-                "CloudCore", "MediaBox", "Postbox",
+                "CloudCore", "MediaBox", "Postbox", "PostboxPostgres",
                 .product(name: "Yams", package: "Yams"),
             ]),
         // Reference cloud server (in-process for tests, `cloudd` executable for everyone else).
@@ -93,7 +93,7 @@ let package = Package(
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore", "CloudCrypto", "CloudServer", "TestSupport"]),
         .testTarget(name: "CloudServerTests", dependencies: ["CloudServer", "CloudProtocol", "CloudCrypto", "TestSupport"]),
         .testTarget(
-            name: "JobsTests", dependencies: ["Jobs", "TestSupport", .product(name: "Yams", package: "Yams")], exclude: ["ExampleKind/count-messages.yaml"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "Postbox", "MediaBox", "TestSupport"]),
+            name: "JobsTests", dependencies: ["Jobs", "PostboxPostgres", "TestSupport", .product(name: "Yams", package: "Yams")], exclude: ["ExampleKind/count-messages.yaml"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "Postbox", "PostboxPostgres", "MediaBox", "TestSupport"]),
     ]
 )

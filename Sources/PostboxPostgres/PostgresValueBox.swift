@@ -447,6 +447,17 @@ public final class PostgresValueBox: ValueBox {
         return Int(try session.queryInt("SELECT count(*) FROM \(self.table(table))\(clause)", binds) ?? 0)
     }
 
+    /// The stores (schemas) on the server whose names start with `prefix`.
+    public static func storeNames(endpoint: PostgresEndpoint, prefix: String) throws -> [String] {
+        let session = try PostgresSession(endpoint: endpoint, name: "postgres:\(prefix)*")
+        defer { session.close() }
+        var binds = PostgresBindings()
+        binds.append(prefix)
+        return try session.query("SELECT nspname::text FROM pg_namespace WHERE starts_with(nspname, $1) ORDER BY 1", binds).compactMap {
+            try? $0.first?.decode(String.self)
+        }
+    }
+
     /// Drops the store's schema and everything in it (tests and `jobrun` account removal).
     public static func dropStore(endpoint: PostgresEndpoint, schema: String) throws {
         try validate(schema: schema)
