@@ -156,6 +156,9 @@ extension PostgresServer {
     }()
 
     private static func stopShared() {
-        if case let .success(server) = sharedServer { server.stop() }
+        if case let .success(server) = sharedServer {
+            server.stop()
+            try? FileManager.default.removeItem(atPath: server.directory.path)
+        }
     }
 }
