@@ -56,6 +56,7 @@ let package = Package(
             name: "Jobs",
             dependencies: [
                 "CloudCore", "MediaBox", "Postbox", "PostboxPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Yams", package: "Yams"),
             ]),
         // Reference cloud server (in-process for tests, `cloudd` executable for everyone else).

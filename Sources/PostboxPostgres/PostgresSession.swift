@@ -49,6 +49,8 @@ public final class PostgresSession {
     @discardableResult
     public func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws -> [PostgresRow] {
         guard let connection else { throw PostboxError.server(store: name, code: "08003", message: "connection is closed") }
+        // A query written to a channel the server already closed may never be answered.
+        if connection.isClosed { throw PostboxError.server(store: name, code: "08006", message: "connection to the database server lost") }
         try Self.refuseOnEventLoop()
         do {
             let result = try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger).wait()

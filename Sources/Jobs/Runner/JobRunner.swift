@@ -38,16 +38,24 @@ public struct JobRunner: Sendable {
             return result
         }
 
-        // 1. The run lock.
-        let lock = JobLock(root: root, job: job.name)
+        // 1. The run lock: a file lock on this host, a cluster lock when the store is shared.
+        let fileLock = JobLock(root: root, job: job.name)
+        let lock: any RunLock
+        do { lock = try Self.runLock(root: root, job: job.name, fileLock: fileLock) } catch {
+            result.exitCode = error.exitCode
+            result.message = error.message
+            log.error("run.refused", ["reason": .string(error.message)])
+            return result
+        }
         defer { lock.release() }
         do {
             if !(try await takeLock(lock, job: job, log: log)) {
-                let holder = lock.holderPid.map { " (pid \($0))" } ?? ""
+                let holder = lock.holderDescription.map { " (\($0))" } ?? ""
                 result.outcome = .skipped
                 result.exitCode = .temporary
                 result.message = "job \(job.name) is already running\(holder); concurrencyPolicy \(job.concurrencyPolicy.rawValue): not starting another"
-                log.warning("run.skipped", ["reason": .string(result.message!), "holder_pid": holder.isEmpty ? .null : .int(Int64(lock.holderPid!))])
+                let pid = lock === fileLock ? fileLock.holderPid : nil
+                log.warning("run.skipped", ["reason": .string(result.message!), "holder_pid": pid.map { .int(Int64($0)) } ?? .null])
                 return result
             }
             try await Failpoints.hit("after-lock")
@@ -78,14 +86,14 @@ public struct JobRunner: Sendable {
             result.finished = Date()
             return result
         }
-        let pending = lock.pendingOutcome()
+        let pending = fileLock.pendingOutcome()
         var closedAll = true
         var startFailure: (any Error)?
         for context in contexts {
             if job.concurrencyPolicy != .allow { closedAll = await closeAbandonedRuns(context, job: job, pending: pending, log: log) && closedAll }
             if let error = await record(context, job: job, runId: runId, started: started, attempt: 1, end: nil) { startFailure = startFailure ?? error }
         }
-        if pending != nil, closedAll { lock.clearPendingOutcome() }
+        if pending != nil, closedAll { fileLock.clearPendingOutcome() }
         do { try await Failpoints.hit("after-start-record") } catch {
             result.outcome = .cancelled
             result.exitCode = .temporary
@@ -166,7 +174,7 @@ public struct JobRunner: Sendable {
         if !recorded {
             // The store cannot take the closing write (a full disk): leave the outcome in the
             // lock file's allocated bytes so the next run records it instead of "abandoned".
-            let kept = lock.recordPendingOutcome(
+            let kept = fileLock.recordPendingOutcome(
                 .init(
                     runId: runId, outcome: result.outcome.record, exitCode: result.exitCode.rawValue,
                     startedAtMs: Int64(started.timeIntervalSince1970 * 1000),
@@ -185,17 +193,22 @@ public struct JobRunner: Sendable {
         return result
     }
 
-    private func takeLock(_ lock: JobLock, job: JobFile, log: JobLogger) async throws -> Bool {
+    /// The file lock, or the cluster lock when `cluster.yaml` shares the store.
+    static func runLock(root: DataRoot, job: String, fileLock: JobLock) throws(JobError) -> any RunLock {
+        guard let pg = try ClusterConfig.load(root: root).postgres else { return fileLock }
+        return try ClusterRunLock(job: job, cluster: pg)
+    }
+
+    private func takeLock(_ lock: any RunLock, job: JobFile, log: JobLogger) async throws -> Bool {
         switch job.concurrencyPolicy {
         case .allow:
             return true
         case .forbid:
             return try lock.acquire(wait: job.lockWait)
         case .replace:
-            if try lock.acquire() { return true }
-            if let pid = lock.holderPid, pid != getpid() {
-                log.notice("run.replacing", ["holder_pid": .int(Int64(pid))])
-                kill(pid, SIGTERM)
+            if try lock.acquire(wait: .zero) { return true }
+            if let holder = lock.holderDescription, lock.stopHolder() {
+                log.notice("run.replacing", ["holder": .string(holder)])
             }
             return try lock.acquire(wait: max(job.lockWait, .seconds(30)))
         }

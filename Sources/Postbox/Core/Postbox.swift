@@ -231,10 +231,12 @@ public final class Postbox: @unchecked Sendable {
     public func integrityCheck() throws -> [String] { try queue.sync { try sqliteBox("integrity check").integrityCheck() } }
 
     /// Bytes of free pages inside the file.
-    public func freeBytes() throws -> Int64 { try queue.sync { try sqliteBox("free page count").freeBytes() } }
+    /// (0 on a store that is not a file: a server reclaims its own space.)
+    public func freeBytes() throws -> Int64 { try queue.sync { try sqliteValueBox?.freeBytes() ?? 0 } }
 
     /// Returns free pages to the file system; the number of bytes reclaimed.
-    public func compact() throws -> Int64 { try queue.sync { try sqliteBox("compaction").compact() } }
+    /// (0 on a store that is not a file.)
+    public func compact() throws -> Int64 { try queue.sync { try sqliteValueBox?.compact() ?? 0 } }
 
     /// Size of the database file plus its WAL, in bytes (0 for a store that is not a file).
     public func fileSize() -> Int64 {

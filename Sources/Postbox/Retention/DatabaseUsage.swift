@@ -92,19 +92,19 @@ extension Postbox {
     /// size the file has once the WAL is checkpointed.
     public func databaseBytes() throws -> Int64 {
         try queue.sync {
-            let vb = try sqliteBox("database size")
+            guard let vb = sqliteValueBox else { return 0 }  // a server's store is not a file
             return try vb.pageCount() * vb.pageSize()
         }
     }
 
     /// Free pages in the file.
-    public func freePageCount() throws -> Int64 { try queue.sync { try sqliteBox("free page count").freePageCount() } }
+    public func freePageCount() throws -> Int64 { try queue.sync { try sqliteValueBox?.freePageCount() ?? 0 } }
 
     /// Returns up to `pages` free pages to the file system in one short write transaction of its
     /// own (incremental auto-vacuum). Returns the pages released.
     public func reclaimFreePages(_ pages: Int) throws -> Int64 {
         if isReadOnly { throw PostboxError.readOnly(path: path) }
-        return try queue.sync { try sqliteBox("incremental vacuum").incrementalVacuum(pages: pages) }
+        return try queue.sync { try sqliteValueBox?.incrementalVacuum(pages: pages) ?? 0 }
     }
 
     /// Copies the WAL into the database file: `truncate` also empties the WAL file, waiting at
@@ -112,16 +112,19 @@ extension Postbox {
     /// next checkpoint).
     @discardableResult
     public func checkpointWAL(truncate: Bool, maxWaitMilliseconds: Int32 = 250) throws -> SqliteValueBox.CheckpointResult {
-        try queue.sync { try sqliteBox("WAL checkpoint").walCheckpoint(truncate: truncate, maxWaitMilliseconds: maxWaitMilliseconds) }
+        try queue.sync {
+            try sqliteValueBox?.walCheckpoint(truncate: truncate, maxWaitMilliseconds: maxWaitMilliseconds)
+                ?? SqliteValueBox.CheckpointResult(busy: false, logFrames: 0, checkpointedFrames: 0)
+        }
     }
 
     /// Caps the WAL file at `bytes` after each checkpoint of this connection.
     public func limitWALSize(_ bytes: Int64) throws {
-        try queue.sync { try sqliteBox("WAL size limit").setJournalSizeLimit(bytes) }
+        try queue.sync { try sqliteValueBox?.setJournalSizeLimit(bytes) }
     }
 }
 
 extension Postbox {
     /// Bytes per page of the file.
-    public func pageSizeBytes() throws -> Int64 { try queue.sync { try sqliteBox("page size").pageSize() } }
+    public func pageSizeBytes() throws -> Int64 { try queue.sync { try sqliteValueBox?.pageSize() ?? 1 } }
 }
