@@ -94,7 +94,8 @@ let package = Package(
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore", "CloudCrypto", "CloudServer", "TestSupport"]),
         .testTarget(name: "CloudServerTests", dependencies: ["CloudServer", "CloudProtocol", "CloudCrypto", "TestSupport"]),
         .testTarget(
-            name: "JobsTests", dependencies: ["Jobs", "PostboxPostgres", "TestSupport", .product(name: "Yams", package: "Yams")], exclude: ["ExampleKind/count-messages.yaml"]),
+            name: "JobsTests", dependencies: ["Jobs", "PostboxPostgres", "TestSupport", .product(name: "Yams", package: "Yams")],
+            exclude: ["ExampleKind/count-messages.yaml"]),
         .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "Postbox", "PostboxPostgres", "MediaBox", "TestSupport"]),
     ]
 )

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import PostgresNIO
 import Postbox
+import PostgresNIO
 
 /// One PostgreSQL connection used synchronously: every call blocks its caller until the
 /// server answers. The connection runs on a private event loop, and a call made on that loop

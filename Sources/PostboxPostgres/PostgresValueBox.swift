@@ -1,6 +1,6 @@
 import Foundation
-import PostgresNIO
 import Postbox
+import PostgresNIO
 
 /// `ValueBox` on PostgreSQL: one schema per store, one table per `ValueBoxTable` (`t<id>`, key
 /// `bytea` or `int8` primary key, value `bytea`), with `SqliteValueBox`'s semantics:

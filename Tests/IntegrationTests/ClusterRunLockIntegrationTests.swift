@@ -29,7 +29,9 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
         let deadline = Date().addingTimeInterval(60)
         var held = false
         while Date() < deadline && !held {
-            held = (try? server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = \(0x524C_0001) AND granted", database: database)) == "1"
+            held =
+                (try? server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = \(0x524C_0001) AND granted", database: database))
+                == "1"
             if !held { usleep(100_000) }
         }
         XCTAssertTrue(held, "host a took the cluster lock: \(holder.stderr)")
@@ -55,7 +57,9 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
         let deadline = Date().addingTimeInterval(60)
         var held = false
         while Date() < deadline && !held {
-            held = (try? server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = \(0x524C_0001) AND granted", database: database)) == "1"
+            held =
+                (try? server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = \(0x524C_0001) AND granted", database: database))
+                == "1"
             if !held { usleep(100_000) }
         }
         XCTAssertTrue(held, "host a took the cluster lock: \(holder.stderr)")

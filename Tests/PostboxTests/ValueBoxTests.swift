@@ -25,137 +25,137 @@ final class ValueBoxTests: XCTestCase {
 
     func testGetSetRemoveExists() throws {
         try forEachEngine { store in
-        let vb = try store.valueBox()
-        let key = ValueBoxKey(string: "alpha")
-        XCTAssertNil(try vb.get(binary, key: key), "missing table reads as empty")
-        try write(vb) {
-            try vb.set(binary, key: key, value: Data([1, 2, 3]))
-            try vb.set(ints, key: ValueBoxKey(Int64(-5)), value: Data([9]))
-        }
-        XCTAssertEqual(try vb.get(binary, key: key), Data([1, 2, 3]))
-        XCTAssertTrue(try vb.exists(binary, key: key))
-        XCTAssertEqual(try vb.get(ints, key: ValueBoxKey(Int64(-5))), Data([9]))
-        try write(vb) { try vb.set(binary, key: key, value: Data()) }
-        XCTAssertEqual(try vb.get(binary, key: key), Data(), "an empty value is not a missing value")
-        try write(vb) { try vb.remove(binary, key: key) }
-        XCTAssertNil(try vb.get(binary, key: key))
-        XCTAssertFalse(try vb.exists(binary, key: key))
+            let vb = try store.valueBox()
+            let key = ValueBoxKey(string: "alpha")
+            XCTAssertNil(try vb.get(binary, key: key), "missing table reads as empty")
+            try write(vb) {
+                try vb.set(binary, key: key, value: Data([1, 2, 3]))
+                try vb.set(ints, key: ValueBoxKey(Int64(-5)), value: Data([9]))
+            }
+            XCTAssertEqual(try vb.get(binary, key: key), Data([1, 2, 3]))
+            XCTAssertTrue(try vb.exists(binary, key: key))
+            XCTAssertEqual(try vb.get(ints, key: ValueBoxKey(Int64(-5))), Data([9]))
+            try write(vb) { try vb.set(binary, key: key, value: Data()) }
+            XCTAssertEqual(try vb.get(binary, key: key), Data(), "an empty value is not a missing value")
+            try write(vb) { try vb.remove(binary, key: key) }
+            XCTAssertNil(try vb.get(binary, key: key))
+            XCTAssertFalse(try vb.exists(binary, key: key))
         }
     }
 
     func testCompositeKeysScanPeerNamespaceTimeIdOrder() throws {
         try forEachEngine { store in
-        let vb = try store.valueBox()
-        var expected: [ValueBoxKey] = []
-        try write(vb) {
-            for peer in [Int64(-3), 0, 7, 1 << 40] {
-                for ns in [Int32(0), 1] {
-                    for ts in [Int32(-100), 5, 1_700_000_000] {
-                        for id in [Int32(2), 1] {
-                            let k = messageKey(peer: peer, ns: ns, ts: ts, id: id)
-                            expected.append(k)
-                            try vb.set(binary, key: k, value: Data([UInt8(truncatingIfNeeded: id)]))
+            let vb = try store.valueBox()
+            var expected: [ValueBoxKey] = []
+            try write(vb) {
+                for peer in [Int64(-3), 0, 7, 1 << 40] {
+                    for ns in [Int32(0), 1] {
+                        for ts in [Int32(-100), 5, 1_700_000_000] {
+                            for id in [Int32(2), 1] {
+                                let k = messageKey(peer: peer, ns: ns, ts: ts, id: id)
+                                expected.append(k)
+                                try vb.set(binary, key: k, value: Data([UInt8(truncatingIfNeeded: id)]))
+                            }
                         }
                     }
                 }
             }
-        }
-        var seen: [(Int64, Int32, Int32, Int32)] = []
-        try vb.scan(binary) { key, _ in
-            seen.append((key.getInt64(0), key.getInt32(8), key.getInt32(12), key.getInt32(16)))
-            return true
-        }
-        let sortedTuples = seen.sorted { ($0.0, $0.1, $0.2, $0.3) < ($1.0, $1.1, $1.2, $1.3) }
-        XCTAssertEqual(seen.count, expected.count)
-        XCTAssertTrue(zip(seen, sortedTuples).allSatisfy { $0 == $1 }, "scan order follows peer → namespace → timestamp → id, negatives first")
+            var seen: [(Int64, Int32, Int32, Int32)] = []
+            try vb.scan(binary) { key, _ in
+                seen.append((key.getInt64(0), key.getInt32(8), key.getInt32(12), key.getInt32(16)))
+                return true
+            }
+            let sortedTuples = seen.sorted { ($0.0, $0.1, $0.2, $0.3) < ($1.0, $1.1, $1.2, $1.3) }
+            XCTAssertEqual(seen.count, expected.count)
+            XCTAssertTrue(zip(seen, sortedTuples).allSatisfy { $0 == $1 }, "scan order follows peer → namespace → timestamp → id, negatives first")
 
-        // One peer+namespace, descending, via a prefix.
-        var prefix = ValueBoxKey(length: 12)
-        prefix.setInt64(0, value: 7)
-        prefix.setInt32(8, value: 1)
-        var times: [Int32] = []
-        try vb.range(binary, .prefix(prefix, descending: true), limit: .max) { key, _ in
-            times.append(key.getInt32(12))
-            return true
-        }
-        XCTAssertEqual(times, [1_700_000_000, 1_700_000_000, 5, 5, -100, -100])
+            // One peer+namespace, descending, via a prefix.
+            var prefix = ValueBoxKey(length: 12)
+            prefix.setInt64(0, value: 7)
+            prefix.setInt32(8, value: 1)
+            var times: [Int32] = []
+            try vb.range(binary, .prefix(prefix, descending: true), limit: .max) { key, _ in
+                times.append(key.getInt32(12))
+                return true
+            }
+            XCTAssertEqual(times, [1_700_000_000, 1_700_000_000, 5, 5, -100, -100])
         }
     }
 
     func testRangeIsExclusiveAndDirectional() throws {
         try forEachEngine { store in
-        let vb = try store.valueBox()
-        try write(vb) { for i in Int64(1)...10 { try vb.set(ints, key: ValueBoxKey(i), value: Data([UInt8(i)])) } }
-        var up: [Int64] = []
-        try vb.range(ints, start: ValueBoxKey(Int64(2)), end: ValueBoxKey(Int64(6))) { k, _ in
-            up.append(k.getInt64(0)); return true
-        }
-        XCTAssertEqual(up, [3, 4, 5])
-        var down: [Int64] = []
-        try vb.range(ints, start: ValueBoxKey(Int64(6)), end: ValueBoxKey(Int64(2))) { k, _ in
-            down.append(k.getInt64(0)); return true
-        }
-        XCTAssertEqual(down, [5, 4, 3])
-        var limited: [Int64] = []
-        try vb.range(ints, start: ValueBoxKey(Int64(0)), end: ValueBoxKey(Int64(11)), limit: 2) { k, _ in
-            limited.append(k.getInt64(0)); return true
-        }
-        XCTAssertEqual(limited, [1, 2])
+            let vb = try store.valueBox()
+            try write(vb) { for i in Int64(1)...10 { try vb.set(ints, key: ValueBoxKey(i), value: Data([UInt8(i)])) } }
+            var up: [Int64] = []
+            try vb.range(ints, start: ValueBoxKey(Int64(2)), end: ValueBoxKey(Int64(6))) { k, _ in
+                up.append(k.getInt64(0)); return true
+            }
+            XCTAssertEqual(up, [3, 4, 5])
+            var down: [Int64] = []
+            try vb.range(ints, start: ValueBoxKey(Int64(6)), end: ValueBoxKey(Int64(2))) { k, _ in
+                down.append(k.getInt64(0)); return true
+            }
+            XCTAssertEqual(down, [5, 4, 3])
+            var limited: [Int64] = []
+            try vb.range(ints, start: ValueBoxKey(Int64(0)), end: ValueBoxKey(Int64(11)), limit: 2) { k, _ in
+                limited.append(k.getInt64(0)); return true
+            }
+            XCTAssertEqual(limited, [1, 2])
         }
     }
 
     func testEarlyStopAndFilteredRange() throws {
         try forEachEngine { store in
-        let vb = try store.valueBox()
-        try write(vb) { for i in Int64(1)...100 { try vb.set(ints, key: ValueBoxKey(i), value: Data()) } }
-        var visited = 0
-        try vb.scan(ints) { _, _ in
-            visited += 1; return visited < 7
-        }
-        XCTAssertEqual(visited, 7, "returning false stops the scan")
+            let vb = try store.valueBox()
+            try write(vb) { for i in Int64(1)...100 { try vb.set(ints, key: ValueBoxKey(i), value: Data()) } }
+            var visited = 0
+            try vb.scan(ints) { _, _ in
+                visited += 1; return visited < 7
+            }
+            XCTAssertEqual(visited, 7, "returning false stops the scan")
 
-        var evens: [Int64] = []
-        try vb.filteredRange(ints, start: ValueBoxKey(Int64(0)), end: ValueBoxKey(Int64(1000)), limit: 5) { k, _ in
-            let v = k.getInt64(0)
-            if v % 2 == 0 { evens.append(v); return .accept }
-            return .skip
-        }
-        XCTAssertEqual(evens, [2, 4, 6, 8, 10], "skipped rows do not count against the limit")
-        var stoppedAt: Int64 = 0
-        try vb.filteredRange(ints, start: ValueBoxKey(Int64(0)), end: ValueBoxKey(Int64(1000)), limit: 100) { k, _ in
-            stoppedAt = k.getInt64(0)
-            return k.getInt64(0) == 13 ? .stop : .accept
-        }
-        XCTAssertEqual(stoppedAt, 13)
+            var evens: [Int64] = []
+            try vb.filteredRange(ints, start: ValueBoxKey(Int64(0)), end: ValueBoxKey(Int64(1000)), limit: 5) { k, _ in
+                let v = k.getInt64(0)
+                if v % 2 == 0 { evens.append(v); return .accept }
+                return .skip
+            }
+            XCTAssertEqual(evens, [2, 4, 6, 8, 10], "skipped rows do not count against the limit")
+            var stoppedAt: Int64 = 0
+            try vb.filteredRange(ints, start: ValueBoxKey(Int64(0)), end: ValueBoxKey(Int64(1000)), limit: 100) { k, _ in
+                stoppedAt = k.getInt64(0)
+                return k.getInt64(0) == 13 ? .stop : .accept
+            }
+            XCTAssertEqual(stoppedAt, 13)
         }
     }
 
     func testCountAndRemoveRange() throws {
         try forEachEngine { store in
-        let vb = try store.valueBox()
-        try write(vb) {
-            for peer in Int64(1)...3 { for id in Int32(1)...50 { try vb.set(binary, key: messageKey(peer: peer, ns: 0, ts: id, id: id), value: Data()) } }
-        }
-        XCTAssertEqual(try vb.count(binary), 150)
-        var peer2 = ValueBoxKey(length: 8)
-        peer2.setInt64(0, value: 2)
-        XCTAssertEqual(try vb.count(binary, .prefix(peer2)), 50)
-        XCTAssertEqual(try vb.count(binary, start: messageKey(peer: 2, ns: 0, ts: 10, id: 10), end: messageKey(peer: 2, ns: 0, ts: 20, id: 20)), 9)
-        try write(vb) { try vb.removeRange(binary, start: messageKey(peer: 2, ns: 0, ts: 10, id: 10), end: messageKey(peer: 2, ns: 0, ts: 20, id: 20)) }
-        XCTAssertEqual(try vb.count(binary, .prefix(peer2)), 39, "removeRange is inclusive at both ends")
-        try write(vb) { try vb.removeRange(binary, .prefix(peer2)) }
-        XCTAssertEqual(try vb.count(binary), 100)
-        XCTAssertEqual(try vb.count(binary, .prefix(peer2)), 0)
+            let vb = try store.valueBox()
+            try write(vb) {
+                for peer in Int64(1)...3 { for id in Int32(1)...50 { try vb.set(binary, key: messageKey(peer: peer, ns: 0, ts: id, id: id), value: Data()) } }
+            }
+            XCTAssertEqual(try vb.count(binary), 150)
+            var peer2 = ValueBoxKey(length: 8)
+            peer2.setInt64(0, value: 2)
+            XCTAssertEqual(try vb.count(binary, .prefix(peer2)), 50)
+            XCTAssertEqual(try vb.count(binary, start: messageKey(peer: 2, ns: 0, ts: 10, id: 10), end: messageKey(peer: 2, ns: 0, ts: 20, id: 20)), 9)
+            try write(vb) { try vb.removeRange(binary, start: messageKey(peer: 2, ns: 0, ts: 10, id: 10), end: messageKey(peer: 2, ns: 0, ts: 20, id: 20)) }
+            XCTAssertEqual(try vb.count(binary, .prefix(peer2)), 39, "removeRange is inclusive at both ends")
+            try write(vb) { try vb.removeRange(binary, .prefix(peer2)) }
+            XCTAssertEqual(try vb.count(binary), 100)
+            XCTAssertEqual(try vb.count(binary, .prefix(peer2)), 0)
         }
     }
 
     func testRollbackDiscardsWrites() throws {
         try forEachEngine { store in
-        let vb = try store.valueBox()
-        try vb.begin()
-        try vb.set(ints, key: ValueBoxKey(Int64(1)), value: Data([1]))
-        vb.rollback()
-        XCTAssertNil(try vb.get(ints, key: ValueBoxKey(Int64(1))))
+            let vb = try store.valueBox()
+            try vb.begin()
+            try vb.set(ints, key: ValueBoxKey(Int64(1)), value: Data([1]))
+            vb.rollback()
+            XCTAssertNil(try vb.get(ints, key: ValueBoxKey(Int64(1))))
         }
     }
 

@@ -80,7 +80,8 @@ public final class PostgresServer: @unchecked Sendable {
     /// Runs `psql -c sql` as the superuser against `database` and returns its unaligned output.
     @discardableResult
     public func psql(_ sql: String, database: String = "postgres") throws -> String {
-        try run(binDirectory + "/psql", ["-h", socketDirectory, "-p", "\(port)", "-U", user, "-d", database, "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        try run(
+            binDirectory + "/psql", ["-h", socketDirectory, "-p", "\(port)", "-U", user, "-d", database, "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
     }
 
     /// Creates a database and returns its name.

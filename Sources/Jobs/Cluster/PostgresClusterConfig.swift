@@ -128,10 +128,14 @@ public struct PostgresClusterConfig: Sendable {
                     for f in fields {
                         switch f.key {
                         case "mode":
-                            guard let mode = f.value.scalarText.flatMap(TLS.init(rawValue:)) else { problems.append("\(f.value.position): \(tlsExpected)"); continue }
+                            guard let mode = f.value.scalarText.flatMap(TLS.init(rawValue:)) else {
+                                problems.append("\(f.value.position): \(tlsExpected)"); continue
+                            }
                             tls = mode
                         case "caFile":
-                            guard let text = f.value.scalarText, !text.isEmpty else { problems.append("\(f.value.position): `postgres.tls.caFile` must be a path"); continue }
+                            guard let text = f.value.scalarText, !text.isEmpty else {
+                                problems.append("\(f.value.position): `postgres.tls.caFile` must be a path"); continue
+                            }
                             caFile = path(text)
                         default:
                             problems.append("\(f.keyPosition): unknown key `postgres.tls.\(AccountCloudConfig.shown(f.key))` (known: caFile, mode)")
@@ -142,7 +146,8 @@ public struct PostgresClusterConfig: Sendable {
                 }
             default:
                 problems.append(
-                    "\(entry.keyPosition): unknown key `postgres.\(AccountCloudConfig.shown(entry.key))` (known: \(knownKeys.sorted().joined(separator: ", ")))")
+                    "\(entry.keyPosition): unknown key `postgres.\(AccountCloudConfig.shown(entry.key))` (known: \(knownKeys.sorted().joined(separator: ", ")))"
+                )
             }
         }
         guard let (text, urlNode) = url else {
