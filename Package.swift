@@ -82,7 +82,8 @@ let package = Package(
         .executableTarget(
             name: "jobrun-bench",
             dependencies: [
-                "Jobs", "CloudCore", "MediaBox", "Postbox", "CSQLite", "CloudServer",
+                "Jobs", "CloudCore", "MediaBox", "Postbox", "PostboxPostgres", "CSQLite", "CloudServer",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // Child processes for crash and concurrency tests (SIGKILL mid-transaction, two writers).

@@ -3,7 +3,8 @@
 # Safe to run repeatedly: it does nothing when everything is present.
 #   build:      libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config
 #   tests:      nginx-light (plain-URL downloads), sqlite3, systemd (systemd-analyze verify),
-#               postgresql (initdb/pg_ctl: the tests start their own server in a temp folder)
+#               postgresql (initdb/pg_ctl: the tests start their own server in a temp folder),
+#               kubernetes-validate from PyPI (CronJob manifests)
 #   benchmarks: aria2 curl hyperfine time
 set -euo pipefail
 
@@ -17,6 +18,11 @@ done
 # PostgreSQL: any installed major version will do, as long as initdb and pg_ctl are there.
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
   missing+=(postgresql)
+fi
+# kubernetes-validate (PyPI): the tests check the generated CronJobs against Kubernetes' schemas.
+if ! command -v kubernetes-validate >/dev/null; then
+  echo "install-deps: installing kubernetes-validate (pip)" >&2
+  python3 -m pip install -q kubernetes-validate >/dev/null
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 

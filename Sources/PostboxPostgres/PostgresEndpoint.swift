@@ -70,7 +70,7 @@ public struct PostgresEndpoint: Sendable, CustomStringConvertible {
 
     /// The postgres-nio configuration: keepalives and the application name are sent as startup
     /// parameters, so they hold from the first byte of the session.
-    func configuration() throws -> PostgresConnection.Configuration {
+    public func configuration() throws -> PostgresConnection.Configuration {
         var configuration: PostgresConnection.Configuration
         switch address {
         case let .unixSocket(path):

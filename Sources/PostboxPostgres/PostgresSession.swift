@@ -18,20 +18,33 @@ public final class PostgresSession {
     /// Names the store or lock in errors (no address, no credentials).
     public let name: String
     private var connection: PostgresConnection?
+    /// Set by `close()`: a session its owner closed stays closed.
+    private var closedByOwner = false
 
     public init(endpoint: PostgresEndpoint, name: String) throws {
         self.endpoint = endpoint
         self.name = name
-        let loop = Self.eventLoopGroup.next()
+        try connect()
+    }
+
+    private func connect() throws {
         try Self.refuseOnEventLoop()
         let configuration = try endpoint.configuration()
         do {
             connection = try PostgresConnection.connect(
-                on: loop, configuration: configuration, id: Int(getpid()), logger: Self.logger
+                on: Self.eventLoopGroup.next(), configuration: configuration, id: Int(getpid()), logger: Self.logger
             ).wait()
         } catch {
             throw Self.describe(error, name: name)
         }
+    }
+
+    /// Opens a new connection if the server closed this one (a restart, a terminated backend):
+    /// call it only between transactions, where nothing of the old session is lost.
+    public func reconnectIfClosed() throws {
+        guard !closedByOwner, connection?.isClosed ?? true else { return }
+        connection = nil
+        try connect()
     }
 
     deinit { close() }
@@ -40,6 +53,7 @@ public final class PostgresSession {
 
     /// Closes the connection (the server ends its transaction and releases its locks).
     public func close() {
+        closedByOwner = true
         guard let connection else { return }
         self.connection = nil
         try? connection.close().wait()

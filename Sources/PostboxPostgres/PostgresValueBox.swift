@@ -124,6 +124,7 @@ public final class PostgresValueBox: ValueBox {
     public func begin() throws {
         if readOnly { throw PostboxError.readOnly(path: session.name) }
         missingTables.removeAll()
+        try session.reconnectIfClosed()
         try session.query("BEGIN ISOLATION LEVEL READ COMMITTED")
         mode = .write
         wrote = false
@@ -135,6 +136,7 @@ public final class PostgresValueBox: ValueBox {
 
     public func beginRead() throws {
         missingTables.removeAll()
+        try session.reconnectIfClosed()
         try session.query("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         mode = .read
         versionAtBegin = try readVersion()

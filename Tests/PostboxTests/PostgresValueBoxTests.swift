@@ -153,6 +153,23 @@ final class PostgresValueBoxTests: XCTestCase {
         XCTAssertEqual(down, Array((-3000...3999).reversed()))
     }
 
+    func testAStoreCarriesOnAfterTheServerRestarts() throws {
+        let server = try PostgresServer()
+        let endpoint = PostgresEndpoint(address: .unixSocket(path: server.socketPath), username: server.user, database: "postgres")
+        let postbox = try Postbox(valueBox: PostgresValueBox(endpoint: endpoint, schema: "restart"), name: "postgres:restart")
+        try postbox.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "before")) }
+        try server.restart()
+        // The old session is gone: at most the first transaction fails (temporary), then the
+        // store reconnects and everything committed before the restart is there.
+        var title: String?
+        for _ in 0..<3 where title == nil {
+            title = try? postbox.readSync { try $0.peers.get(PeerId(1))?.title }
+        }
+        XCTAssertEqual(title, "before")
+        try postbox.transactionSync { try $0.peers.set(Peer(id: PeerId(2), category: .group, title: "after")) }
+        XCTAssertEqual(try postbox.readSync { try $0.peers.get(PeerId(2))?.title }, "after")
+    }
+
     func testBadStoreNamesAndMissingStoresAreClearErrors() throws {
         let endpoint = try TestStore.endpoint()
         XCTAssertThrowsError(try PostgresValueBox(endpoint: endpoint, schema: "Robert'); DROP")) {
