@@ -74,6 +74,23 @@ public final class PostgresSession {
         }
     }
 
+    /// The advisory lock class under which hosts create shared schema objects.
+    static let setUpLockClass: Int32 = 0x5345_0001
+
+    /// Runs `statements` (idempotent DDL such as `CREATE … IF NOT EXISTS`) in one transaction
+    /// under a server-wide advisory lock, so hosts creating the same objects at once do not race.
+    public func setUp(_ statements: [String]) throws {
+        try query("BEGIN")
+        do {
+            try query("SELECT pg_advisory_xact_lock(\(Self.setUpLockClass), 0)")
+            for statement in statements { try query(statement) }
+            try query("COMMIT")
+        } catch {
+            _ = try? query("ROLLBACK")
+            throw error
+        }
+    }
+
     /// Runs one statement that returns a single `int8` (or null → nil).
     public func queryInt(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws -> Int64? {
         guard let row = try query(sql, binds).first, let cell = row.first, cell.bytes != nil else { return nil }

@@ -17,7 +17,11 @@ struct ScheduleCommand: AsyncParsableCommand {
         }
         let env = try ProcessEnvironment(options: options, process: "scheduler")
         defer { env.close() }
-        let scheduler = Scheduler(jobs: catalog.jobs, runner: env.runner, logger: env.logger, runAllAtStart: runNow)
+        let claims: FireClaims?
+        do { claims = try ClusterConfig.load(root: env.root).postgres.map { pg throws(JobError) in try FireClaims(cluster: pg) } } catch {
+            throw fail(error.exitCode, error.message)
+        }
+        let scheduler = Scheduler(jobs: catalog.jobs, runner: env.runner, logger: env.logger, runAllAtStart: runNow, claims: claims)
         let task = Task { _ = await scheduler.run() }
         let signals = SignalCancellation(cancelling: task, logger: env.logger)
         await task.value

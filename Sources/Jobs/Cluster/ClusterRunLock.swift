@@ -49,10 +49,10 @@ public final class ClusterRunLock: RunLock, @unchecked Sendable {
     private func connect() throws -> PostgresSession {
         if let session, !session.isClosed { return session }
         let s = try PostgresSession(endpoint: endpoint, name: "postgres:\(schema)")
-        try s.query("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"")
-        try s.query(
-            "CREATE TABLE IF NOT EXISTS \"\(schema)\".run_lock_holders (job text PRIMARY KEY, host text NOT NULL, pid int NOT NULL, backend int NOT NULL, since timestamptz NOT NULL)"
-        )
+        try s.setUp([
+            "CREATE SCHEMA IF NOT EXISTS \"\(schema)\"",
+            "CREATE TABLE IF NOT EXISTS \"\(schema)\".run_lock_holders (job text PRIMARY KEY, host text NOT NULL, pid int NOT NULL, backend int NOT NULL, since timestamptz NOT NULL)",
+        ])
         session = s
         return s
     }
