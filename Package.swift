@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
     ],
     targets: [
@@ -33,6 +34,15 @@ let package = Package(
 
         // Storage engine: ValueBox on SQLite, binary encoding, tables, transactions.
         .target(name: "Postbox", dependencies: ["CSQLite"]),
+        // ValueBox on PostgreSQL: Postbox's seam on a shared server. Its own target, so Postbox
+        // (and everything that only needs SQLite) never links SwiftNIO.
+        .target(
+            name: "PostboxPostgres",
+            dependencies: [
+                "Postbox",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // File cache of media resources; fetching is injected, no networking here.
         .target(name: "MediaBox", dependencies: ["Postbox"]),
         // Wire types shared by client and server (no transport, no storage).
@@ -45,7 +55,8 @@ let package = Package(
         .target(
             name: "Jobs",
             dependencies: [
-                "CloudCore", "MediaBox", "Postbox",
+                "CloudCore", "MediaBox", "Postbox", "PostboxPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -72,21 +83,24 @@ let package = Package(
         .executableTarget(
             name: "jobrun-bench",
             dependencies: [
-                "Jobs", "CloudCore", "MediaBox", "Postbox", "CSQLite", "CloudServer",
+                "Jobs", "CloudCore", "MediaBox", "Postbox", "PostboxPostgres", "CSQLite", "CloudServer",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // Child processes for crash and concurrency tests (SIGKILL mid-transaction, two writers).
-        .executableTarget(name: "jobrun-testkit", dependencies: ["Postbox", "MediaBox", "CloudCore", "CloudProtocol"]),
+        .executableTarget(name: "jobrun-testkit", dependencies: ["Postbox", "PostboxPostgres", "MediaBox", "CloudCore", "CloudProtocol"]),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "PostboxTests", dependencies: ["Postbox", "CSQLite", "TestSupport"]),
+        .testTarget(name: "PostboxTests", dependencies: ["Postbox", "PostboxPostgres", "CSQLite", "TestSupport"]),
         .testTarget(name: "MediaBoxTests", dependencies: ["MediaBox", "TestSupport"]),
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore", "CloudCrypto", "CloudServer", "TestSupport"]),
         .testTarget(name: "CloudServerTests", dependencies: ["CloudServer", "CloudProtocol", "CloudCrypto", "TestSupport"]),
         .testTarget(
             name: "JobsTests",
-            dependencies: ["Jobs", "TestSupport", .product(name: "Yams", package: "Yams"), .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Jobs", "PostboxPostgres", "TestSupport", .product(name: "Yams", package: "Yams"), .product(name: "Logging", package: "swift-log"),
+            ],
             exclude: ["ExampleKind/count-messages.yaml"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "Postbox", "MediaBox", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "Postbox", "PostboxPostgres", "MediaBox", "TestSupport"]),
     ]
 )

@@ -3,9 +3,11 @@
 # Safe to run repeatedly: it does nothing when everything is present.
 #   build:      libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config
 #   tests:      nginx-light (plain-URL downloads), sqlite3, systemd (systemd-analyze verify),
-#               prometheus (promtool check metrics), prometheus-node-exporter (textfile scrape)
+#               prometheus (promtool check metrics), prometheus-node-exporter (textfile scrape),
+#               postgresql (initdb/pg_ctl: the tests start their own server in a temp folder)
 #   benchmarks: aria2 curl hyperfine time
-#   object storage (pip): moto[server] (the S3 server tests start), awscli (the S3 benchmark's peer)
+#   from PyPI:  moto[server] (the S3 server tests start), awscli (the S3 benchmark's peer),
+#               kubernetes-validate (the tests check generated CronJobs against Kubernetes' schemas)
 set -euo pipefail
 
 packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config sqlite3 curl nginx-light aria2 time systemd prometheus prometheus-node-exporter)
@@ -15,11 +17,17 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# PostgreSQL: any installed major version will do, as long as initdb and pg_ctl are there.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
+  missing+=(postgresql)
+fi
 
-# Python tools for the object-storage tests and benchmark, installed with pip when missing.
+# Python tools for the object-storage and Kubernetes tests and the S3 benchmark, installed with
+# pip when missing.
 pip_missing=()
 command -v moto_server >/dev/null || pip_missing+=("moto[server]")
 command -v aws >/dev/null || pip_missing+=("awscli")
+command -v kubernetes-validate >/dev/null || pip_missing+=("kubernetes-validate")
 if [ ${#pip_missing[@]} -gt 0 ]; then
   command -v pip3 >/dev/null || missing+=(python3-pip)
 fi

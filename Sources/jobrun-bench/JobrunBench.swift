@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Jobs
 
 /// `jobrun-bench`: each benchmark prints its figures next to a peer measured in the same run.
 @main
@@ -20,9 +21,24 @@ struct PostboxBench: ParsableCommand {
     @Option(help: "Single-row transactions.") var transactions = 100_000
     @Option(help: "Point reads.") var reads = 100_000
     @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-postbox"
+    @Option(help: "Store: sqlite, or postgres (then also the SQLite figures, same sizes).") var store = "sqlite"
+    @Option(help: "PostgreSQL server for --store postgres (postgresql://user@host/db or postgresql:///db?host=/socket/dir).")
+    var postgresUrl: String?
 
     func run() throws {
         defer { try? FileManager.default.removeItem(atPath: workDir) }
+        if store == "postgres" {
+            guard let url = postgresUrl ?? ProcessInfo.processInfo.environment[PostgresClusterConfig.urlVariable] else {
+                throw ValidationError("--store postgres needs --postgres-url or \(PostgresClusterConfig.urlVariable)")
+            }
+            try FileManager.default.createDirectory(atPath: workDir, withIntermediateDirectories: true)
+            guard let pg = try ClusterConfig.load(root: DataRoot(path: workDir), environment: [PostgresClusterConfig.urlVariable: url]).postgres else {
+                throw ValidationError("--postgres-url: not a PostgreSQL URL")
+            }
+            try PostgresPostboxBenchmark(messages: messages, smallTransactions: transactions, reads: reads, endpoint: try pg.endpoint()).run()
+        } else if store != "sqlite" {
+            throw ValidationError("--store must be sqlite or postgres")
+        }
         try PostboxBenchmark(messages: messages, smallTransactions: transactions, reads: reads, workDir: workDir).run()
     }
 }

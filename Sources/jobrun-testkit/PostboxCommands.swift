@@ -1,7 +1,7 @@
 import Foundation
 import Postbox
 
-/// Postbox child-process commands:
+/// Postbox child-process commands (`<db>`: a file path or a `pg:` store, see `openPostbox`):
 /// - `write-transactions <db> <firstPeerId> <count>`: `count` write transactions of one peer each.
 /// - `big-transaction <db> <rows>`: commits a marker peer (id 1), then adds `rows` messages in
 ///   one transaction, printing `midway` halfway through and then stalling, so the test can
@@ -11,7 +11,7 @@ let postboxCommands: [String: TestkitCommand] = [
         guard args.count == 3, let first = Int64(args[1]), let count = Int(args[2]) else {
             throw TestkitError.usage("write-transactions <db> <firstPeerId> <count>")
         }
-        let postbox = try Postbox(path: args[0])
+        let postbox = try openPostbox(args[0])
         for i in 0..<count {
             try postbox.transactionSync { tx in
                 try tx.peers.set(Peer(id: PeerId(first + Int64(i)), category: .group, title: "peer \(first + Int64(i))"))
@@ -21,7 +21,7 @@ let postboxCommands: [String: TestkitCommand] = [
     },
     "big-transaction": { args in
         guard args.count == 2, let rows = Int(args[1]) else { throw TestkitError.usage("big-transaction <db> <rows>") }
-        let postbox = try Postbox(path: args[0])
+        let postbox = try openPostbox(args[0])
         try postbox.transactionSync { tx in
             try tx.peers.set(Peer(id: PeerId(1), category: .contact, title: "committed before"))
         }
@@ -29,6 +29,9 @@ let postboxCommands: [String: TestkitCommand] = [
             for i in 0..<rows {
                 try tx.messages.add([Message(id: MessageId(peerId: PeerId(2), id: Int32(i + 1)), timestamp: Int32(i), text: "row \(i)")])
                 if i == rows / 2 {
+                    // A read of the table: a store that holds writes back (PostgreSQL) sends
+                    // them now, so the server holds half a transaction when the kill comes.
+                    _ = try tx.messages.count(peer: PeerId(2))
                     emit("midway")
                     // Stall with the transaction open until killed.
                     while true { sleep(1) }

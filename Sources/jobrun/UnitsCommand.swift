@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import Jobs
 
-/// `jobrun units --out DIR`: systemd service and timer units for the scheduled jobs.
+/// `jobrun units --out DIR`: systemd service and timer units for the scheduled jobs, or with
+/// `--kubernetes` a CronJob manifest per scheduled job.
 struct UnitsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "units", abstract: "Write a hardened systemd .service and .timer per scheduled job, and print how to install them.",
@@ -27,11 +28,24 @@ struct UnitsCommand: ParsableCommand {
     @Option(help: "User the services run as (never root).") var user = "jobrun"
     @Flag(name: .customLong("dynamic-user"), help: "DynamicUser=yes instead of --user (the data root must be under /var/lib).") var dynamicUser = false
     @Flag(help: "One templated jobrun@.service for all jobs instead of a service per job.") var template = false
+    @Flag(help: "Kubernetes CronJobs (batch/v1) instead of systemd units; the stores must be shared (cluster.yaml).") var kubernetes = false
+    @Option(help: "Container image of the CronJobs (--kubernetes).") var image = "jobrun:latest"
+    @Option(help: "Namespace of the CronJobs (--kubernetes).") var namespace: String?
 
     func run() throws {
         let catalog = try options.catalog()
         if !catalog.errors.isEmpty {
             throw fail(.config, catalog.errors.map(\.description).joined(separator: "\n"))
+        }
+        if kubernetes {
+            let writer = KubernetesCronJobWriter(options: .init(image: image, namespace: namespace))
+            let urls = try writer.write(jobs: catalog.jobs, to: URL(fileURLWithPath: out))
+            if options.json {
+                printJSON(.object(["version": .int(1), "files": .array(urls.map { .string($0.path) })]))
+            } else {
+                urls.forEach { print($0.path) }
+            }
+            return
         }
         if user == "root" { throw fail(.usage, "--user root: jobrun's services never run as root (give a user, or --dynamic-user)") }
         if dynamicUser, !unitRoot.hasPrefix("/var/lib/") {

@@ -26,236 +26,247 @@ final class TransactionTests: XCTestCase {
     override func setUp() { PostboxTypeRegistry.register(TestPhoto.self) }
 
     func testCommitAndReadBack() async throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
-        try await postbox.transaction { tx in
-            try tx.peers.set(Peer(id: PeerId(1), category: .channel, title: "news", photo: TestPhoto(id: 9, resourceIds: ["a"])))
-            try tx.messages.add([
-                Message(id: MessageId(peerId: PeerId(1), id: 10), timestamp: 100, text: "hi", media: [TestPhoto(id: 5, resourceIds: ["r1", "r2"])])
-            ])
+        try await forEachEngine { store in
+            let postbox = try store.postbox()
+            try await postbox.transaction { tx in
+                try tx.peers.set(Peer(id: PeerId(1), category: .channel, title: "news", photo: TestPhoto(id: 9, resourceIds: ["a"])))
+                try tx.messages.add([
+                    Message(id: MessageId(peerId: PeerId(1), id: 10), timestamp: 100, text: "hi", media: [TestPhoto(id: 5, resourceIds: ["r1", "r2"])])
+                ])
+            }
+            let (peer, message) = try await postbox.read { tx in (try tx.peers.get(PeerId(1)), try tx.messages.get(MessageId(peerId: PeerId(1), id: 10))) }
+            XCTAssertEqual(peer?.title, "news")
+            XCTAssertEqual((peer?.photo as? TestPhoto)?.resourceIds, ["a"])
+            XCTAssertEqual(message?.text, "hi")
+            XCTAssertEqual((message?.media.first as? TestPhoto)?.resourceIds, ["r1", "r2"])
+            let holders = try await postbox.read { try $0.messages.messages(withMedia: MediaId(namespace: 1, id: 5)) }
+            XCTAssertEqual(holders, [MessageId(peerId: PeerId(1), id: 10)])
         }
-        let (peer, message) = try await postbox.read { tx in (try tx.peers.get(PeerId(1)), try tx.messages.get(MessageId(peerId: PeerId(1), id: 10))) }
-        XCTAssertEqual(peer?.title, "news")
-        XCTAssertEqual((peer?.photo as? TestPhoto)?.resourceIds, ["a"])
-        XCTAssertEqual(message?.text, "hi")
-        XCTAssertEqual((message?.media.first as? TestPhoto)?.resourceIds, ["r1", "r2"])
-        let holders = try await postbox.read { try $0.messages.messages(withMedia: MediaId(namespace: 1, id: 5)) }
-        XCTAssertEqual(holders, [MessageId(peerId: PeerId(1), id: 10)])
     }
 
     func testThrowingBodyRollsBackEverything() async throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
-        do {
-            try await postbox.transaction { tx in
-                try tx.peers.set(Peer(id: PeerId(1), category: .group, title: "g"))
-                try tx.messages.add([Message(id: MessageId(peerId: PeerId(1), id: 1), timestamp: 1)])
-                throw Boom.boom
-            }
-            XCTFail("expected the error")
-        } catch Boom.boom {}
-        let (peer, count) = try await postbox.read { tx in (try tx.peers.get(PeerId(1)), try tx.messages.count(peer: PeerId(1))) }
-        XCTAssertNil(peer, "the write-behind cache must not leak a rolled-back peer")
-        XCTAssertEqual(count, 0)
+        try await forEachEngine { store in
+            let postbox = try store.postbox()
+            do {
+                try await postbox.transaction { tx in
+                    try tx.peers.set(Peer(id: PeerId(1), category: .group, title: "g"))
+                    try tx.messages.add([Message(id: MessageId(peerId: PeerId(1), id: 1), timestamp: 1)])
+                    throw Boom.boom
+                }
+                XCTFail("expected the error")
+            } catch Boom.boom {}
+            let (peer, count) = try await postbox.read { tx in (try tx.peers.get(PeerId(1)), try tx.messages.count(peer: PeerId(1))) }
+            XCTAssertNil(peer, "the write-behind cache must not leak a rolled-back peer")
+            XCTAssertEqual(count, 0)
+        }
     }
 
     func testTransactionCannotBeUsedAfterCommit() throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
-        let escaped = try postbox.transactionSync { $0 }
-        XCTAssertFalse(escaped.isActive)
-        XCTAssertThrowsError(try escaped.peers.set(Peer(id: PeerId(1), category: .group, title: "late"))) {
-            XCTAssertEqual($0 as? PostboxError, .transactionFinished)
+        try forEachEngine { store in
+            let postbox = try store.postbox()
+            let escaped = try postbox.transactionSync { $0 }
+            XCTAssertFalse(escaped.isActive)
+            XCTAssertThrowsError(try escaped.peers.set(Peer(id: PeerId(1), category: .group, title: "late"))) {
+                XCTAssertEqual($0 as? PostboxError, .transactionFinished)
+            }
+            let table = try postbox.transactionSync { try $0.peers }
+            XCTAssertThrowsError(try table.get(PeerId(1)), "a table kept past its transaction refuses work")
         }
-        let table = try postbox.transactionSync { try $0.peers }
-        XCTAssertThrowsError(try table.get(PeerId(1)), "a table kept past its transaction refuses work")
     }
 
     func testReadTransactionRefusesWrites() throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
-        XCTAssertThrowsError(try postbox.readSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "x")) })
+        try forEachEngine { store in
+            let postbox = try store.postbox()
+            XCTAssertThrowsError(try postbox.readSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "x")) })
+        }
     }
 
     func testWriteBehindReadsOwnWritesAndRecordsChanges() async throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
-        let stream = postbox.changes()
-        let changes = try await postbox.transaction { tx -> PostboxChanges in
-            try tx.peers.set(Peer(id: PeerId(5), category: .group, title: "first"))
-            try tx.peers.set(Peer(id: PeerId(5), category: .group, title: "second"))
-            XCTAssertEqual(try tx.peers.get(PeerId(5))?.title, "second")
-            try tx.messages.add([Message(id: MessageId(peerId: PeerId(5), id: 1), timestamp: 1)])
-            return tx.changes
+        try await forEachEngine { store in
+            let postbox = try store.postbox()
+            let stream = postbox.changes()
+            let changes = try await postbox.transaction { tx -> PostboxChanges in
+                try tx.peers.set(Peer(id: PeerId(5), category: .group, title: "first"))
+                try tx.peers.set(Peer(id: PeerId(5), category: .group, title: "second"))
+                XCTAssertEqual(try tx.peers.get(PeerId(5))?.title, "second")
+                try tx.messages.add([Message(id: MessageId(peerId: PeerId(5), id: 1), timestamp: 1)])
+                return tx.changes
+            }
+            XCTAssertEqual(changes.updatedPeers, [PeerId(5)])
+            XCTAssertEqual(changes.addedMessages, [PeerId(5): 1])
+            var iterator = stream.makeAsyncIterator()
+            let observed = await iterator.next()
+            XCTAssertEqual(observed, changes, "observers receive the committed change record")
+            XCTAssertEqual(try postbox.readSync { try $0.peers.get(PeerId(5))?.title }, "second")
         }
-        XCTAssertEqual(changes.updatedPeers, [PeerId(5)])
-        XCTAssertEqual(changes.addedMessages, [PeerId(5): 1])
-        var iterator = stream.makeAsyncIterator()
-        let observed = await iterator.next()
-        XCTAssertEqual(observed, changes, "observers receive the committed change record")
-        XCTAssertEqual(try postbox.readSync { try $0.peers.get(PeerId(5))?.title }, "second")
     }
 
     func testCachesNoticeAnotherConnectionsCommit() throws {
-        let dir = TemporaryDirectory()
-        let a = try Postbox(path: dir.file("db.sqlite"))
-        let b = try Postbox(path: dir.file("db.sqlite"))
-        try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v1")) }
-        XCTAssertEqual(try b.readSync { try $0.peers.get(PeerId(1))?.title }, "v1")
-        try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v2")) }
-        XCTAssertEqual(try b.readSync { try $0.peers.get(PeerId(1))?.title }, "v2", "b's cached v1 must be dropped")
+        try forEachEngine { store in
+            let a = try store.postbox()
+            let b = try store.postbox()
+            try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v1")) }
+            XCTAssertEqual(try b.readSync { try $0.peers.get(PeerId(1))?.title }, "v1")
+            try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v2")) }
+            XCTAssertEqual(try b.readSync { try $0.peers.get(PeerId(1))?.title }, "v2", "b's cached v1 must be dropped")
+        }
     }
 
     func testWriteTransactionsNoticeAnotherConnectionsCommit() throws {
-        let dir = TemporaryDirectory()
-        let a = try Postbox(path: dir.file("db.sqlite"))
-        let b = try Postbox(path: dir.file("db.sqlite"))
-        try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v1")) }
-        // b caches v1 in a write transaction, and writes something of its own.
-        XCTAssertEqual(
-            try b.transactionSync { tx -> String? in
-                try tx.peers.set(Peer(id: PeerId(2), category: .group, title: "b"))
-                return try tx.peers.get(PeerId(1))?.title
-            }, "v1")
-        XCTAssertEqual(try b.transactionSync { try $0.peers.get(PeerId(1))?.title }, "v1", "its own commit keeps b's cache")
-        try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v2")) }
-        XCTAssertEqual(try b.transactionSync { try $0.peers.get(PeerId(1))?.title }, "v2", "b's cached v1 must be dropped")
-        XCTAssertEqual(try b.readSync { try $0.peers.get(PeerId(1))?.title }, "v2")
-        try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v3")) }
-        XCTAssertEqual(try b.readSync { try $0.peers.get(PeerId(1))?.title }, "v3")
-        XCTAssertEqual(try b.transactionSync { try $0.peers.get(PeerId(1))?.title }, "v3")
-        XCTAssertEqual(try a.readSync { try $0.peers.get(PeerId(2))?.title }, "b")
+        try forEachEngine { store in
+            let a = try store.postbox()
+            let b = try store.postbox()
+            try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v1")) }
+            // b caches v1 in a write transaction, and writes something of its own.
+            XCTAssertEqual(
+                try b.transactionSync { tx -> String? in
+                    try tx.peers.set(Peer(id: PeerId(2), category: .group, title: "b"))
+                    return try tx.peers.get(PeerId(1))?.title
+                }, "v1")
+            XCTAssertEqual(try b.transactionSync { try $0.peers.get(PeerId(1))?.title }, "v1", "its own commit keeps b's cache")
+            try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v2")) }
+            XCTAssertEqual(try b.transactionSync { try $0.peers.get(PeerId(1))?.title }, "v2", "b's cached v1 must be dropped")
+            XCTAssertEqual(try b.readSync { try $0.peers.get(PeerId(1))?.title }, "v2")
+            try a.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .group, title: "v3")) }
+            XCTAssertEqual(try b.readSync { try $0.peers.get(PeerId(1))?.title }, "v3")
+            XCTAssertEqual(try b.transactionSync { try $0.peers.get(PeerId(1))?.title }, "v3")
+            XCTAssertEqual(try a.readSync { try $0.peers.get(PeerId(2))?.title }, "b")
+        }
     }
 
     func testSchemaVersionAndMigrationHook() throws {
-        let dir = TemporaryDirectory()
-        let path = dir.file("db.sqlite")
-        _ = try Postbox(path: path)
-        XCTAssertEqual(try Postbox(path: path).readSync { try $0.metadata.schemaVersion() }, Postbox.schemaVersion)
+        try forEachEngine { store in
+            let path = store.identity
+            _ = try store.postbox()
+            XCTAssertEqual(try store.postbox().readSync { try $0.metadata.schemaVersion() }, Postbox.schemaVersion)
 
-        // A store written by a newer jobrun: refuse to write it.
-        let newer = try Postbox(path: path)
-        try newer.transactionSync { try $0.metadata.setSchemaVersion(Postbox.schemaVersion + 1) }
-        XCTAssertThrowsError(try Postbox(path: path)) {
-            XCTAssertEqual($0 as? PostboxError, .schemaTooNew(path: path, found: Postbox.schemaVersion + 1, supported: Postbox.schemaVersion))
-        }
-        XCTAssertNoThrow(try Postbox(path: path, readOnly: true), "reading a newer store is still allowed")
+            // A store written by a newer jobrun: refuse to write it.
+            let newer = try store.postbox()
+            try newer.transactionSync { try $0.metadata.setSchemaVersion(Postbox.schemaVersion + 1) }
+            XCTAssertThrowsError(try store.postbox()) {
+                XCTAssertEqual($0 as? PostboxError, .schemaTooNew(path: path, found: Postbox.schemaVersion + 1, supported: Postbox.schemaVersion))
+            }
+            XCTAssertNoThrow(try store.postbox(readOnly: true), "reading a newer store is still allowed")
 
-        // An older store: migrations run once, in order, under the write lock.
-        let old = dir.file("old.sqlite")
-        let seed = try Postbox(path: old)
-        try seed.transactionSync { try $0.metadata.setSchemaVersion(0) }
-        let ran = Counter()
-        let migration = PostboxMigration(toVersion: 1) { tx in
-            ran.increment()
-            try tx.peers.set(Peer(id: PeerId(77), category: .contact, title: "migrated"))
+            // An older store: migrations run once, in order, under the write lock.
+            let old = store.sibling()
+            let seed = try old.postbox()
+            try seed.transactionSync { try $0.metadata.setSchemaVersion(0) }
+            let ran = Counter()
+            let migration = PostboxMigration(toVersion: 1) { tx in
+                ran.increment()
+                try tx.peers.set(Peer(id: PeerId(77), category: .contact, title: "migrated"))
+            }
+            let migrated = try old.postbox(migrations: [migration])
+            XCTAssertEqual(try migrated.readSync { try $0.peers.get(PeerId(77))?.title }, "migrated")
+            _ = try old.postbox(migrations: [migration])
+            XCTAssertEqual(ran.value, 1)
         }
-        let migrated = try Postbox(path: old, migrations: [migration])
-        XCTAssertEqual(try migrated.readSync { try $0.peers.get(PeerId(77))?.title }, "migrated")
-        _ = try Postbox(path: old, migrations: [migration])
-        XCTAssertEqual(ran.value, 1)
     }
 
     func testDomainTables() throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
-        let peer = PeerId(3)
-        try postbox.transactionSync { tx in
-            try tx.messages.add((1...20).map { Message(id: MessageId(peerId: peer, id: Int32($0)), timestamp: Int32(1000 + $0 * 10)) })
-            try tx.syncStates.set(peer, PeerSyncState(maxSyncedId: 20, lastSyncAt: 5, totalFetched: 20))
-            try tx.holes.add(peer: peer, range: 30...40)
-            try tx.holes.add(peer: peer, range: 41...50)
-            try tx.holes.fill(peer: peer, range: 35...36)
-        }
-        try postbox.readSync { tx in
-            var newest: [Int32] = []
-            try tx.messages.scan(peer: peer, since: 1150, limit: 3) {
-                newest.append($0.id.id); return true
+        try forEachEngine { store in
+            let postbox = try store.postbox()
+            let peer = PeerId(3)
+            try postbox.transactionSync { tx in
+                try tx.messages.add((1...20).map { Message(id: MessageId(peerId: peer, id: Int32($0)), timestamp: Int32(1000 + $0 * 10)) })
+                try tx.syncStates.set(peer, PeerSyncState(maxSyncedId: 20, lastSyncAt: 5, totalFetched: 20))
+                try tx.holes.add(peer: peer, range: 30...40)
+                try tx.holes.add(peer: peer, range: 41...50)
+                try tx.holes.fill(peer: peer, range: 35...36)
             }
-            XCTAssertEqual(newest, [20, 19, 18])
-            var oldest: [Int32] = []
-            try tx.messages.scan(peer: peer, newestFirst: false, since: 1150) {
-                oldest.append($0.id.id); return true
+            try postbox.readSync { tx in
+                var newest: [Int32] = []
+                try tx.messages.scan(peer: peer, since: 1150, limit: 3) {
+                    newest.append($0.id.id); return true
+                }
+                XCTAssertEqual(newest, [20, 19, 18])
+                var oldest: [Int32] = []
+                try tx.messages.scan(peer: peer, newestFirst: false, since: 1150) {
+                    oldest.append($0.id.id); return true
+                }
+                XCTAssertEqual(oldest, Array(15...20))
+                XCTAssertEqual(try tx.messages.maxId(peer: peer), 20)
+                XCTAssertEqual(try tx.syncStates.get(peer)?.maxSyncedId, 20)
+                XCTAssertEqual(try tx.holes.holes(peer: peer), [30...34, 37...50])
             }
-            XCTAssertEqual(oldest, Array(15...20))
-            XCTAssertEqual(try tx.messages.maxId(peer: peer), 20)
-            XCTAssertEqual(try tx.syncStates.get(peer)?.maxSyncedId, 20)
-            XCTAssertEqual(try tx.holes.holes(peer: peer), [30...34, 37...50])
-        }
-        // A timestamp change moves the message; removal clears the id index.
-        try postbox.transactionSync { tx in
-            try tx.messages.add([Message(id: MessageId(peerId: peer, id: 1), timestamp: 5000, text: "edited")])
-            try tx.messages.remove(MessageId(peerId: peer, id: 2))
-        }
-        try postbox.readSync { tx in
-            XCTAssertEqual(try tx.messages.count(peer: peer), 19)
-            var first: Message?
-            try tx.messages.scan(peer: peer, limit: 1) {
-                first = $0; return false
+            // A timestamp change moves the message; removal clears the id index.
+            try postbox.transactionSync { tx in
+                try tx.messages.add([Message(id: MessageId(peerId: peer, id: 1), timestamp: 5000, text: "edited")])
+                try tx.messages.remove(MessageId(peerId: peer, id: 2))
             }
-            XCTAssertEqual(first?.text, "edited")
-            XCTAssertNil(try tx.messages.get(MessageId(peerId: peer, id: 2)))
+            try postbox.readSync { tx in
+                XCTAssertEqual(try tx.messages.count(peer: peer), 19)
+                var first: Message?
+                try tx.messages.scan(peer: peer, limit: 1) {
+                    first = $0; return false
+                }
+                XCTAssertEqual(first?.text, "edited")
+                XCTAssertNil(try tx.messages.get(MessageId(peerId: peer, id: 2)))
+            }
         }
     }
 
     func testMediaReferenceIndexes() throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
-        let message = MediaParent.message(MessageId(peerId: PeerId(1), id: 7))
-        try postbox.transactionSync { tx in
-            for i in 0..<5 {
-                try tx.mediaReferences.set(MediaReferenceRecord(resourceId: "m\(i)", parent: message, fileReference: Data([1]), obtainedAt: Int64(100 + i)))
+        try forEachEngine { store in
+            let postbox = try store.postbox()
+            let message = MediaParent.message(MessageId(peerId: PeerId(1), id: 7))
+            try postbox.transactionSync { tx in
+                for i in 0..<5 {
+                    try tx.mediaReferences.set(MediaReferenceRecord(resourceId: "m\(i)", parent: message, fileReference: Data([1]), obtainedAt: Int64(100 + i)))
+                }
+                try tx.mediaReferences.set(MediaReferenceRecord(resourceId: "avatar", parent: .peerAvatar(PeerId(1)), fileReference: Data([2]), obtainedAt: 50))
+                // Refreshing moves the record in the time index.
+                try tx.mediaReferences.set(MediaReferenceRecord(resourceId: "m0", parent: message, fileReference: Data([3]), obtainedAt: 500))
             }
-            try tx.mediaReferences.set(MediaReferenceRecord(resourceId: "avatar", parent: .peerAvatar(PeerId(1)), fileReference: Data([2]), obtainedAt: 50))
-            // Refreshing moves the record in the time index.
-            try tx.mediaReferences.set(MediaReferenceRecord(resourceId: "m0", parent: message, fileReference: Data([3]), obtainedAt: 500))
-        }
-        try postbox.readSync { tx in
-            XCTAssertEqual(Set(try tx.mediaReferences.resources(of: message)), ["m0", "m1", "m2", "m3", "m4"])
-            XCTAssertEqual(try tx.mediaReferences.resources(of: .peerAvatar(PeerId(1))), ["avatar"])
-            var old: [String] = []
-            try tx.mediaReferences.obtained(before: 104) {
-                old.append($0.resourceId); return true
+            try postbox.readSync { tx in
+                XCTAssertEqual(Set(try tx.mediaReferences.resources(of: message)), ["m0", "m1", "m2", "m3", "m4"])
+                XCTAssertEqual(try tx.mediaReferences.resources(of: .peerAvatar(PeerId(1))), ["avatar"])
+                var old: [String] = []
+                try tx.mediaReferences.obtained(before: 104) {
+                    old.append($0.resourceId); return true
+                }
+                XCTAssertEqual(old, ["avatar", "m1", "m2", "m3"])
             }
-            XCTAssertEqual(old, ["avatar", "m1", "m2", "m3"])
-        }
-        for parent in [message, .peerAvatar(PeerId(-4)), .stickerSet(id: 9), .wallpaper(id: -1), .story(peerId: PeerId(8), id: 3)] {
-            XCTAssertEqual(MediaParent(key: parent.key), parent)
+            for parent in [message, .peerAvatar(PeerId(-4)), .stickerSet(id: 9), .wallpaper(id: -1), .story(peerId: PeerId(8), id: 3)] {
+                XCTAssertEqual(MediaParent(key: parent.key), parent)
+            }
         }
     }
 
     func testUploadQueueAndJobRuns() throws {
-        let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
-        let id = try postbox.transactionSync { tx -> Int64 in
-            let id = try tx.uploadQueue.nextItemId()
-            var item = UploadItem(id: id, peerId: PeerId(1), stagedPath: "/x", originalName: "x", size: 10, sha256: "ab", randomId: 99, enqueuedAt: 1)
-            item.extra["fingerprint"] = "123"
-            try tx.uploadQueue.set(item)
-            for p in [0, 1, 2, 4] as [Int32] { try tx.uploadQueue.acknowledge(item: id, part: p) }
-            for i in 0..<5 {
-                var run = JobRunRecord(runId: "r\(i)", job: i < 3 ? "sync" : "cleanup", kind: "k", startedAt: Int64(i), pid: 1)
-                run.outcome = .succeeded
-                run.counters = ["files": Int64(i)]
-                try tx.jobRuns.set(run)
+        try forEachEngine { store in
+            let postbox = try store.postbox()
+            let id = try postbox.transactionSync { tx -> Int64 in
+                let id = try tx.uploadQueue.nextItemId()
+                var item = UploadItem(id: id, peerId: PeerId(1), stagedPath: "/x", originalName: "x", size: 10, sha256: "ab", randomId: 99, enqueuedAt: 1)
+                item.extra["fingerprint"] = "123"
+                try tx.uploadQueue.set(item)
+                for p in [0, 1, 2, 4] as [Int32] { try tx.uploadQueue.acknowledge(item: id, part: p) }
+                for i in 0..<5 {
+                    var run = JobRunRecord(runId: "r\(i)", job: i < 3 ? "sync" : "cleanup", kind: "k", startedAt: Int64(i), pid: 1)
+                    run.outcome = .succeeded
+                    run.counters = ["files": Int64(i)]
+                    try tx.jobRuns.set(run)
+                }
+                return id
             }
-            return id
-        }
-        try postbox.readSync { tx in
-            XCTAssertEqual(try tx.uploadQueue.get(id)?.extra["fingerprint"], "123")
-            XCTAssertEqual(try tx.uploadQueue.acknowledgedParts(item: id), [0, 1, 2, 4])
-            XCTAssertEqual(try tx.uploadQueue.committedPartCount(item: id), 3)
-            XCTAssertEqual(try tx.jobRuns.recent(job: "sync", limit: 2).map(\.runId), ["r2", "r1"])
-            XCTAssertEqual(try tx.jobRuns.jobNames(), ["cleanup", "sync"])
-            XCTAssertEqual(try tx.jobRuns.recent(job: "cleanup", limit: 5).first?.counters["files"], 4)
-        }
-        try postbox.transactionSync { tx in
-            try tx.jobRuns.prune(job: "sync", keep: 1)
-            try tx.uploadQueue.resetParts(item: id)
-        }
-        try postbox.readSync { tx in
-            XCTAssertEqual(try tx.jobRuns.recent(job: "sync", limit: 10).map(\.runId), ["r2"])
-            XCTAssertEqual(try tx.uploadQueue.acknowledgedParts(item: id), [])
+            try postbox.readSync { tx in
+                XCTAssertEqual(try tx.uploadQueue.get(id)?.extra["fingerprint"], "123")
+                XCTAssertEqual(try tx.uploadQueue.acknowledgedParts(item: id), [0, 1, 2, 4])
+                XCTAssertEqual(try tx.uploadQueue.committedPartCount(item: id), 3)
+                XCTAssertEqual(try tx.jobRuns.recent(job: "sync", limit: 2).map(\.runId), ["r2", "r1"])
+                XCTAssertEqual(try tx.jobRuns.jobNames(), ["cleanup", "sync"])
+                XCTAssertEqual(try tx.jobRuns.recent(job: "cleanup", limit: 5).first?.counters["files"], 4)
+            }
+            try postbox.transactionSync { tx in
+                try tx.jobRuns.prune(job: "sync", keep: 1)
+                try tx.uploadQueue.resetParts(item: id)
+            }
+            try postbox.readSync { tx in
+                XCTAssertEqual(try tx.jobRuns.recent(job: "sync", limit: 10).map(\.runId), ["r2"])
+                XCTAssertEqual(try tx.uploadQueue.acknowledgedParts(item: id), [])
+            }
         }
     }
 }

@@ -45,13 +45,23 @@ public struct StoreInspection: Sendable {
     }
 
     /// The `limit` most recent runs of each job (or of `job` only), per account, newest first.
+    /// On a shared store (`cluster.yaml`) the runs are the whole cluster's.
     public func recentRuns(job: String? = nil, limit: Int) throws(JobError) -> [AccountRun] {
         var runs: [AccountRun] = []
-        for account in accounts() {
-            let file = root.account(account).postboxFile.path
-            guard FileManager.default.fileExists(atPath: file) else { continue }
+        let cluster = try ClusterConfig.load(root: root)
+        let accounts: [Int64]
+        if let pg = cluster.postgres {
+            do { accounts = try PostboxStore.sharedAccounts(pg) } catch {
+                throw StorageFailure.jobError(error, doing: "cannot list the accounts of the shared store")
+            }
+        } else {
+            accounts = self.accounts()
+        }
+        for account in accounts {
+            let paths = root.account(account)
+            if !cluster.isShared && !FileManager.default.fileExists(atPath: paths.postboxFile.path) { continue }
             do {
-                let postbox = try Self.openPostbox(file)
+                let postbox = try PostboxStore.open(account: account, paths: paths, cluster: cluster, readOnly: true)
                 try postbox.readSync { tx in
                     for name in try tx.jobRuns.jobNames() where job == nil || job == name {
                         runs += try tx.jobRuns.recent(job: name, limit: limit).map { AccountRun(account: account, run: $0) }

@@ -27,11 +27,12 @@ public final class AccountContext: Sendable {
     /// through Postbox leases. `fetcher()` uses it as its revalidator.
     public func revalidation() throws -> RevalidationContext { try cloud.revalidation() }
 
-    /// Opens the account's stores; its MediaBox downloads through `fetcher()`.
-    init(id: Int64, paths: AccountPaths) throws {
+    /// Opens the account's stores (Postbox where `cluster` puts it); its MediaBox downloads
+    /// through `fetcher()`.
+    init(id: Int64, paths: AccountPaths, cluster: ClusterConfig) throws {
         self.id = id
         self.paths = paths
-        self.postbox = try Postbox(directory: paths.postboxDatabase.path)
+        self.postbox = try PostboxStore.open(account: id, paths: paths, cluster: cluster)
         self.cloud = AccountCloud(accountId: id, paths: paths, postbox: postbox)
         self.mediaBox = try MediaBox(basePath: paths.media.path, fetcher: AccountFetcher(cloud: cloud))
     }
@@ -41,6 +42,7 @@ public final class AccountContext: Sendable {
 public actor AccountContextPool {
     public let root: DataRoot
     private var contexts: [Int64: AccountContext] = [:]
+    private var cluster: ClusterConfig?
 
     public init(root: DataRoot) { self.root = root }
 
@@ -56,9 +58,11 @@ public actor AccountContextPool {
         if let existing = contexts[id] { return existing }
         CloudCoreTypes.registerAll()  // so every job decodes the cloud media stored in messages and peers
         let context: AccountContext
+        let cluster = try self.cluster ?? ClusterConfig.load(root: root)
+        self.cluster = cluster
         do {
             try paths.createDirectories()
-            context = try AccountContext(id: id, paths: paths)
+            context = try AccountContext(id: id, paths: paths, cluster: cluster)
         } catch {
             throw StorageFailure.jobError(error, doing: "cannot open the stores of account \(id)")
         }

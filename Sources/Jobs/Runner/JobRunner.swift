@@ -52,10 +52,17 @@ public struct JobRunner: Sendable {
             return result
         }
 
-        // 1. The run lock.
-        let lock = JobLock(root: root, job: job.name)
+        // 1. The run lock: a file lock on this host, a cluster lock when the store is shared.
+        let fileLock = JobLock(root: root, job: job.name)
+        let lock: any RunLock
+        do { lock = try Self.runLock(root: root, job: job.name, fileLock: fileLock) } catch {
+            result.exitCode = error.exitCode
+            result.message = error.message
+            log.error("run.refused", ["reason": .string(error.message)])
+            return result
+        }
         defer { lock.release() }
-        if let refusal = await acquire(lock, job: job, dryRun: dryRun, log: log) {
+        if let refusal = await acquire(lock, fileLock: fileLock, job: job, dryRun: dryRun, log: log) {
             result.outcome = refusal.outcome
             result.exitCode = refusal.exitCode
             result.message = refusal.message
@@ -78,7 +85,7 @@ public struct JobRunner: Sendable {
             result.finished = Date()
             return result
         }
-        let startFailure = await recordStart(contexts, job: job, lock: lock, runId: runId, started: started, dryRun: dryRun, log: log)
+        let startFailure = await recordStart(contexts, job: job, fileLock: fileLock, runId: runId, started: started, dryRun: dryRun, log: log)
         do { try await Failpoints.hit("after-start-record") } catch {
             result.outcome = .cancelled
             result.exitCode = .temporary
@@ -88,7 +95,7 @@ public struct JobRunner: Sendable {
         let attempts = await work(job, kind: kind, contexts: contexts, runId: runId, dryRun: dryRun, startFailure: startFailure, log: log, result: &result)
 
         // 4. The record, the metrics and the log line.
-        await finish(job, contexts: contexts, lock: lock, runId: runId, started: started, attempts: attempts, dryRun: dryRun, log: log, result: &result)
+        await finish(job, contexts: contexts, fileLock: fileLock, runId: runId, started: started, attempts: attempts, dryRun: dryRun, log: log, result: &result)
         return result
     }
 
@@ -101,12 +108,13 @@ public struct JobRunner: Sendable {
     }
 
     /// Takes the run lock as the job's concurrency policy says; nil when the run may start.
-    private func acquire(_ lock: JobLock, job: JobFile, dryRun: Bool, log: JobLogger) async -> Refusal? {
+    private func acquire(_ lock: any RunLock, fileLock: JobLock, job: JobFile, dryRun: Bool, log: JobLogger) async -> Refusal? {
         do {
             if !(try await takeLock(lock, job: job, log: log)) {
-                let holder = lock.holderPid.map { " (pid \($0))" } ?? ""
+                let holder = lock.holderDescription.map { " (\($0))" } ?? ""
                 let message = "job \(job.name) is already running\(holder); concurrencyPolicy \(job.concurrencyPolicy.rawValue): not starting another"
-                log.warning("run.skipped", ["reason": .string(message), "holder_pid": holder.isEmpty ? .null : .int(Int64(lock.holderPid!))])
+                let pid = lock === fileLock ? fileLock.holderPid : nil
+                log.warning("run.skipped", ["reason": .string(message), "holder_pid": pid.map { .int(Int64($0)) } ?? .null])
                 if !dryRun { countNonRun(job, outcome: RunOutcome.skipped.rawValue, log: log) }
                 return Refusal(outcome: .skipped, exitCode: .temporary, message: message)
             }
@@ -130,9 +138,10 @@ public struct JobRunner: Sendable {
     /// Closes runs a crashed holder left open, records this run's start in every account, and
     /// returns the first store failure met doing so.
     private func recordStart(
-        _ contexts: [AccountContext], job: JobFile, lock: JobLock, runId: String, started: Date, dryRun: Bool, log: JobLogger
+        _ contexts: [AccountContext], job: JobFile, fileLock: JobLock, runId: String, started: Date, dryRun: Bool, log: JobLogger
     ) async -> (any Error)? {
-        let pending = lock.pendingOutcome()
+        // A run that could not write its closing record left its outcome in the lock file.
+        let pending = fileLock.pendingOutcome()
         var closedAll = true
         var startFailure: (any Error)?
         for context in contexts {
@@ -141,7 +150,7 @@ public struct JobRunner: Sendable {
                 startFailure = startFailure ?? error
             }
         }
-        if pending != nil, closedAll { lock.clearPendingOutcome() }
+        if pending != nil, closedAll { fileLock.clearPendingOutcome() }
         return startFailure
     }
 
@@ -233,7 +242,7 @@ public struct JobRunner: Sendable {
     /// Closes the run: its record in every account (or, when a store cannot take it, in the
     /// lock file for the next run), the metrics of a real run, and the `run.finished` line.
     private func finish(
-        _ job: JobFile, contexts: [AccountContext], lock: JobLock, runId: String, started: Date, attempts: Int, dryRun: Bool,
+        _ job: JobFile, contexts: [AccountContext], fileLock: JobLock, runId: String, started: Date, attempts: Int, dryRun: Bool,
         log: JobLogger, result: inout RunResult
     ) async {
         result.finished = Date()
@@ -244,7 +253,7 @@ public struct JobRunner: Sendable {
         if !recorded {
             // The store cannot take the closing write (a full disk): leave the outcome in the
             // lock file's allocated bytes so the next run records it instead of "abandoned".
-            let kept = lock.recordPendingOutcome(
+            let kept = fileLock.recordPendingOutcome(
                 .init(
                     runId: runId, outcome: result.outcome.record, exitCode: result.exitCode.rawValue,
                     startedAtMs: Int64(started.timeIntervalSince1970 * 1000),
@@ -264,17 +273,22 @@ public struct JobRunner: Sendable {
         log.log(result.outcome == .succeeded ? .info : .error, "run.finished", fields)
     }
 
-    private func takeLock(_ lock: JobLock, job: JobFile, log: JobLogger) async throws -> Bool {
+    /// The file lock, or the cluster lock when `cluster.yaml` shares the store.
+    static func runLock(root: DataRoot, job: String, fileLock: JobLock) throws(JobError) -> any RunLock {
+        guard let pg = try ClusterConfig.load(root: root).postgres else { return fileLock }
+        return try ClusterRunLock(job: job, cluster: pg)
+    }
+
+    private func takeLock(_ lock: any RunLock, job: JobFile, log: JobLogger) async throws -> Bool {
         switch job.concurrencyPolicy {
         case .allow:
             return true
         case .forbid:
             return try lock.acquire(wait: job.lockWait)
         case .replace:
-            if try lock.acquire() { return true }
-            if let pid = lock.holderPid, pid != getpid() {
-                log.notice("run.replacing", ["holder_pid": .int(Int64(pid))])
-                kill(pid, SIGTERM)
+            if try lock.acquire(wait: .zero) { return true }
+            if let holder = lock.holderDescription, lock.stopHolder() {
+                log.notice("run.replacing", ["holder": .string(holder)])
             }
             return try lock.acquire(wait: max(job.lockWait, .seconds(30)))
         }

@@ -11,12 +11,15 @@ public struct Scheduler: Sendable {
     public let logger: JobLogger
     /// Also run every enabled job once at start (after a deploy, or in tests).
     public var runAllAtStart: Bool
+    /// With shared stores: each scheduled fire runs on the one host that claims it.
+    public var claims: FireClaims?
 
-    public init(jobs: [JobFile], runner: JobRunner, logger: JobLogger, runAllAtStart: Bool = false) {
+    public init(jobs: [JobFile], runner: JobRunner, logger: JobLogger, runAllAtStart: Bool = false, claims: FireClaims? = nil) {
         self.jobs = jobs.filter { $0.enabled && ($0.schedule != nil || runAllAtStart) }
         self.runner = runner
         self.logger = logger
         self.runAllAtStart = runAllAtStart
+        self.claims = claims
     }
 
     /// Runs until cancelled; returns how many runs it started and how they ended.
@@ -50,6 +53,7 @@ public struct Scheduler: Sendable {
                         log.notice("scheduler.skipped", ["reason": "the previous run is still active"])
                         continue
                     }
+                    if let claims, due != start, !(await claimed(job.name, due, claims, log)) { continue }
                     await tracker.started(job.name)
                     group.addTask {
                         let result = await runner.run(job)
@@ -65,6 +69,19 @@ public struct Scheduler: Sendable {
         let outcomes = await tracker.outcomes
         logger.info("scheduler.stopped", ["runs": .int(Int64(outcomes.values.reduce(0, +)))])
         return outcomes
+    }
+}
+
+extension Scheduler {
+    /// Whether this host won `job`'s fire at `due`; a claim that fails skips the fire.
+    func claimed(_ job: String, _ due: Date, _ claims: FireClaims, _ log: JobLogger) async -> Bool {
+        do {
+            if try await claims.claim(job: job, due: due) { return true }
+            log.info("scheduler.claimed_elsewhere", ["due": .string(ISO8601DateFormatter().string(from: due))])
+        } catch {
+            log.warning("scheduler.claim_failed", ["error": .string("\(error)")])
+        }
+        return false
     }
 }
 

@@ -86,6 +86,15 @@ public enum StorageFailure {
         case .schemaTooNew: return .config
         case .notADatabase, .corrupt, .decoding: return .ioError
         case .transactionFinished: return .jobFailed
+        case .unsupported: return .config
+        case .server(_, let code, _):
+            // SQLSTATE classes: 08 connection, 40 rollback (serialization, deadlock), 53
+            // insufficient resources, 55P03 lock not available, 57P0x server shutting down.
+            if code.hasPrefix("08") || code.hasPrefix("40") || code.hasPrefix("53") || code == "55P03" || code.hasPrefix("57P") {
+                return .temporary
+            }
+            if code.hasPrefix("28") || code.hasPrefix("42501") { return .cannotCreate }
+            return .ioError
         case .sqlite(_, let code, _):
             switch code & 0xff {
             case 13 /* SQLITE_FULL */, 10 /* SQLITE_IOERR */: return .ioError

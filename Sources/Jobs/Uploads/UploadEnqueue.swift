@@ -11,10 +11,11 @@ public enum UploadEnqueue {
     public static func enqueue(_ request: UploadRequest, account: Int64, root: DataRoot) async throws(JobError) -> UploadItem {
         let paths = root.account(account)
         let postbox: Postbox
+        let cluster = try ClusterConfig.load(root: root)
         do {
             try root.createDirectories()
             try paths.createDirectories()
-            postbox = try Postbox(directory: paths.postboxDatabase.path)
+            postbox = try PostboxStore.open(account: account, paths: paths, cluster: cluster)
         } catch {
             throw StorageFailure.jobError(error, doing: "cannot open account \(account) under \(root.path)")
         }

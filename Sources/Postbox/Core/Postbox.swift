@@ -12,11 +12,16 @@ public final class Postbox: @unchecked Sendable {
     /// The schema this build writes. Bump it and add a `PostboxMigration` when the layout changes.
     public static let schemaVersion: Int32 = 1
 
+    /// Where the store lives: the SQLite file's path, or `postgres:<schema>` for a store on a
+    /// PostgreSQL server (never the server's address or credentials). Named in every error.
     public let path: String
     public let isReadOnly: Bool
     // Everything below is confined to `queue`.
     let queue: DispatchQueue
-    let valueBox: SqliteValueBox
+    let valueBox: any ValueBox
+    /// The same box when the store is an SQLite file: file maintenance (checkpoints, vacuum,
+    /// integrity checks) exists only there.
+    let sqliteValueBox: SqliteValueBox?
     private let state = TransactionState()
     private var lastDataVersion: Int64 = -1
     /// The pager's data version after this connection's last write check or commit: a write
@@ -41,19 +46,34 @@ public final class Postbox: @unchecked Sendable {
     /// writer, and fails with a clear error if the file does not exist.
     /// `immutable` (read-only only) opens a file nobody can be writing without the WAL's
     /// shared-memory file, e.g. on a read-only mount.
-    public init(
+    public convenience init(
         path: String, readOnly: Bool = false, synchronous: SqliteValueBox.Synchronous = .normal,
         migrations: [PostboxMigration] = PostboxMigration.all, immutable: Bool = false
     ) throws {
-        self.path = path
-        self.isReadOnly = readOnly
         if readOnly && !FileManager.default.fileExists(atPath: path) {
             throw PostboxError.sqlite(path: path, code: 14, message: "no database here yet (run a job first)")
         }
         var options = SqliteValueBox.Options(readOnly: readOnly, synchronous: synchronous)
         options.immutable = immutable
-        self.valueBox = try SqliteValueBox(path: path, options: options)
-        self.queue = DispatchQueue(label: "postbox:\(path)")
+        let box = try SqliteValueBox(path: path, options: options)
+        try self.init(valueBox: box, sqlite: box, name: path, readOnly: readOnly, migrations: migrations)
+    }
+
+    /// Opens a store on another `ValueBox` (e.g. PostgreSQL): `name` identifies it in errors
+    /// and must not carry credentials. The box must not be used by anything else: the store
+    /// confines it to its own queue.
+    public convenience init(
+        valueBox: any ValueBox, name: String, readOnly: Bool = false, migrations: [PostboxMigration] = PostboxMigration.all
+    ) throws {
+        try self.init(valueBox: valueBox, sqlite: valueBox as? SqliteValueBox, name: name, readOnly: readOnly, migrations: migrations)
+    }
+
+    private init(valueBox: any ValueBox, sqlite: SqliteValueBox?, name: String, readOnly: Bool, migrations: [PostboxMigration]) throws {
+        self.path = name
+        self.isReadOnly = readOnly
+        self.valueBox = valueBox
+        self.sqliteValueBox = sqlite
+        self.queue = DispatchQueue(label: "postbox:\(name)")
         let vb = valueBox
         let st = state
         metadataTable = MetadataTable(valueBox: vb, table: PostboxTableId.metadata.table, state: st)
@@ -70,6 +90,12 @@ public final class Postbox: @unchecked Sendable {
             mediaReferenceTable, revalidationLeaseTable, uploadQueueTable, jobRunTable,
         ]
         try queue.sync { try self.migrate(migrations) }
+    }
+
+    /// The SQLite box for file maintenance, or a clear error on another engine.
+    func sqliteBox(_ operation: String) throws -> SqliteValueBox {
+        guard let sqliteValueBox else { throw PostboxError.unsupported(store: path, operation: operation) }
+        return sqliteValueBox
     }
 
     /// The database file's name inside a Postbox directory.
@@ -150,7 +176,7 @@ public final class Postbox: @unchecked Sendable {
         state.changes = PostboxChanges()
         let tx = Transaction(postbox: self, state: state)
         do {
-            if let version = valueBox.pagerDataVersion() {
+            if let version = sqliteValueBox?.pagerDataVersion() {
                 if version != lastPagerVersion {
                     for t in tables { t.clearMemoryCache() }
                     lastPagerVersion = version
@@ -161,7 +187,7 @@ public final class Postbox: @unchecked Sendable {
             let result = try body(tx)
             for t in tables { try t.beforeCommit() }
             try valueBox.commit()
-            lastPagerVersion = valueBox.pagerDataVersion()
+            lastPagerVersion = sqliteValueBox?.pagerDataVersion()
             state.isActive = false
             let changes = state.changes
             if !changes.isEmpty { for c in observers.values { c.yield(changes) } }
@@ -202,16 +228,19 @@ public final class Postbox: @unchecked Sendable {
     }
 
     /// `PRAGMA integrity_check`: ["ok"] or the problems found.
-    public func integrityCheck() throws -> [String] { try queue.sync { try valueBox.integrityCheck() } }
+    public func integrityCheck() throws -> [String] { try queue.sync { try sqliteBox("integrity check").integrityCheck() } }
 
     /// Bytes of free pages inside the file.
-    public func freeBytes() throws -> Int64 { try queue.sync { try valueBox.freeBytes() } }
+    /// (0 on a store that is not a file: a server reclaims its own space.)
+    public func freeBytes() throws -> Int64 { try queue.sync { try sqliteValueBox?.freeBytes() ?? 0 } }
 
     /// Returns free pages to the file system; the number of bytes reclaimed.
-    public func compact() throws -> Int64 { try queue.sync { try valueBox.compact() } }
+    /// (0 on a store that is not a file.)
+    public func compact() throws -> Int64 { try queue.sync { try sqliteValueBox?.compact() ?? 0 } }
 
-    /// Size of the database file plus its WAL, in bytes.
+    /// Size of the database file plus its WAL, in bytes (0 for a store that is not a file).
     public func fileSize() -> Int64 {
+        guard sqliteValueBox != nil else { return 0 }
         // stat(2), not FileManager.attributesOfItem: that builds a dictionary of every attribute
         // (owner and group names included, read from /etc/passwd and /etc/group) on each call.
         func size(_ p: String) -> Int64 {

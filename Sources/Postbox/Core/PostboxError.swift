@@ -19,6 +19,13 @@ public enum PostboxError: Error, CustomStringConvertible, Sendable, Equatable {
     case schemaTooNew(path: String, found: Int32, supported: Int32)
     /// A stored value could not be decoded.
     case decoding(String)
+    /// A database server (PostgreSQL) refused or failed a statement: `code` is its SQLSTATE
+    /// (e.g. `08006` connection lost, `40P01` deadlock), `store` names the store, never how to
+    /// reach it.
+    case server(store: String, code: String, message: String)
+    /// The operation exists only for another storage engine (e.g. SQLite's file maintenance on a
+    /// PostgreSQL store).
+    case unsupported(store: String, operation: String)
 
     public var description: String {
         switch self {
@@ -31,6 +38,8 @@ public enum PostboxError: Error, CustomStringConvertible, Sendable, Equatable {
         case let .schemaTooNew(path, found, supported):
             return "\(path): schema version \(found) is newer than this jobrun supports (\(supported)); upgrade jobrun"
         case let .decoding(detail): return "cannot decode stored value: \(detail)"
+        case let .server(store, code, message): return "\(store): database server error \(code): \(message)"
+        case let .unsupported(store, operation): return "\(store): \(operation) is not available on this storage engine"
         }
     }
 }

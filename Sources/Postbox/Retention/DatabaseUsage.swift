@@ -53,7 +53,7 @@ extension Postbox {
     /// Reads the whole file; runs in a read transaction, so it never blocks a writer.
     public func databaseUsage(perPeer: Bool = true) throws -> DatabaseUsage {
         try queue.sync {
-            let vb = valueBox
+            let vb = try sqliteBox("database usage")
             try vb.beginRead()
             defer { vb.rollback() }
             let names = Dictionary(uniqueKeysWithValues: PostboxTableId.allCases.map { ("t\($0.rawValue)", "\($0)") })
@@ -91,17 +91,20 @@ extension Postbox {
     /// Bytes of the database in pages (free ones included), whatever the WAL still holds: the
     /// size the file has once the WAL is checkpointed.
     public func databaseBytes() throws -> Int64 {
-        try queue.sync { try valueBox.pageCount() * valueBox.pageSize() }
+        try queue.sync {
+            guard let vb = sqliteValueBox else { return 0 }  // a server's store is not a file
+            return try vb.pageCount() * vb.pageSize()
+        }
     }
 
     /// Free pages in the file.
-    public func freePageCount() throws -> Int64 { try queue.sync { try valueBox.freePageCount() } }
+    public func freePageCount() throws -> Int64 { try queue.sync { try sqliteValueBox?.freePageCount() ?? 0 } }
 
     /// Returns up to `pages` free pages to the file system in one short write transaction of its
     /// own (incremental auto-vacuum). Returns the pages released.
     public func reclaimFreePages(_ pages: Int) throws -> Int64 {
         if isReadOnly { throw PostboxError.readOnly(path: path) }
-        return try queue.sync { try valueBox.incrementalVacuum(pages: pages) }
+        return try queue.sync { try sqliteValueBox?.incrementalVacuum(pages: pages) ?? 0 }
     }
 
     /// Copies the WAL into the database file: `truncate` also empties the WAL file, waiting at
@@ -109,16 +112,19 @@ extension Postbox {
     /// next checkpoint).
     @discardableResult
     public func checkpointWAL(truncate: Bool, maxWaitMilliseconds: Int32 = 250) throws -> SqliteValueBox.CheckpointResult {
-        try queue.sync { try valueBox.walCheckpoint(truncate: truncate, maxWaitMilliseconds: maxWaitMilliseconds) }
+        try queue.sync {
+            try sqliteValueBox?.walCheckpoint(truncate: truncate, maxWaitMilliseconds: maxWaitMilliseconds)
+                ?? SqliteValueBox.CheckpointResult(busy: false, logFrames: 0, checkpointedFrames: 0)
+        }
     }
 
     /// Caps the WAL file at `bytes` after each checkpoint of this connection.
     public func limitWALSize(_ bytes: Int64) throws {
-        try queue.sync { try valueBox.setJournalSizeLimit(bytes) }
+        try queue.sync { try sqliteValueBox?.setJournalSizeLimit(bytes) }
     }
 }
 
 extension Postbox {
     /// Bytes per page of the file.
-    public func pageSizeBytes() throws -> Int64 { try queue.sync { try valueBox.pageSize() } }
+    public func pageSizeBytes() throws -> Int64 { try queue.sync { try sqliteValueBox?.pageSize() ?? 1 } }
 }

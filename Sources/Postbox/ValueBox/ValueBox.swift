@@ -95,6 +95,12 @@ public protocol ValueBox: AnyObject {
         values: (UnsafeRawBufferPointer) throws -> Bool) throws
     func count(_ table: ValueBoxTable, _ range: ValueBoxRange) throws -> Int
     func removeRange(_ table: ValueBoxTable, _ range: ValueBoxRange) throws
+
+    /// A number that changes when another connection (another process or host) has committed a
+    /// write since this one last looked, and does not change for this connection's own commits:
+    /// Postbox drops its table caches when it moves. Cheap: called at the start of every
+    /// transaction, inside it.
+    func dataVersion() throws -> Int64
 }
 
 public extension ValueBox {

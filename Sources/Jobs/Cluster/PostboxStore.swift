@@ -1,0 +1,23 @@
+import Foundation
+import Postbox
+import PostboxPostgres
+
+/// Where an account's Postbox lives: the SQLite file under its account folder, or — when
+/// `cluster.yaml` shares the stores — its own schema on the cluster's PostgreSQL server.
+public enum PostboxStore {
+    /// Opens (creating unless `readOnly`) account `id`'s Postbox.
+    public static func open(account id: Int64, paths: AccountPaths, cluster: ClusterConfig, readOnly: Bool = false) throws -> Postbox {
+        guard let pg = cluster.postgres else {
+            return readOnly ? try StoreInspection.openPostbox(paths.postboxFile.path) : try Postbox(directory: paths.postboxDatabase.path)
+        }
+        let schema = pg.schema(account: id)
+        let box = try PostgresValueBox(endpoint: try pg.endpoint(), schema: schema, readOnly: readOnly)
+        return try Postbox(valueBox: box, name: "postgres:\(schema)", readOnly: readOnly)
+    }
+
+    /// Accounts whose Postbox exists in the cluster's database, ascending.
+    public static func sharedAccounts(_ pg: PostgresClusterConfig) throws -> [Int64] {
+        try PostgresValueBox.storeNames(endpoint: try pg.endpoint(), prefix: "\(pg.schemaPrefix)_account_")
+            .compactMap { pg.account(schema: $0) }.sorted()
+    }
+}

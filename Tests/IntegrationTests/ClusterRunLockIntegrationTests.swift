@@ -1,0 +1,75 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// The run lock across hosts: two data roots (two hosts' local state) sharing one PostgreSQL
+/// store, each running the built `jobrun`.
+final class ClusterRunLockIntegrationTests: XCTestCase {
+    /// A root whose `cluster.yaml` points at `database` on the shared test server.
+    private func host(_ database: String, server: PostgresServer, policy: String) throws -> JobrunHarness {
+        let h = JobrunHarness()
+        try FileManager.default.createDirectory(atPath: h.root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let cluster = h.root + "/cluster.yaml"
+        try "postgres:\n  url: postgresql://\(server.user)@/\(database)?host=\(server.socketDirectory)&port=\(server.port)\n"
+            .write(toFile: cluster, atomically: true, encoding: .utf8)
+        chmod(cluster, 0o600)
+        try h.writeCleanupJob("cleanup", policy: policy)
+        return h
+    }
+
+    func testForbidAcrossHostsAndAKilledHolderFreesTheLockAtOnce() throws {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase("lock_\(UUID().uuidString.prefix(8).lowercased())")
+        let a = try host(database, server: server, policy: "Forbid")
+        let b = try host(database, server: server, policy: "Forbid")
+
+        let holder = try a.start(["run", "cleanup"], failpoints: "after-lock=sleep(60000)")
+        defer { holder.signal(SIGKILL) }
+        // Wait until a's run holds the cluster lock.
+        let deadline = Date().addingTimeInterval(60)
+        var held = false
+        while Date() < deadline && !held {
+            held =
+                (try? server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = \(0x524C_0001) AND granted", database: database))
+                == "1"
+            if !held { usleep(100_000) }
+        }
+        XCTAssertTrue(held, "host a took the cluster lock: \(holder.stderr)")
+
+        let skipped = try b.run(["run", "cleanup"])
+        XCTAssertEqual(skipped.status, 75, "another host's run holds the lock: \(skipped.stderr)")
+        XCTAssertTrue(skipped.stderr.contains("already running (pid \(holder.pid) on "), skipped.stderr)
+
+        // The holder dies without any cleanup: its session ends, the lock is free at once.
+        holder.signal(SIGKILL)
+        holder.wait()
+        let next = try b.run(["run", "cleanup"])
+        XCTAssertEqual(next.status, 0, next.stderr)
+    }
+
+    func testReplaceAcrossHostsStopsTheHolder() throws {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase("lock_\(UUID().uuidString.prefix(8).lowercased())")
+        let a = try host(database, server: server, policy: "Replace")
+        let b = try host(database, server: server, policy: "Replace")
+        let holder = try a.start(["run", "cleanup"], failpoints: "after-lock=sleep(60000)")
+        defer { holder.signal(SIGKILL) }
+        let deadline = Date().addingTimeInterval(60)
+        var held = false
+        while Date() < deadline && !held {
+            held =
+                (try? server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = \(0x524C_0001) AND granted", database: database))
+                == "1"
+            if !held { usleep(100_000) }
+        }
+        XCTAssertTrue(held, "host a took the cluster lock: \(holder.stderr)")
+        let started = Date()
+        let replacing = try b.run(["run", "cleanup"])
+        XCTAssertEqual(replacing.status, 0, replacing.stderr)
+        // The replaced holder notices its lost session within its watchdog interval and stops.
+        let status = holder.wait(timeout: 30)
+        XCTAssertNotEqual(status, 0, "the replaced run does not finish as if nothing happened: \(holder.stderr)")
+        XCTAssertTrue(b.logEvents().contains { $0["event"] as? String == "run.replacing" }, b.allLogText())
+        XCTAssertLessThan(Date().timeIntervalSince(started), 30)
+    }
+}

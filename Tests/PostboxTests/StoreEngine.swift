@@ -1,0 +1,98 @@
+import Foundation
+import Postbox
+import PostboxPostgres
+import TestSupport
+import XCTest
+
+/// The storage engines every ValueBox and Postbox test runs against.
+enum StoreEngine: String, CaseIterable, Sendable {
+    case sqlite
+    case postgres
+}
+
+/// One store of one test on one engine, reopened as often as the test needs: an SQLite file
+/// in a temporary folder, or a schema of its own on the shared test PostgreSQL server.
+final class TestStore: @unchecked Sendable {
+    let engine: StoreEngine
+    let directory: TemporaryDirectory
+    /// The file name (SQLite) or schema (PostgreSQL).
+    let name: String
+
+    init(_ engine: StoreEngine, directory: TemporaryDirectory = TemporaryDirectory(), name: String? = nil) {
+        self.engine = engine
+        self.directory = directory
+        self.name = name ?? "s" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+    }
+
+    /// Another store beside this one, on the same engine.
+    func sibling() -> TestStore { TestStore(engine, directory: directory) }
+
+    /// What the store's errors name: the file's path, or `postgres:<schema>`.
+    var identity: String {
+        switch engine {
+        case .sqlite: return directory.file(name + ".sqlite")
+        case .postgres: return "postgres:\(name)"
+        }
+    }
+
+    static func endpoint() throws -> PostgresEndpoint {
+        let server = try PostgresServer.shared()
+        return PostgresEndpoint(address: .unixSocket(path: server.socketPath), username: server.user, database: "postgres")
+    }
+
+    func valueBox(readOnly: Bool = false) throws -> any ValueBox {
+        switch engine {
+        case .sqlite: return try SqliteValueBox(path: identity, options: .init(readOnly: readOnly))
+        case .postgres: return try PostgresValueBox(endpoint: Self.endpoint(), schema: name, readOnly: readOnly)
+        }
+    }
+
+    /// How a `jobrun-testkit` child names this store (see its `openPostbox`).
+    func childSpec() throws -> String {
+        switch engine {
+        case .sqlite: return identity
+        case .postgres:
+            let server = try PostgresServer.shared()
+            return "pg:\(server.socketPath):\(server.user):postgres:\(name)"
+        }
+    }
+
+    func postbox(readOnly: Bool = false, migrations: [PostboxMigration] = PostboxMigration.all) throws -> Postbox {
+        switch engine {
+        case .sqlite: return try Postbox(path: identity, readOnly: readOnly, migrations: migrations)
+        case .postgres:
+            let box = try PostgresValueBox(endpoint: Self.endpoint(), schema: name, readOnly: readOnly)
+            return try Postbox(valueBox: box, name: identity, readOnly: readOnly, migrations: migrations)
+        }
+    }
+}
+
+/// Runs `body` once per engine, each with a fresh store. A thrown error names the engine; an
+/// assertion failure follows the `engine:` line the run printed.
+func forEachEngine(_ body: (TestStore) throws -> Void) throws {
+    for engine in StoreEngine.allCases {
+        do {
+            print("engine: \(engine.rawValue)")
+            try body(TestStore(engine))
+        } catch {
+            throw EngineFailure(engine: engine, error: error)
+        }
+    }
+}
+
+func forEachEngine(_ body: (TestStore) async throws -> Void) async throws {
+    for engine in StoreEngine.allCases {
+        do {
+            print("engine: \(engine.rawValue)")
+            try await body(TestStore(engine))
+        } catch {
+            throw EngineFailure(engine: engine, error: error)
+        }
+    }
+}
+
+struct EngineFailure: Error, CustomStringConvertible {
+    let engine: StoreEngine
+    let error: any Error
+    var description: String { "[\(engine.rawValue)] \(error)" }
+}

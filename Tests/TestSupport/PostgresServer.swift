@@ -1,0 +1,165 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A real PostgreSQL server for tests: `initdb` into a temporary folder, `pg_ctl start` listening
+/// on a Unix socket in that folder only (no TCP unless a loopback port is asked for), stopped with
+/// `pg_ctl stop -m fast` and removed when the value is released.
+///
+/// `initdb` refuses to run as root, so a root test process hands the folder to the `postgres`
+/// user and runs the server's tools through `runuser`. `scripts/install-deps.sh` installs
+/// Debian's `postgresql` package when `initdb` is missing.
+public final class PostgresServer: @unchecked Sendable {
+    public struct Unavailable: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The folder holding the data directory, the socket and the server log.
+    public let directory: TemporaryDirectory
+    /// Where the server's Unix socket lives (`<socketDirectory>/.s.PGSQL.<port>`).
+    public let socketDirectory: String
+    public let port: Int
+    /// The superuser the tests connect as (trust authentication on the socket and loopback).
+    public let user: String
+    public var dataDirectory: String { directory.file("pg") }
+    public var socketPath: String { (socketDirectory as NSString).appendingPathComponent(".s.PGSQL.\(port)") }
+    public var logPath: String { directory.file("server.log") }
+    /// Whether the server also listens on 127.0.0.1:`port`.
+    public let listensOnLoopback: Bool
+    private let binDirectory: String
+    private let runAsUser: String?
+    private var stopped = false
+
+    /// Starts a server. `loopbackPort` (0: none) also opens 127.0.0.1 on that port.
+    public init(loopbackPort: Int = 0) throws {
+        guard let bin = Self.findBinaries() else {
+            throw Unavailable(description: "PostgreSQL's initdb/pg_ctl were not found; run scripts/install-deps.sh")
+        }
+        binDirectory = bin
+        directory = TemporaryDirectory(prefix: "jobrun-pg")
+        listensOnLoopback = loopbackPort != 0
+        port = loopbackPort != 0 ? loopbackPort : 5432
+        socketDirectory = directory.file("sock")
+        let isRoot = getuid() == 0
+        runAsUser = isRoot ? "postgres" : nil
+        user = isRoot ? "postgres" : (ProcessInfo.processInfo.environment["USER"] ?? "postgres")
+        try FileManager.default.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true)
+        if isRoot {
+            // The server's user must reach and own its folders.
+            chmod(directory.path, 0o755)
+            try run("/bin/chown", ["-R", "postgres", directory.path], asServerUser: false)
+        }
+        try run(
+            bin + "/initdb",
+            ["-D", dataDirectory, "-A", "trust", "-U", user, "--no-sync", "-E", "UTF8", "--locale=C"])
+        let listen = listensOnLoopback ? "127.0.0.1" : "''"
+        // Small and fast: no fsync (the data is thrown away), short checkpoints.
+        let options =
+            "-k \(socketDirectory) -c listen_addresses=\(listen) -p \(port) -c fsync=off -c synchronous_commit=off"
+            + " -c full_page_writes=off -c max_connections=200 -c shared_buffers=64MB"
+        try run(bin + "/pg_ctl", ["-D", dataDirectory, "-o", options, "-l", logPath, "-w", "-t", "60", "start"])
+    }
+
+    deinit { stop() }
+
+    /// Stops the server (`pg_ctl stop -m fast`: open sessions are ended, their transactions
+    /// rolled back).
+    public func stop() {
+        guard !stopped else { return }
+        stopped = true
+        _ = try? run(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "stop"])
+    }
+
+    /// Restarts the server in place (`pg_ctl restart -m fast`): every connection is dropped.
+    public func restart() throws {
+        try run(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "-t", "60", "restart"])
+    }
+
+    /// Runs `psql -c sql` as the superuser against `database` and returns its unaligned output.
+    @discardableResult
+    public func psql(_ sql: String, database: String = "postgres") throws -> String {
+        try run(
+            binDirectory + "/psql", ["-h", socketDirectory, "-p", "\(port)", "-U", user, "-d", database, "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+    }
+
+    /// Creates a database and returns its name.
+    public func createDatabase(_ name: String) throws -> String {
+        try psql("CREATE DATABASE \"\(name)\"")
+        return name
+    }
+
+    /// The server's binaries: on PATH, or Debian's versioned folder (newest first).
+    private static func findBinaries() -> String? {
+        let fm = FileManager.default
+        if let versions = try? fm.contentsOfDirectory(atPath: "/usr/lib/postgresql") {
+            for v in versions.sorted(by: { (Int($0) ?? 0) > (Int($1) ?? 0) }) {
+                let bin = "/usr/lib/postgresql/\(v)/bin"
+                if fm.isExecutableFile(atPath: bin + "/initdb") && fm.isExecutableFile(atPath: bin + "/pg_ctl") { return bin }
+            }
+        }
+        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+            if fm.isExecutableFile(atPath: "\(dir)/initdb") && fm.isExecutableFile(atPath: "\(dir)/pg_ctl") { return String(dir) }
+        }
+        return nil
+    }
+
+    /// Runs a command to completion with posix_spawn and waitpid (Foundation's `Process` can
+    /// miss the exit of a short-lived child here, e.g. `runuser` around `pg_ctl`, and wait
+    /// forever). Its output goes to files in the server's folder, read back afterwards.
+    @discardableResult
+    private func run(_ executable: String, _ arguments: [String], asServerUser: Bool = true) throws -> String {
+        var argv = [executable] + arguments
+        if asServerUser, let runAsUser { argv = ["/usr/sbin/runuser", "-u", runAsUser, "--"] + argv }
+        let outPath = directory.file("cmd.out")
+        let errPath = directory.file("cmd.err")
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        var cArgs = argv.map { strdup($0) }
+        cArgs.append(nil)
+        defer { for p in cArgs { free(p) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, environ)
+        guard rc == 0 else { throw Unavailable(description: "cannot start \(argv[0]): \(String(cString: strerror(rc)))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+        let exited = (status & 0x7f) == 0
+        let code = (status >> 8) & 0xff
+        guard exited && code == 0 else {
+            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            throw Unavailable(
+                description:
+                    "\((executable as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed (status \(status)): "
+                    + err + String(log.suffix(2000)))
+        }
+        return out.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+extension PostgresServer {
+    /// One server for the whole test process, started on first use and stopped when the
+    /// process exits. Tests isolate themselves by schema or database, not by server.
+    public static func shared() throws -> PostgresServer {
+        try sharedServer.get()
+    }
+
+    private static let sharedServer: Result<PostgresServer, any Error> = {
+        let result = Result { try PostgresServer() }
+        if case .success = result { atexit { PostgresServer.stopShared() } }
+        return result
+    }()
+
+    private static func stopShared() {
+        if case let .success(server) = sharedServer {
+            server.stop()
+            try? FileManager.default.removeItem(atPath: server.directory.path)
+        }
+    }
+}
