@@ -160,6 +160,9 @@ enum PosixFile {
         return unsafeBitCast(symbol, to: SyncFileRange.self)
     }()
 
+    /// Whether `syncFileSystem` syncs the whole file system (rather than only the files given).
+    static var hasSyncFileSystem: Bool { syncfsFunction != nil }
+
     private typealias SyncFS = @convention(c) (Int32) -> Int32
     private static let syncfsFunction: SyncFS? = {
         guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "syncfs") else { return nil }

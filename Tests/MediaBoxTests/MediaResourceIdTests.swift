@@ -40,7 +40,7 @@ final class MediaResourceIdTests: XCTestCase {
     }
 
     /// Stores every hostile id through MediaBox and checks that only files directly inside the
-    /// media directory were created, nothing outside it.
+    /// media directory's shard folders were created, nothing outside them.
     func testHostileIdsNeverEscapeOnDisk() throws {
         let tmp = TemporaryDirectory(prefix: "mediabox-ids")
         let outside = tmp.path + "/outside"
@@ -57,8 +57,16 @@ final class MediaResourceIdTests: XCTestCase {
             try box.store(Data("w\(i)".utf8), id: MediaResourceId(id), info: MediaResourceStorageInfo(location: .shortCache))
         }
         let top = try FileManager.default.contentsOfDirectory(atPath: media).filter { !["cache", "short-cache", "storage"].contains($0) }
-        XCTAssertEqual(Set(top), Set(Self.hostile.map { MediaResourceId($0).safeFileName }))
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: media + "/short-cache").count, Self.hostile.count)
+        XCTAssertEqual(Set(top), Set(MediaShard.names), "only the shard folders beside the subdirectories")
+        XCTAssertEqual(Set(try MediaShard.storedFileNames(in: media)), Set(Self.hostile.map { MediaResourceId($0).safeFileName }))
+        let subdirectories = try FileManager.default.subpathsOfDirectory(atPath: media).filter { path in
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: media + "/" + path, isDirectory: &isDirectory) && isDirectory.boolValue
+        }
+        XCTAssertEqual(
+            Set(subdirectories), Set(["cache", "short-cache", "storage"] + MediaShard.names + ["cache", "short-cache"].flatMap { d in MediaShard.names.map { d + "/" + $0 } }),
+            "no id made a directory of its own")
+        XCTAssertEqual(try MediaShard.storedFileNames(in: media + "/short-cache").count, Self.hostile.count)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: outside), [])
         XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: tmp.path)), ["outside", "account-1"])
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: tmp.path + "/account-1/postbox"), ["media"])
@@ -66,7 +74,7 @@ final class MediaResourceIdTests: XCTestCase {
         var st = stat()
         XCTAssertEqual(stat(media, &st), 0)
         XCTAssertEqual(st.st_mode & 0o777, 0o700)
-        XCTAssertEqual(stat(media + "/" + MediaResourceId("a/b").safeFileName, &st), 0)
+        XCTAssertEqual(stat(try XCTUnwrap(MediaShard.path(in: media, storedFile: MediaResourceId("a/b").safeFileName)), &st), 0)
         XCTAssertEqual(st.st_mode & 0o777, 0o600)
     }
 }
