@@ -30,7 +30,8 @@ final class MediaResourceIdTests: XCTestCase {
             XCTAssertTrue(MediaResourceId.isSafeFileName(name), name)
             names.insert(name)
             let paths = ResourceStorePaths(mediaDirectory: "/m", location: .resources, id: MediaResourceId(id))
-            XCTAssertEqual((paths.complete as NSString).deletingLastPathComponent, "/m")
+            XCTAssertEqual((paths.complete as NSString).deletingLastPathComponent, "/m/" + MediaShard.name(forFileName: name), "directly in its shard")
+            XCTAssertTrue(MediaShard.isShardName(MediaShard.name(forFileName: name)))
             XCTAssertEqual((paths.complete as NSString).standardizingPath, paths.complete)
             if id.utf8.count < 40 { XCTAssertEqual(MediaResourceId(safeFileName: name)?.stringRepresentation, id) }
         }
