@@ -64,51 +64,51 @@ public enum Reconciliation {
                 }
             }
             for directory in directories {
-            let shard = sharded ? String(directory.suffix(3)) : nil
-            try PosixFile.forEachEntry(in: directory) { name, type in
-                if type == UInt8(DT_DIR) { return }
-                report.filesScanned += 1
-                let path = directory + "/" + name
-                guard let st = try PosixFile.lstat(path), (st.st_mode & S_IFMT) == S_IFREG else { return }
-                if let shard, let base = ShardMigration.resourceFileBase(name), MediaShard.name(forFileName: base) != shard {
-                    report.foreignFiles += 1
-                    return
-                }
-                let mtime = Int64(st.st_mtim.tv_sec)
-                if name.hasSuffix(ResourceStorePaths.metaSuffix) {
-                    let base = String(name.dropLast(ResourceStorePaths.metaSuffix.count))
-                    let partial = directory + "/" + base + ResourceStorePaths.partialSuffix
-                    if !PosixFile.exists(partial) && mtime < now - options.settleTime {
-                        if !dryRun { try PosixFile.unlinkIfExists(path) }
+                let shard = sharded ? String(directory.suffix(3)) : nil
+                try PosixFile.forEachEntry(in: directory) { name, type in
+                    if type == UInt8(DT_DIR) { return }
+                    report.filesScanned += 1
+                    let path = directory + "/" + name
+                    guard let st = try PosixFile.lstat(path), (st.st_mode & S_IFMT) == S_IFREG else { return }
+                    if let shard, let base = ShardMigration.resourceFileBase(name), MediaShard.name(forFileName: base) != shard {
+                        report.foreignFiles += 1
+                        return
+                    }
+                    let mtime = Int64(st.st_mtim.tv_sec)
+                    if name.hasSuffix(ResourceStorePaths.metaSuffix) {
+                        let base = String(name.dropLast(ResourceStorePaths.metaSuffix.count))
+                        let partial = directory + "/" + base + ResourceStorePaths.partialSuffix
+                        if !PosixFile.exists(partial) && mtime < now - options.settleTime {
+                            if !dryRun { try PosixFile.unlinkIfExists(path) }
+                            report.removedPartials += StorageUsage(bytes: Int64(st.st_size), count: 1)
+                        }
+                        return
+                    }
+                    if name.hasSuffix(ResourceStorePaths.partialSuffix) {
+                        let base = String(name.dropLast(ResourceStorePaths.partialSuffix.count))
+                        guard MediaResourceId.isSafeFileName(base) else { report.foreignFiles += 1; return }
+                        let paths = mediaBox.paths(for: MediaStorageKey(location: location, fileName: base))
+                        let leftover = PosixFile.exists(paths.complete)
+                        guard leftover || mtime < now - options.stalePartialAge else { return }
+                        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+                        guard fd >= 0 else { return }
+                        defer { Glibc.close(fd) }
+                        guard ResourceLock.tryLock(fd, .exclusive), PosixFile.isSameFile(fd, path: path) else { return }
+                        if !dryRun {
+                            try PosixFile.unlinkIfExists(paths.partial)
+                            try PosixFile.unlinkIfExists(paths.partialMeta)
+                        }
                         report.removedPartials += StorageUsage(bytes: Int64(st.st_size), count: 1)
+                        return
                     }
-                    return
-                }
-                if name.hasSuffix(ResourceStorePaths.partialSuffix) {
-                    let base = String(name.dropLast(ResourceStorePaths.partialSuffix.count))
-                    guard MediaResourceId.isSafeFileName(base) else { report.foreignFiles += 1; return }
-                    let paths = mediaBox.paths(for: MediaStorageKey(location: location, fileName: base))
-                    let leftover = PosixFile.exists(paths.complete)
-                    guard leftover || mtime < now - options.stalePartialAge else { return }
-                    let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-                    guard fd >= 0 else { return }
-                    defer { Glibc.close(fd) }
-                    guard ResourceLock.tryLock(fd, .exclusive), PosixFile.isSameFile(fd, path: path) else { return }
-                    if !dryRun {
-                        try PosixFile.unlinkIfExists(paths.partial)
-                        try PosixFile.unlinkIfExists(paths.partialMeta)
+                    guard MediaResourceId.isSafeFileName(name) else {
+                        // storage.sqlite and its WAL live in storage/, never here; anything else is foreign.
+                        report.foreignFiles += 1
+                        return
                     }
-                    report.removedPartials += StorageUsage(bytes: Int64(st.st_size), count: 1)
-                    return
+                    pending.append((MediaStorageKey(location: location, fileName: name), st))
+                    if pending.count >= 512 { try flushPending() }
                 }
-                guard MediaResourceId.isSafeFileName(name) else {
-                    // storage.sqlite and its WAL live in storage/, never here; anything else is foreign.
-                    report.foreignFiles += 1
-                    return
-                }
-                pending.append((MediaStorageKey(location: location, fileName: name), st))
-                if pending.count >= 512 { try flushPending() }
-            }
             }
             try flushPending()
         }

@@ -65,7 +65,8 @@ final class MediaResourceIdTests: XCTestCase {
             return FileManager.default.fileExists(atPath: media + "/" + path, isDirectory: &isDirectory) && isDirectory.boolValue
         }
         XCTAssertEqual(
-            Set(subdirectories), Set(["cache", "short-cache", "storage"] + MediaShard.names + ["cache", "short-cache"].flatMap { d in MediaShard.names.map { d + "/" + $0 } }),
+            Set(subdirectories),
+            Set(["cache", "short-cache", "storage"] + MediaShard.names + ["cache", "short-cache"].flatMap { d in MediaShard.names.map { d + "/" + $0 } }),
             "no id made a directory of its own")
         XCTAssertEqual(try MediaShard.storedFileNames(in: media + "/short-cache").count, Self.hostile.count)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: outside), [])

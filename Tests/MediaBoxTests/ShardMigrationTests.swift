@@ -139,7 +139,8 @@ final class ShardMigrationTests: XCTestCase {
                 let place = store.places(id, location)
                 XCTAssertTrue(place.sharded || place.flat, "round \(round) (killed after \(delayMs) ms): \(id) is reachable")
                 if place.sharded { moved += 1 }
-                let path = ResourceStorePaths(mediaDirectory: media, location: location, id: MediaResourceId(id), layout: place.sharded ? .sharded : .flat).complete
+                let path = ResourceStorePaths(mediaDirectory: media, location: location, id: MediaResourceId(id), layout: place.sharded ? .sharded : .flat)
+                    .complete
                 XCTAssertEqual(FileManager.default.contents(atPath: path), MediaBoxFixtures.pattern(id: id, count: 8), "round \(round): \(id) intact")
             }
             if moved > 0 && moved < count { interrupted += 1 }
