@@ -313,15 +313,10 @@ public final class MediaBox: Sendable {
                     try p.publish(syncDirectory: false)
                     directories.insert(p.paths.directory)
                 }
-                if sync {
-                    // The links of a chunk land in many shard directories: one more file-system
-                    // sync covers them all (the data is clean already, so it commits the journal).
-                    if directories.count > 1 && PosixFile.hasSyncFileSystem {
-                        try PosixFile.syncFileSystem(containing: first.0.descriptor, files: [], path: basePath)
-                    } else {
-                        for d in directories { try PosixFile.fsyncDirectory(d) }
-                    }
-                }
+                // The links of a chunk land in many shard folders. The first directory fsync
+                // commits the journal transaction that holds all of them; the others find their
+                // change committed already and return at once.
+                if sync { for d in directories { try PosixFile.fsyncDirectory(d) } }
             }
             let time = accessTime ?? Self.now()
             var entries: [StorageBoxEntry] = []
