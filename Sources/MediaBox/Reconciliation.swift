@@ -55,10 +55,14 @@ public enum Reconciliation {
             // The shard directories hold the files; in the flat layout (a read-only look at a
             // store not yet migrated) the location directory itself does.
             let sharded = mediaBox.layout == .sharded
-            let directories = sharded ? MediaShard.names.map { locationDirectory + "/" + $0 } : [locationDirectory]
+            // Only the shard folders that exist (they are created by the first file that needs one).
+            var directories = sharded ? [] : [locationDirectory]
             if sharded {
                 try PosixFile.forEachEntry(in: locationDirectory) { name, type in
-                    if type == UInt8(DT_DIR) { return }
+                    if type == UInt8(DT_DIR) {
+                        if MediaShard.isShardName(name) { directories.append(locationDirectory + "/" + name) }
+                        return
+                    }
                     report.filesScanned += 1
                     report.foreignFiles += 1
                 }

@@ -7,7 +7,7 @@ import Foundation
 /// Moves the files of a flat store (every file directly in its location's directory) into their
 /// shard directories (`MediaShard`), crash-safe and resumable:
 ///
-/// 1. every shard directory is created (0700) and the location directories are synced;
+/// 1. the shard folders a batch of files needs are created (0700), as writes create them too;
 /// 2. each resource file (`<name>`, `<name>_partial`, `<name>_partial.meta`) is moved with
 ///    `link` to its shard, then `unlink` of the flat name. At every instant the file has at least
 ///    one of its two names, so a crash (SIGKILL, power loss after the sync below) never makes it
@@ -29,8 +29,6 @@ enum ShardMigration {
         var moved = 0
         for location in MediaStorageLocation.allCases {
             let directory = ResourceStorePaths.locationDirectory(mediaDirectory: mediaDirectory, location: location)
-            for shard in MediaShard.names { try PosixFile.makeDirectory(directory + "/" + shard) }
-            try PosixFile.fsyncDirectory(directory)
             while true {
                 let pass = try movePass(directory: directory, threads: threads)
                 moved += pass
@@ -96,6 +94,9 @@ enum ShardMigration {
 
     private static func moveBatch(_ names: [String], directory: String, threads: Int) throws -> Int {
         if names.isEmpty { return 0 }
+        for shard in Set(names.compactMap { MediaShard.name(forStoredFile: $0) }) {
+            try PosixFile.makeDirectory(directory + "/" + shard)
+        }
         let outcome = FirstError()
         let workers = max(1, min(threads, names.count))
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
@@ -151,7 +152,9 @@ enum ShardMigration {
         // Without syncfs: every directory a move changed.
         for location in MediaStorageLocation.allCases {
             let directory = ResourceStorePaths.locationDirectory(mediaDirectory: mediaDirectory, location: location)
-            for shard in MediaShard.names { try PosixFile.fsyncDirectory(directory + "/" + shard) }
+            for shard in MediaShard.names where PosixFile.exists(directory + "/" + shard) {
+                try PosixFile.fsyncDirectory(directory + "/" + shard)
+            }
             try PosixFile.fsyncDirectory(directory)
         }
     }
