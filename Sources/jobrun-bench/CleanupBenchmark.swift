@@ -22,7 +22,10 @@ func runCleanupBenchmark(files: Int, folders: Int, evictFraction: Double, workDi
     let peerTree = root + "/peer"
     try FileManager.default.createDirectory(atPath: peerTree, withIntermediateDirectories: true)
     let box = try MediaBox(basePath: media)
-    for shard in MediaShard.names { try FileManager.default.createDirectory(atPath: peerTree + "/" + shard, withIntermediateDirectories: true) }
+    // Both trees get every shard folder (a cache of this size uses all of them).
+    for dir in [media, peerTree] {
+        for shard in MediaShard.names { try FileManager.default.createDirectory(atPath: dir + "/" + shard, withIntermediateDirectories: true) }
+    }
     // Peers' peak RSS: `/usr/bin/time -f %M` per process (RUSAGE_CHILDREN would report this
     // process's size for children forked from it), else the rusage figure.
     let hasTime = FileManager.default.isExecutableFile(atPath: "/usr/bin/time")
