@@ -2,7 +2,7 @@ import Foundation
 
 /// CRC-32 (IEEE 802.3, as in zlib) for the partial-file meta: detects a torn or garbled write.
 enum CRC32 {
-    private static let table: [UInt32] = (0..<256).map { i -> UInt32 in
+    static let table: [UInt32] = (0..<256).map { i -> UInt32 in
         var c = UInt32(i)
         for _ in 0..<8 { c = (c & 1) != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
         return c

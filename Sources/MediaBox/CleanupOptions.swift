@@ -32,6 +32,9 @@ public struct CleanupOptions: Sendable {
     public var reconciliation: ReconciliationOptions
     /// Threads that unlink in parallel (an unlink costs ~115 µs of mostly kernel time).
     public var removalThreads: Int
+    /// Two per core: unlinks in different shard directories proceed in parallel, and they also
+    /// wait on the journal, so a few more threads than cores still help.
+    public static let defaultRemovalThreads = max(2, ProcessInfo.processInfo.activeProcessorCount * 2)
     /// Victims removed per batch (one index transaction each); bounds memory.
     public var batchSize: Int
     /// "Now" in Unix seconds (tests pin it); nil = the clock.
@@ -44,7 +47,7 @@ public struct CleanupOptions: Sendable {
         excludedPeers: Set<PeerId> = [], excludedContentTypes: Set<MediaContentType> = [],
         dryRun: Bool = false, listVictims: Int = 0, reconcile: Bool = false,
         reconciliation: ReconciliationOptions = ReconciliationOptions(),
-        removalThreads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount * 2),
+        removalThreads: Int = CleanupOptions.defaultRemovalThreads,
         batchSize: Int = 4096, now: Int64? = nil
     ) {
         self.generalTTL = generalTTL

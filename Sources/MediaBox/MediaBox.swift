@@ -6,8 +6,9 @@ import Postbox
 #endif
 
 /// The file cache of media resources for one account (`account-<id>/postbox/media`): complete
-/// files `<name>`, downloads in progress `<name>_partial` + `<name>_partial.meta`, cached
-/// representations in `cache/` and `short-cache/`, and the StorageBox index in `storage/`.
+/// files `<shard>/<name>`, downloads in progress `<shard>/<name>_partial` +
+/// `<shard>/<name>_partial.meta`, cached representations in `cache/<shard>/` and
+/// `short-cache/<shard>/`, and the StorageBox index in `storage/` (`MediaShard` names the shard).
 ///
 /// MediaBox knows nothing of the network: missing data comes from the injected
 /// `MediaResourceFetcher`. Concurrent fetches of one resource share one fetch in this process
@@ -46,6 +47,9 @@ public final class MediaBox: Sendable {
 
     public let basePath: String
     public let storageBox: StorageBox
+    /// Sharded once opened for writing (the open migrates a flat store); a read-only open of a
+    /// store no writer has migrated yet sees it flat.
+    public let layout: MediaLayout
     private let groupSync = GroupSync()
     public let fetcher: (any MediaResourceFetcher)?
     public let options: Options
@@ -66,6 +70,8 @@ public final class MediaBox: Sendable {
     }
 
     /// Opens a media directory, creating it and its subdirectories (0700) unless read-only.
+    /// A writable open of a store in the flat layout first moves its files into their shards
+    /// (`ShardMigration`: crash-safe, resumed by the next open if interrupted).
     /// Read-only opens (`jobrun stats`) never write and never block writers.
     public init(
         basePath: String, fetcher: (any MediaResourceFetcher)? = nil, readOnly: Bool = false,
@@ -80,17 +86,24 @@ public final class MediaBox: Sendable {
                 if let sub = location.directoryName { try PosixFile.makeDirectory(basePath + "/" + sub) }
             }
         }
-        self.storageBox = try StorageBox(directory: basePath + "/storage", readOnly: readOnly)
+        let storageBox = try StorageBox(directory: basePath + "/storage", readOnly: readOnly)
+        self.storageBox = storageBox
+        var layout = try storageBox.mediaLayout()
+        if !readOnly && layout != .sharded {
+            try ShardMigration.run(mediaDirectory: basePath, storageBox: storageBox, threads: CleanupOptions.defaultRemovalThreads)
+            layout = .sharded
+        }
+        self.layout = layout
     }
 
     // MARK: paths and state
 
     public func paths(for id: MediaResourceId, location: MediaStorageLocation = .resources) -> ResourceStorePaths {
-        ResourceStorePaths(mediaDirectory: basePath, location: location, id: id)
+        ResourceStorePaths(mediaDirectory: basePath, location: location, id: id, layout: layout)
     }
 
     public func paths(for key: MediaStorageKey) -> ResourceStorePaths {
-        ResourceStorePaths(mediaDirectory: basePath, location: key.location, fileName: key.fileName)
+        ResourceStorePaths(mediaDirectory: basePath, location: key.location, fileName: key.fileName, layout: layout)
     }
 
     private func completeData(_ paths: ResourceStorePaths) -> MediaResourceData? {
@@ -300,6 +313,9 @@ public final class MediaBox: Sendable {
                     try p.publish(syncDirectory: false)
                     directories.insert(p.paths.directory)
                 }
+                // The links of a chunk land in many shard folders. The first directory fsync
+                // commits the journal transaction that holds all of them; the others find their
+                // change committed already and return at once.
                 if sync { for d in directories { try PosixFile.fsyncDirectory(d) } }
             }
             let time = accessTime ?? Self.now()

@@ -51,11 +51,13 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     ) throws -> MediaBoxPartialFile? {
         while true {
             let fd: Int32
-            // The directory exists almost always: create it only when the open says it is missing.
+            // The directory exists almost always: create it only when the open says it is missing
+            // (shard folders are created by the first file that needs one).
             if let opened = try? PosixFile.open(paths.partial, O_RDWR | O_CREAT) {
                 fd = opened
             } else {
-                try PosixFile.makeDirectory(paths.directory)
+                try PosixFile.makeDirectory((paths.directory as NSString).deletingLastPathComponent)
+                try PosixFile.makeDirectoryDurably(paths.directory)
                 fd = try PosixFile.open(paths.partial, O_RDWR | O_CREAT)
             }
             if wait {

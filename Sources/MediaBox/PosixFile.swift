@@ -113,6 +113,17 @@ enum PosixFile {
         throw fail(path, "mkdir")
     }
 
+    /// Creates the directory `path` (0700) if it is missing; when it creates it, fsyncs the parent
+    /// so the new directory's entry is as durable as the files later synced inside it.
+    static func makeDirectoryDurably(_ path: String) throws {
+        if Glibc.mkdir(path, directoryMode) == 0 {
+            try fsyncDirectory((path as NSString).deletingLastPathComponent)
+            return
+        }
+        if errno == EEXIST { return }
+        throw fail(path, "mkdir")
+    }
+
     /// Whether `fd` still refers to the file at `path` (same device and inode): a file renamed or
     /// unlinked since it was opened is no longer "the" resource.
     static func isSameFile(_ fd: Int32, path: String) -> Bool {
@@ -159,6 +170,9 @@ enum PosixFile {
         guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "sync_file_range") else { return nil }
         return unsafeBitCast(symbol, to: SyncFileRange.self)
     }()
+
+    /// Whether `syncFileSystem` syncs the whole file system (rather than only the files given).
+    static var hasSyncFileSystem: Bool { syncfsFunction != nil }
 
     private typealias SyncFS = @convention(c) (Int32) -> Int32
     private static let syncfsFunction: SyncFS? = {

@@ -8,6 +8,8 @@ import Postbox
 /// Makes the index and the files agree again after crashes, manual deletions or foreign
 /// writers — the only part of cleanup that walks the file system:
 ///
+/// 0. walks each location's shard directories (`MediaShard`); a file outside its shard, or a
+///    name MediaBox never produces, is foreign and left alone;
 /// 1. stale `_partial` files (unlocked, older than `stalePartialAge`, or left beside a complete
 ///    file by a crash between link and unlink) are removed with their meta;
 /// 2. complete files without a row are indexed (or removed, per policy), unless locked or
@@ -23,7 +25,7 @@ public enum Reconciliation {
         var report = ReconciliationReport()
         let storage = mediaBox.storageBox
         for location in MediaStorageLocation.allCases {
-            let directory = mediaBox.basePath + (location.directoryName.map { "/" + $0 } ?? "")
+            let locationDirectory = ResourceStorePaths.locationDirectory(mediaDirectory: mediaBox.basePath, location: location)
             var pending: [(MediaStorageKey, stat)] = []
             func flushPending() throws {
                 guard !pending.isEmpty else { return }
@@ -50,45 +52,67 @@ public enum Reconciliation {
                 if !dryRun { try storage.insert(toIndex) }
                 pending.removeAll(keepingCapacity: true)
             }
-            try PosixFile.forEachEntry(in: directory) { name, type in
-                if type == UInt8(DT_DIR) { return }
-                report.filesScanned += 1
-                let path = directory + "/" + name
-                guard let st = try PosixFile.lstat(path), (st.st_mode & S_IFMT) == S_IFREG else { return }
-                let mtime = Int64(st.st_mtim.tv_sec)
-                if name.hasSuffix(ResourceStorePaths.metaSuffix) {
-                    let base = String(name.dropLast(ResourceStorePaths.metaSuffix.count))
-                    let partial = directory + "/" + base + ResourceStorePaths.partialSuffix
-                    if !PosixFile.exists(partial) && mtime < now - options.settleTime {
-                        if !dryRun { try PosixFile.unlinkIfExists(path) }
-                        report.removedPartials += StorageUsage(bytes: Int64(st.st_size), count: 1)
+            // The shard directories hold the files; in the flat layout (a read-only look at a
+            // store not yet migrated) the location directory itself does.
+            let sharded = mediaBox.layout == .sharded
+            // Only the shard folders that exist (they are created by the first file that needs one).
+            var directories = sharded ? [] : [locationDirectory]
+            if sharded {
+                try PosixFile.forEachEntry(in: locationDirectory) { name, type in
+                    if type == UInt8(DT_DIR) {
+                        if MediaShard.isShardName(name) { directories.append(locationDirectory + "/" + name) }
+                        return
                     }
-                    return
-                }
-                if name.hasSuffix(ResourceStorePaths.partialSuffix) {
-                    let base = String(name.dropLast(ResourceStorePaths.partialSuffix.count))
-                    guard MediaResourceId.isSafeFileName(base) else { report.foreignFiles += 1; return }
-                    let paths = ResourceStorePaths(mediaDirectory: mediaBox.basePath, location: location, fileName: base)
-                    let leftover = PosixFile.exists(paths.complete)
-                    guard leftover || mtime < now - options.stalePartialAge else { return }
-                    let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-                    guard fd >= 0 else { return }
-                    defer { Glibc.close(fd) }
-                    guard ResourceLock.tryLock(fd, .exclusive), PosixFile.isSameFile(fd, path: path) else { return }
-                    if !dryRun {
-                        try PosixFile.unlinkIfExists(paths.partial)
-                        try PosixFile.unlinkIfExists(paths.partialMeta)
-                    }
-                    report.removedPartials += StorageUsage(bytes: Int64(st.st_size), count: 1)
-                    return
-                }
-                guard MediaResourceId.isSafeFileName(name) else {
-                    // storage.sqlite and its WAL live in storage/, never here; anything else is foreign.
+                    report.filesScanned += 1
                     report.foreignFiles += 1
-                    return
                 }
-                pending.append((MediaStorageKey(location: location, fileName: name), st))
-                if pending.count >= 512 { try flushPending() }
+            }
+            for directory in directories {
+                let shard = sharded ? String(directory.suffix(3)) : nil
+                try PosixFile.forEachEntry(in: directory) { name, type in
+                    if type == UInt8(DT_DIR) { return }
+                    report.filesScanned += 1
+                    let path = directory + "/" + name
+                    guard let st = try PosixFile.lstat(path), (st.st_mode & S_IFMT) == S_IFREG else { return }
+                    if let shard, let base = ShardMigration.resourceFileBase(name), MediaShard.name(forFileName: base) != shard {
+                        report.foreignFiles += 1
+                        return
+                    }
+                    let mtime = Int64(st.st_mtim.tv_sec)
+                    if name.hasSuffix(ResourceStorePaths.metaSuffix) {
+                        let base = String(name.dropLast(ResourceStorePaths.metaSuffix.count))
+                        let partial = directory + "/" + base + ResourceStorePaths.partialSuffix
+                        if !PosixFile.exists(partial) && mtime < now - options.settleTime {
+                            if !dryRun { try PosixFile.unlinkIfExists(path) }
+                            report.removedPartials += StorageUsage(bytes: Int64(st.st_size), count: 1)
+                        }
+                        return
+                    }
+                    if name.hasSuffix(ResourceStorePaths.partialSuffix) {
+                        let base = String(name.dropLast(ResourceStorePaths.partialSuffix.count))
+                        guard MediaResourceId.isSafeFileName(base) else { report.foreignFiles += 1; return }
+                        let paths = mediaBox.paths(for: MediaStorageKey(location: location, fileName: base))
+                        let leftover = PosixFile.exists(paths.complete)
+                        guard leftover || mtime < now - options.stalePartialAge else { return }
+                        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+                        guard fd >= 0 else { return }
+                        defer { Glibc.close(fd) }
+                        guard ResourceLock.tryLock(fd, .exclusive), PosixFile.isSameFile(fd, path: path) else { return }
+                        if !dryRun {
+                            try PosixFile.unlinkIfExists(paths.partial)
+                            try PosixFile.unlinkIfExists(paths.partialMeta)
+                        }
+                        report.removedPartials += StorageUsage(bytes: Int64(st.st_size), count: 1)
+                        return
+                    }
+                    guard MediaResourceId.isSafeFileName(name) else {
+                        // storage.sqlite and its WAL live in storage/, never here; anything else is foreign.
+                        report.foreignFiles += 1
+                        return
+                    }
+                    pending.append((MediaStorageKey(location: location, fileName: name), st))
+                    if pending.count >= 512 { try flushPending() }
+                }
             }
             try flushPending()
         }

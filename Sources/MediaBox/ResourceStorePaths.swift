@@ -2,7 +2,9 @@ import Foundation
 
 /// The three files of one resource: the complete file `<name>`, the download in progress
 /// `<name>_partial` and its ranges map `<name>_partial.meta`, where `<name>` is the id's
-/// `safeFileName` inside the location's directory. Nothing here ever contains the raw id.
+/// `safeFileName`, in its shard directory (`MediaShard`) inside the location's directory (or
+/// directly in the location's directory in the flat layout of older stores). Nothing here ever
+/// contains the raw id.
 public struct ResourceStorePaths: Sendable, Hashable {
     public let directory: String
     public let fileName: String
@@ -13,12 +15,12 @@ public struct ResourceStorePaths: Sendable, Hashable {
     public static let partialSuffix = "_partial"
     public static let metaSuffix = "_partial.meta"
 
-    public init(mediaDirectory: String, location: MediaStorageLocation, fileName: String) {
+    public init(mediaDirectory: String, location: MediaStorageLocation, fileName: String, layout: MediaLayout = .sharded) {
         precondition(
             !fileName.isEmpty && !fileName.contains("/") && fileName != "." && fileName != "..",
             "file names come from MediaResourceId.safeFileName")
-        var dir = mediaDirectory
-        if let sub = location.directoryName { dir += "/" + sub }
+        var dir = Self.locationDirectory(mediaDirectory: mediaDirectory, location: location)
+        if layout == .sharded { dir += "/" + MediaShard.name(forFileName: fileName) }
         self.directory = dir
         self.fileName = fileName
         self.complete = dir + "/" + fileName
@@ -26,7 +28,12 @@ public struct ResourceStorePaths: Sendable, Hashable {
         self.partialMeta = complete + Self.metaSuffix
     }
 
-    public init(mediaDirectory: String, location: MediaStorageLocation, id: MediaResourceId) {
-        self.init(mediaDirectory: mediaDirectory, location: location, fileName: id.safeFileName)
+    public init(mediaDirectory: String, location: MediaStorageLocation, id: MediaResourceId, layout: MediaLayout = .sharded) {
+        self.init(mediaDirectory: mediaDirectory, location: location, fileName: id.safeFileName, layout: layout)
+    }
+
+    /// `media` for resources, `media/cache`, `media/short-cache`: the parent of the shards.
+    public static func locationDirectory(mediaDirectory: String, location: MediaStorageLocation) -> String {
+        location.directoryName.map { mediaDirectory + "/" + $0 } ?? mediaDirectory
     }
 }

@@ -236,6 +236,27 @@ public final class StorageBox: @unchecked Sendable {
         }
     }
 
+    /// How the media files are arranged, as recorded once a migration finished: `.flat` when
+    /// nothing is recorded (a store written before sharding, or a new one not yet opened for writing).
+    public func mediaLayout() throws -> MediaLayout {
+        try read { vb in
+            guard let v = try vb.get(StorageBoxTables.metadata, key: StorageBoxTables.layoutKey) else { return .flat }
+            var r = ByteReader(v)
+            let raw = UInt32(bitPattern: try r.int32())
+            guard let layout = MediaLayout(rawValue: raw) else { throw MediaBoxError.corruptIndex("unknown media layout \(raw)") }
+            return layout
+        }
+    }
+
+    /// Records the layout (after the files are durably in it).
+    public func setMediaLayout(_ layout: MediaLayout) throws {
+        try write { vb in
+            var w = ByteWriter()
+            w.int32(Int32(bitPattern: layout.rawValue))
+            try vb.set(StorageBoxTables.metadata, key: StorageBoxTables.layoutKey, value: w.data)
+        }
+    }
+
     /// Shrinks the file after large removals (incremental vacuum + WAL truncate).
     @discardableResult
     public func compact() throws -> Int64 {

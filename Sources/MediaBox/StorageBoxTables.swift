@@ -15,8 +15,9 @@ enum StorageBoxTables {
     /// Running totals, `bytes(8) · count(8)`, keyed by
     /// `0 · location(1)`, `1 · peer(8)`, `2 · contentType(1)`, `3 · peer(8) · contentType(1)`.
     static let totals = ValueBoxTable(id: 3, keyType: .binary)
-    /// `"schema"` → version u32.
+    /// `"schema"` → version u32; `"layout"` → `MediaLayout` u32 (absent: flat).
     static let metadata = ValueBoxTable(id: 4, keyType: .binary)
+    static let layoutKey = ValueBoxKey(string: "layout")
 
     static let schemaVersion: UInt32 = 1
 

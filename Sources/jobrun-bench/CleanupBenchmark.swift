@@ -8,8 +8,9 @@ import Postbox
 /// (a) victim selection for `evictFraction` of the cache from the index vs
 ///     `find DIR -type f -printf '%T@ %s %p\n' | sort -n` (full-scan LRU selection);
 /// (b) the whole TTL cleanup removing ~`evictFraction` vs `find DIR -type f -mmin +N -delete`;
-/// and peak RSS of each side. Files live in the MediaBox layout (flat `media/<name>`, as in
-/// Telegram-iOS's MediaBox); `folders` sets how many peers own them (the cardinality of per-peer totals).
+/// and peak RSS of each side. Files live in the MediaBox layout (`media/<shard>/<name>`, 256
+/// shard folders), and the peer tree has the same folders; `folders` sets how many peers own
+/// them (the cardinality of per-peer totals).
 func runCleanupBenchmark(files: Int, folders: Int, evictFraction: Double, workDir: String) throws {
     let root = workDir + "/cleanup-bench-\(getpid())"
     defer {
@@ -21,6 +22,10 @@ func runCleanupBenchmark(files: Int, folders: Int, evictFraction: Double, workDi
     let peerTree = root + "/peer"
     try FileManager.default.createDirectory(atPath: peerTree, withIntermediateDirectories: true)
     let box = try MediaBox(basePath: media)
+    // Both trees get every shard folder (a cache of this size uses all of them).
+    for dir in [media, peerTree] {
+        for shard in MediaShard.names { try FileManager.default.createDirectory(atPath: dir + "/" + shard, withIntermediateDirectories: true) }
+    }
     // Peers' peak RSS: `/usr/bin/time -f %M` per process (RUSAGE_CHILDREN would report this
     // process's size for children forked from it), else the rusage figure.
     let hasTime = FileManager.default.isExecutableFile(atPath: "/usr/bin/time")
@@ -54,8 +59,9 @@ func runCleanupBenchmark(files: Int, folders: Int, evictFraction: Double, workDi
                 var i = first + worker
                 while i < end {
                     let name = MediaResourceId("f\(i)").safeFileName
+                    let relative = MediaShard.name(forFileName: name) + "/" + name
                     let t = accessTime(i)
-                    for dir in [media, peerTree] where !writeOneByteFile(dir + "/" + name, mtime: t) { failures.increment() }
+                    for dir in [media, peerTree] where !writeOneByteFile(dir + "/" + relative, mtime: t) { failures.increment() }
                     i += 2
                 }
             }
@@ -112,7 +118,7 @@ func runCleanupBenchmark(files: Int, folders: Int, evictFraction: Double, workDi
     let peerCleanupRSS = peerPeakRSSMiB("del")
 
     var table = BenchTable(
-        title: "cleanup: \(files) files (flat MediaBox layout), \(Int(evictFraction * 100))% evicted",
+        title: "cleanup: \(files) files (sharded MediaBox layout, 256 folders), \(Int(evictFraction * 100))% evicted",
         columns: ["measure", "jobrun (index)", "peer", "ratio (peer/ours)"])
     table.add(["victim selection (s)", fmt(ourSelect, 3), fmt(peerSelect, 3) + " find|sort", fmt(peerSelect / max(ourSelect, 1e-9), 1) + "×"])
     table.add(["  victims selected", "\(selected) (\(selection.bytes) B)", "\(peerLines) lines", ""])

@@ -12,7 +12,10 @@ import Postbox
 ///   completion), printing `stored <i>` — for SIGKILL during completion.
 /// - `cleanup <mediaDir> <sizeLimit> [batchSize]`: run TimeBasedCleanup to the size limit and
 ///   print the report as JSON.
+/// - `open-media <mediaDir>`: open the MediaBox for writing (migrating a flat store into shards)
+///   and print `opened` — for SIGKILL during the migration.
 let mediaBoxCommands: [String: TestkitCommand] = [
+    "open-media": openMedia,
     "hold-resource-lock": holdResourceLock,
     "write-partial-slowly": writePartialSlowly,
     "store-loop": storeLoop,
@@ -115,4 +118,10 @@ private func cleanupCommand(_ args: [String]) throws {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]
     say(String(decoding: try encoder.encode(report), as: UTF8.self))
+}
+
+private func openMedia(_ args: [String]) throws {
+    guard args.count == 1 else { throw UsageError(description: "open-media <mediaDir>") }
+    let box = try MediaBox(basePath: args[0])
+    say("opened \(box.layout)")
 }

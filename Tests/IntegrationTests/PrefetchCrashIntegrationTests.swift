@@ -284,17 +284,19 @@ extension JobrunHarness {
     /// The partial downloads of account 0's resources, from their metas (torn metas left out).
     func partials() -> [PartialState] {
         let media = root + "/account-0/postbox/media"
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: media)) ?? []
+        let names = (try? MediaShard.storedFileNames(in: media)) ?? []
         return names.filter { $0.hasSuffix("_partial.meta") }.sorted().compactMap { metaName in
             let name = String(metaName.dropLast("_partial.meta".count))
-            guard let data = FileManager.default.contents(atPath: media + "/" + metaName), let meta = PartialFileMeta.decode(data) else { return nil }
-            return PartialState(name: name, dataPath: media + "/" + name + "_partial", size: meta.totalSize, ranges: meta.ranges)
+            guard let metaPath = MediaShard.path(in: media, storedFile: metaName), let dataPath = MediaShard.path(in: media, storedFile: name + "_partial"),
+                let data = FileManager.default.contents(atPath: metaPath), let meta = PartialFileMeta.decode(data)
+            else { return nil }
+            return PartialState(name: name, dataPath: dataPath, size: meta.totalSize, ranges: meta.ranges)
         }
     }
 
     /// Every `…_partial` / `…_partial.meta` name in account 0's media directory.
     func partialFileNames() -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: root + "/account-0/postbox/media")) ?? []).filter { $0.contains("_partial") }.sorted()
+        ((try? MediaShard.storedFileNames(in: root + "/account-0/postbox/media")) ?? []).filter { $0.contains("_partial") }.sorted()
     }
 
     /// `jobrun status --json`, parsed.

@@ -48,7 +48,7 @@ struct CacheFixture {
             if rows.isEmpty { break }
             cursor = rows.last?.key
             for r in rows {
-                let rel = (r.info.location.directoryName.map { $0 + "/" } ?? "") + r.fileName
+                let rel = String(box.paths(for: r.key).complete.dropFirst(media.count + 1))
                 let size = try XCTUnwrap(disk[rel], "row \(rel) has a file", file: file, line: line)
                 XCTAssertEqual(size, r.size, file: file, line: line)
                 byPeer[r.info.peerId, default: StorageUsage()] += StorageUsage(bytes: size, count: 1)

@@ -148,8 +148,10 @@ final class CleanupTests: XCTestCase {
         // A row without a file, a file without a row, a stale partial, a leftover partial.
         try FileManager.default.removeItem(atPath: f.box.paths(for: MediaResourceId("k0")).complete)
         let orphan = f.box.paths(for: MediaResourceId("orphan"))
-        try Data(count: 77).write(to: URL(fileURLWithPath: orphan.complete))
         let stale = f.box.paths(for: MediaResourceId("stale"))
+        // Foreign writers create the shard folder, as MediaBox's first file in it would.
+        for p in [orphan, stale] { try FileManager.default.createDirectory(atPath: p.directory, withIntermediateDirectories: true) }
+        try Data(count: 77).write(to: URL(fileURLWithPath: orphan.complete))
         try Data(count: 33).write(to: URL(fileURLWithPath: stale.partial))
         try PartialFileMeta(totalSize: 100, ranges: [0..<33]).encode().withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: stale.partialMeta)) }
         let leftover = f.box.paths(for: MediaResourceId("k1"))

@@ -84,8 +84,8 @@ final class CrossProcessTests: XCTestCase {
             child.wait(timeout: 5)
             let box = try MediaBox(basePath: media)
             var complete = 0
-            for name in try FileManager.default.contentsOfDirectory(atPath: media) where name.hasPrefix("r") && !name.contains("_") {
-                let bytes = try Data(contentsOf: URL(fileURLWithPath: media + "/" + name))
+            for name in try MediaShard.storedFileNames(in: media) where name.hasPrefix("r") && !name.contains("_") {
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: try XCTUnwrap(MediaShard.path(in: media, storedFile: name))))
                 XCTAssertEqual(bytes, MediaBoxFixtures.pattern(id: name, count: 65536), "round \(round): \(name) is whole")
                 complete += 1
             }
@@ -94,7 +94,7 @@ final class CrossProcessTests: XCTestCase {
                 mediaBox: box, options: ReconciliationOptions(stalePartialAge: 0, settleTime: 0),
                 now: Int64(Date().timeIntervalSince1970) + 5)
             XCTAssertEqual(
-                try FileManager.default.contentsOfDirectory(atPath: media).filter { $0.contains("_partial") }, [],
+                try MediaShard.storedFileNames(in: media).filter { $0.contains("_partial") }, [],
                 "round \(round): \(report)")
             let stats = try box.stats()
             XCTAssertEqual(stats.total, StorageUsage(bytes: Int64(complete) * 65536, count: Int64(complete)))
@@ -110,7 +110,7 @@ final class CrossProcessTests: XCTestCase {
         // Kill it once it has removed some files but not all.
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
-            let n = (try? FileManager.default.contentsOfDirectory(atPath: f.media).count) ?? 0
+            let n = (try? MediaShard.storedFileNames(in: f.media).count) ?? 0
             if n < 3000 - 200 { break }
             usleep(500)
         }
@@ -119,8 +119,10 @@ final class CrossProcessTests: XCTestCase {
         let remaining = MediaBoxFixtures.fileSizes(in: f.media)
         XCTAssertGreaterThan(remaining.count, 0, "killed before it finished")
         XCTAssertLessThan(remaining.count, 3000, "killed after it started")
-        for (name, _) in remaining {
-            let bytes = try Data(contentsOf: URL(fileURLWithPath: f.media + "/" + name))
+        for (relative, _) in remaining {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: f.media + "/" + relative))
+            let name = String(relative.split(separator: "/").last ?? "")
+            XCTAssertEqual(relative, try XCTUnwrap(MediaShard.name(forStoredFile: name)) + "/" + name, "in its shard")
             XCTAssertEqual(bytes, MediaBoxFixtures.pattern(id: name, count: 512))
         }
         _ = try Reconciliation.run(mediaBox: f.box)

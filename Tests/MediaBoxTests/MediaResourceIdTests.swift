@@ -30,7 +30,8 @@ final class MediaResourceIdTests: XCTestCase {
             XCTAssertTrue(MediaResourceId.isSafeFileName(name), name)
             names.insert(name)
             let paths = ResourceStorePaths(mediaDirectory: "/m", location: .resources, id: MediaResourceId(id))
-            XCTAssertEqual((paths.complete as NSString).deletingLastPathComponent, "/m")
+            XCTAssertEqual((paths.complete as NSString).deletingLastPathComponent, "/m/" + MediaShard.name(forFileName: name), "directly in its shard")
+            XCTAssertTrue(MediaShard.isShardName(MediaShard.name(forFileName: name)))
             XCTAssertEqual((paths.complete as NSString).standardizingPath, paths.complete)
             if id.utf8.count < 40 { XCTAssertEqual(MediaResourceId(safeFileName: name)?.stringRepresentation, id) }
         }
@@ -40,7 +41,7 @@ final class MediaResourceIdTests: XCTestCase {
     }
 
     /// Stores every hostile id through MediaBox and checks that only files directly inside the
-    /// media directory were created, nothing outside it.
+    /// media directory's shard folders were created, nothing outside them.
     func testHostileIdsNeverEscapeOnDisk() throws {
         let tmp = TemporaryDirectory(prefix: "mediabox-ids")
         let outside = tmp.path + "/outside"
@@ -57,8 +58,16 @@ final class MediaResourceIdTests: XCTestCase {
             try box.store(Data("w\(i)".utf8), id: MediaResourceId(id), info: MediaResourceStorageInfo(location: .shortCache))
         }
         let top = try FileManager.default.contentsOfDirectory(atPath: media).filter { !["cache", "short-cache", "storage"].contains($0) }
-        XCTAssertEqual(Set(top), Set(Self.hostile.map { MediaResourceId($0).safeFileName }))
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: media + "/short-cache").count, Self.hostile.count)
+        XCTAssertTrue(Set(top).isSubset(of: MediaShard.names), "only shard folders beside the subdirectories: \(top)")
+        XCTAssertEqual(Set(try MediaShard.storedFileNames(in: media)), Set(Self.hostile.map { MediaResourceId($0).safeFileName }))
+        let subdirectories = try FileManager.default.subpathsOfDirectory(atPath: media).filter { path in
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: media + "/" + path, isDirectory: &isDirectory) && isDirectory.boolValue
+        }
+        let allowed = Set(
+            ["cache", "short-cache", "storage"] + MediaShard.names + ["cache", "short-cache"].flatMap { d in MediaShard.names.map { d + "/" + $0 } })
+        XCTAssertTrue(Set(subdirectories).isSubset(of: allowed), "no id made a directory of its own: \(subdirectories)")
+        XCTAssertEqual(try MediaShard.storedFileNames(in: media + "/short-cache").count, Self.hostile.count)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: outside), [])
         XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: tmp.path)), ["outside", "account-1"])
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: tmp.path + "/account-1/postbox"), ["media"])
@@ -66,7 +75,7 @@ final class MediaResourceIdTests: XCTestCase {
         var st = stat()
         XCTAssertEqual(stat(media, &st), 0)
         XCTAssertEqual(st.st_mode & 0o777, 0o700)
-        XCTAssertEqual(stat(media + "/" + MediaResourceId("a/b").safeFileName, &st), 0)
+        XCTAssertEqual(stat(try XCTUnwrap(MediaShard.path(in: media, storedFile: MediaResourceId("a/b").safeFileName)), &st), 0)
         XCTAssertEqual(st.st_mode & 0o777, 0o600)
     }
 }
