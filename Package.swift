@@ -83,6 +83,6 @@ let package = Package(
         .testTarget(name: "CloudServerTests", dependencies: ["CloudServer", "CloudProtocol", "CloudCrypto", "TestSupport"]),
         .testTarget(
             name: "JobsTests", dependencies: ["Jobs", "TestSupport", .product(name: "Yams", package: "Yams")], exclude: ["ExampleKind/count-messages.yaml"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "Postbox", "MediaBox", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "CloudCore", "Postbox", "MediaBox", "TestSupport"]),
     ]
 )
