@@ -107,6 +107,11 @@ public struct S3UploadStaging: UploadStageSource {
         try await client.deleteObject(key)
     }
 
+    public func sweep(keeping items: [UploadItem], olderThan cutoff: Date) async throws {
+        let referenced = Set(items.compactMap { $0.extra[Self.keyField] })
+        _ = try await S3StagingSweep(client: client, prefix: prefix).run(olderThan: cutoff, referenced: referenced)
+    }
+
     /// An unreachable bucket is an outage (the item stays queued); a refusal is the item's problem.
     static func mapped(_ error: any Error, item: Int64, place: String) -> any Error {
         guard let s3 = error as? S3Error else { return error }

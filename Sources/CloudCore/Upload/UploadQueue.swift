@@ -305,8 +305,11 @@ public final class UploadQueue: Sendable {
 
     /// Removes what a crash can leave behind: staged files of items already sent (the process
     /// died between the `sent` commit and the unlink) and `.staging-*` files older than an hour
-    /// (an enqueue that died before its commit). Bytes a stage source still holds for sent items
-    /// are removed there too (not counted). Returns the number of files removed.
+    /// (an enqueue that died before its commit), fetched copies and store journals left by a
+    /// killed process (`*.fetching` older than an hour, `.s3-enqueue-*` older than a day). With a
+    /// stage source, the bytes it still holds for sent items are released, and bytes no item
+    /// refers to that are older than a day are removed there (not counted; a stage source that
+    /// cannot be reached is left for the next sweep). Returns the number of files removed.
     @discardableResult
     public func sweep(now: Date = Date()) async throws -> Int {
         let source = stageSource
@@ -314,24 +317,33 @@ public final class UploadQueue: Sendable {
             var out: [String] = []
             var held: [UploadItem] = []
             try tx.uploadQueue.scan { item in
-                if item.state == .sent {
-                    out.append(item.stagedPath)
-                    if let source, source.holds(item) { held.append(item) }
-                }
+                if item.state == .sent { out.append(item.stagedPath) }
+                if let source, source.holds(item) { held.append(item) }
                 return true
             }
             return (out, held)
         }
-        if let source { for item in held { await release(item, from: source) } }
+        if let source {
+            for item in held where item.state == .sent { await release(item, from: source) }
+            try? await source.sweep(keeping: held.filter { $0.state != .sent }, olderThan: now.addingTimeInterval(-86_400))
+        }
         let dir = directory
         return try await UploadIO.run {
             var removed = 0
             for path in sent where path.hasPrefix(dir + "/") && unlink(path) == 0 { removed += 1 }
             let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
-            for name in names where name.hasPrefix(".staging-") {
+            for name in names {
+                let age: Double
+                if name.hasPrefix(".staging-") || name.hasSuffix(".fetching") {
+                    age = 3600
+                } else if name.hasPrefix(".s3-enqueue-") {
+                    age = 86_400
+                } else {
+                    continue
+                }
                 let path = (dir as NSString).appendingPathComponent(name)
                 let modified = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? now
-                if now.timeIntervalSince(modified) > 3600, unlink(path) == 0 { removed += 1 }
+                if now.timeIntervalSince(modified) > age, unlink(path) == 0 { removed += 1 }
             }
             return removed
         }

@@ -1,3 +1,4 @@
+import Foundation
 import Postbox
 
 /// What a stage source kept of an enqueued file: its size, its SHA-256 (hex) and the fields it
@@ -31,6 +32,9 @@ public protocol UploadStageSource: Sendable {
     func fetch(_ item: UploadItem, to path: String) async throws
     /// Removes the stored bytes of `item` (removing bytes already gone succeeds).
     func remove(_ item: UploadItem) async throws
+    /// Removes stored bytes that none of `items` refers to and that are older than `cutoff` (an
+    /// enqueue that died before recording its item), and unfinished stores begun before it.
+    func sweep(keeping items: [UploadItem], olderThan cutoff: Date) async throws
     /// The `extra` fields that name the stored bytes, cleared once they are removed.
     var fields: [String] { get }
 }
