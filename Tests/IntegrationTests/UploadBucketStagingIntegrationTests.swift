@@ -118,9 +118,14 @@ final class UploadBucketStagingIntegrationTests: XCTestCase {
         let h = f.h
         let source = h.dir.file("notes.bin")
         try makeUploadTestFile(source, size: 300_000)  // one PUT
-        guard case .success(let itemId) = try h.enqueue(source, peer: f.peer) else { return XCTFail("enqueue failed") }
+        let enqueued = try h.run(["enqueue-upload", source, "--peer", String(f.peer), "--json"])
+        XCTAssertEqual(enqueued.status, 0, enqueued.stderr)
+        let answer = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(enqueued.stdout.utf8)) as? [String: Any])
+        let itemId = Int64(try XCTUnwrap(answer["item"] as? Int))
         let queued = try XCTUnwrap(try h.uploadItems().first { $0.id == itemId })
         let key = try XCTUnwrap(queued.extra[S3UploadStaging.keyField])
+        XCTAssertEqual(answer["staged"] as? String, "s3://\(Self.bucket)/\(key)")
+        XCTAssertEqual(answer["staging"] as? String, "bucket")
 
         // Same size, different bytes under the key.
         var bytes = try Data(contentsOf: URL(fileURLWithPath: source))
