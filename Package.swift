@@ -101,6 +101,6 @@ let package = Package(
                 "Jobs", "PostboxPostgres", "TestSupport", .product(name: "Yams", package: "Yams"), .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["ExampleKind/count-messages.yaml"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "Postbox", "PostboxPostgres", "MediaBox", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "CloudCore", "Postbox", "PostboxPostgres", "MediaBox", "TestSupport"]),
     ]
 )

@@ -14,9 +14,12 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
             The file is hard-linked (same file system, owned by you) or copied (0600) into \
             <root>/account-<id>/uploads/, and its size and SHA-256 are recorded: a change before it is \
             sent fails the item with that reason. A symbolic link is followed: the file it points to \
-            is staged. Empty files are refused (the cloud has no empty uploads). Exit codes: 0 queued, \
-            64 bad input (missing, unreadable or empty file, unknown peer), 1 staging failed, 73 the \
-            data root cannot be created or written, 74 disk full, 78 unsafe data root.
+            is staged. When <root>/cluster.yaml (objectStorage) or JOBRUN_S3_* names a bucket, the \
+            file is stored in the bucket instead, under a random key, so any host can send it. Empty \
+            files are refused (the cloud has no empty uploads). Exit codes: 0 queued, \
+            64 bad input (missing, unreadable or empty file, unknown peer), 1 staging failed, 69 the \
+            bucket is unreachable, 73 the data root cannot be created or written, 74 disk full, \
+            78 unsafe data root or invalid cluster configuration.
 
             Example:
               jobrun enqueue-upload ./report.pdf --peer 1001 --root /var/lib/jobrun
@@ -47,16 +50,20 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
         } catch {
             throw fail(error.exitCode, error.message)
         }
+        // Bucket staging keeps no local copy: name the object instead of the future fetch path.
+        let staged =
+            item.extra[S3UploadStaging.keyField].map { "s3://\(item.extra[S3UploadStaging.bucketField] ?? "")/\($0)" }
+            ?? item.stagedPath
         if options.json {
             printJSON(
                 .object([
                     "item": .int(item.id), "account": .int(account), "peer": .int(peer), "size": .int(item.size),
-                    "sha256": .string(item.sha256), "secret": .bool(secret), "staged": .string(item.stagedPath),
+                    "sha256": .string(item.sha256), "secret": .bool(secret), "staged": .string(staged),
                     "staging": .string(item.extra["staging"] ?? ""), "random_id": .int(item.randomId),
                 ]))
         } else {
             print(
-                "queued item \(item.id): \(item.originalName) (\(ByteSize.human(item.size))) for peer \(peer)\(secret ? ", secret" : "") — staged as \(item.extra["staging"] ?? "copy") at \(item.stagedPath)"
+                "queued item \(item.id): \(item.originalName) (\(ByteSize.human(item.size))) for peer \(peer)\(secret ? ", secret" : "") — staged as \(item.extra["staging"] ?? "copy") at \(staged)"
             )
         }
     }

@@ -272,4 +272,22 @@ final class UploadQueueLeaseTests: XCTestCase {
         XCTAssertEqual(removed, 1)
         XCTAssertFalse(FileManager.default.fileExists(atPath: item.stagedPath))
     }
+
+    func testSweepRemovesOldFetchCopiesAndEnqueueJournalsOnly() async throws {
+        let f = try await UploadFixture.start()
+        addTeardownBlock { await f.stop() }
+        let dir = f.queue.directory
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let names = ["7.fetching", ".s3-enqueue-ab.journal", "8.fetching", ".s3-enqueue-cd.journal"]
+        for name in names { XCTAssertTrue(FileManager.default.createFile(atPath: dir + "/" + name, contents: Data([1]))) }
+        let twoHours = Date().addingTimeInterval(-7200)
+        let twoDays = Date().addingTimeInterval(-2 * 86_400)
+        try FileManager.default.setAttributes([.modificationDate: twoHours], ofItemAtPath: dir + "/7.fetching")
+        try FileManager.default.setAttributes([.modificationDate: twoHours], ofItemAtPath: dir + "/.s3-enqueue-ab.journal")
+        try FileManager.default.setAttributes([.modificationDate: twoDays], ofItemAtPath: dir + "/.s3-enqueue-cd.journal")
+        let removed = try await f.queue.sweep()
+        XCTAssertEqual(removed, 2)
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: dir))
+        XCTAssertEqual(left, ["8.fetching", ".s3-enqueue-ab.journal"], "young leftovers may belong to work in progress")
+    }
 }

@@ -43,10 +43,13 @@ public final class UploadQueue: Sendable {
     public let postbox: Postbox
     /// `<root>/account-<id>/uploads` (created 0700).
     public let directory: String
+    /// Where enqueued bytes wait when not in `directory` (e.g. a bucket); `nil`: local staging.
+    public let stageSource: (any UploadStageSource)?
 
-    public init(postbox: Postbox, directory: String) {
+    public init(postbox: Postbox, directory: String, stageSource: (any UploadStageSource)? = nil) {
         self.postbox = postbox
         self.directory = directory
+        self.stageSource = stageSource
     }
 
     /// Validates the file and the peer, stages the file into the uploads directory (hard link or
@@ -64,6 +67,7 @@ public final class UploadQueue: Sendable {
         if let peerProblem { throw MultipartUploadError.peerNotFound(peerId: request.peerId, reason: peerProblem) }
 
         let dir = directory
+        if let stageSource { return try await enqueue(request, into: stageSource) }
         let temporary = (dir as NSString).appendingPathComponent(".staging-\(UUID().uuidString)")
         let staged = try await UploadIO.run { () throws -> StagedCopy in
             try Self.makeDirectory(dir)
@@ -91,6 +95,64 @@ public final class UploadQueue: Sendable {
         } catch {
             unlink(temporary)
             throw error
+        }
+    }
+
+    /// Enqueue through a stage source: the bytes go there, the item records their size, SHA-256
+    /// and the source's fields, and `stagedPath` names where `upload-queue` fetches them to.
+    private func enqueue(_ request: UploadRequest, into source: any UploadStageSource) async throws -> UploadItem {
+        let dir = directory
+        try await UploadIO.run {
+            try Self.makeDirectory(dir)
+            _ = try UploadStager.validate(source: request.path, secret: request.secret)
+        }
+        let stored = try await source.store(file: request.path, scratchDirectory: dir)
+        let name = request.name ?? (request.path as NSString).lastPathComponent
+        return try await postbox.transaction { tx in
+            let queue = try tx.uploadQueue
+            let id = try queue.nextItemId()
+            var item = UploadItem(
+                id: id, peerId: PeerId(request.peerId), stagedPath: (dir as NSString).appendingPathComponent("\(id)"),
+                originalName: name, size: stored.size, sha256: stored.sha256, caption: request.caption,
+                isSecret: request.secret, randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
+            item.extra.merge(stored.extra) { _, new in new }
+            if let mime = request.mimeType { item.extra[MultipartUpload.mimeTypeField] = mime }
+            try queue.set(item)
+            return item
+        }
+    }
+
+    /// Makes sure a leased item's bytes are in this host's uploads directory: an item whose bytes
+    /// the stage source holds is fetched (and checked) into `<uploads>/<id>` unless a checked copy
+    /// is already there, and its `stagedPath` is pointed at it. Returns the item as stored.
+    public func materialize(_ item: UploadItem) async throws -> UploadItem {
+        guard let stageSource, stageSource.holds(item) else { return item }
+        let dir = directory
+        let local = (dir as NSString).appendingPathComponent("\(item.id)")
+        let present = try await UploadIO.run { () throws -> Bool in
+            try Self.makeDirectory(dir)
+            return access(local, F_OK) == 0
+        }
+        if !present { try await stageSource.fetch(item, to: local) }
+        guard item.stagedPath != local else { return item }
+        return try await postbox.transaction { tx in
+            let queue = try tx.uploadQueue
+            guard var stored = try queue.get(item.id) else { throw MultipartUploadError.itemNotFound(item.id) }
+            stored.stagedPath = local
+            try queue.set(stored)
+            return stored
+        }
+    }
+
+    /// Removes the bytes a stage source holds for a sent item and clears its fields; a failure
+    /// leaves them for `sweep` to retry.
+    private func release(_ item: UploadItem, from source: any UploadStageSource) async {
+        guard source.holds(item), (try? await source.remove(item)) != nil else { return }
+        _ = try? await postbox.transaction { tx in
+            let queue = try tx.uploadQueue
+            guard var stored = try queue.get(item.id) else { return }
+            for field in source.fields { stored.extra[field] = nil }
+            try queue.set(stored)
         }
     }
 
@@ -235,6 +297,7 @@ public final class UploadQueue: Sendable {
 
     /// Removes the staged file of a sent item (the server has the bytes now).
     public func removeStagedFile(of item: UploadItem) async {
+        if let stageSource { await release(item, from: stageSource) }
         let path = item.stagedPath
         guard path.hasPrefix(directory + "/") else { return }
         _ = try? await UploadIO.run { unlink(path) }
@@ -242,26 +305,45 @@ public final class UploadQueue: Sendable {
 
     /// Removes what a crash can leave behind: staged files of items already sent (the process
     /// died between the `sent` commit and the unlink) and `.staging-*` files older than an hour
-    /// (an enqueue that died before its commit). Returns the number of files removed.
+    /// (an enqueue that died before its commit), fetched copies and store journals left by a
+    /// killed process (`*.fetching` older than an hour, `.s3-enqueue-*` older than a day). With a
+    /// stage source, the bytes it still holds for sent items are released, and bytes no item
+    /// refers to that are older than a day are removed there (not counted; a stage source that
+    /// cannot be reached is left for the next sweep). Returns the number of files removed.
     @discardableResult
     public func sweep(now: Date = Date()) async throws -> Int {
-        let sent = try await postbox.read { tx -> [String] in
+        let source = stageSource
+        let (sent, held) = try await postbox.read { tx -> ([String], [UploadItem]) in
             var out: [String] = []
+            var held: [UploadItem] = []
             try tx.uploadQueue.scan { item in
                 if item.state == .sent { out.append(item.stagedPath) }
+                if let source, source.holds(item) { held.append(item) }
                 return true
             }
-            return out
+            return (out, held)
+        }
+        if let source {
+            for item in held where item.state == .sent { await release(item, from: source) }
+            try? await source.sweep(keeping: held.filter { $0.state != .sent }, olderThan: now.addingTimeInterval(-86_400))
         }
         let dir = directory
         return try await UploadIO.run {
             var removed = 0
             for path in sent where path.hasPrefix(dir + "/") && unlink(path) == 0 { removed += 1 }
             let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
-            for name in names where name.hasPrefix(".staging-") {
+            for name in names {
+                let age: Double
+                if name.hasPrefix(".staging-") || name.hasSuffix(".fetching") {
+                    age = 3600
+                } else if name.hasPrefix(".s3-enqueue-") {
+                    age = 86_400
+                } else {
+                    continue
+                }
                 let path = (dir as NSString).appendingPathComponent(name)
                 let modified = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? now
-                if now.timeIntervalSince(modified) > 3600, unlink(path) == 0 { removed += 1 }
+                if now.timeIntervalSince(modified) > age, unlink(path) == 0 { removed += 1 }
             }
             return removed
         }

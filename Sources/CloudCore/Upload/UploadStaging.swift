@@ -35,19 +35,8 @@ enum UploadStager {
     /// to, through the descriptor that was checked and hashed — never the link itself, which
     /// could dangle once staged (a relative link) or be pointed elsewhere later.
     static func stage(source: String, temporary: String, mode: UploadStaging, secret: Bool) throws -> StagedCopy {
-        var st = stat()
-        guard stat(source, &st) == 0 else {
-            let e = errno
-            if e == ENOENT || e == ENOTDIR { throw MultipartUploadError.fileNotFound(path: source) }
-            throw MultipartUploadError.fileUnreadable(path: source, reason: UploadIO.describe(e))
-        }
-        guard (st.st_mode & S_IFMT) == S_IFREG else {
-            throw MultipartUploadError.fileUnreadable(path: source, reason: (st.st_mode & S_IFMT) == S_IFDIR ? "it is a directory" : "not a regular file")
-        }
+        let st = try validate(source: source, secret: secret)
         let size = Int64(st.st_size)
-        if size == 0 { throw MultipartUploadError.emptyFile(path: source) }
-        let sent = secret ? UploadPlan.secretContainerSize(plaintextSize: size) : size
-        if UploadPlan(size: sent) == nil { throw MultipartUploadError.fileTooLarge(path: source, size: size) }
         let input = Glibc.open(source, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw MultipartUploadError.fileUnreadable(path: source, reason: UploadIO.describe(errno)) }
         defer { close(input) }
@@ -78,6 +67,25 @@ enum UploadStager {
             if mode == .link { throw MultipartUploadError.staging(path: source, reason: "cannot hard-link into the data root: \(UploadIO.describe(e))") }
         }
         return try copy(input: input, source: source, size: size, to: temporary)
+    }
+
+    /// Checks `source`: it exists, is a regular file, is not empty and not too large to send
+    /// (`secret`: as an encrypted container). Returns its `stat`.
+    static func validate(source: String, secret: Bool) throws -> stat {
+        var st = stat()
+        guard stat(source, &st) == 0 else {
+            let e = errno
+            if e == ENOENT || e == ENOTDIR { throw MultipartUploadError.fileNotFound(path: source) }
+            throw MultipartUploadError.fileUnreadable(path: source, reason: UploadIO.describe(e))
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            throw MultipartUploadError.fileUnreadable(path: source, reason: (st.st_mode & S_IFMT) == S_IFDIR ? "it is a directory" : "not a regular file")
+        }
+        let size = Int64(st.st_size)
+        if size == 0 { throw MultipartUploadError.emptyFile(path: source) }
+        let sent = secret ? UploadPlan.secretContainerSize(plaintextSize: size) : size
+        if UploadPlan(size: sent) == nil { throw MultipartUploadError.fileTooLarge(path: source, size: size) }
+        return st
     }
 
     /// Copies `size` bytes into a new 0600 file, hashing as it goes, and fsyncs it.

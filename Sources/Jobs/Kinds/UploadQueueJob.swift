@@ -76,7 +76,9 @@ public struct UploadQueueJob: JobKind {
         let p = context.params
         let log = context.logger
         let account = context.account
-        let queue = UploadQueue(postbox: account.postbox, directory: account.paths.uploads.path)
+        let stageSource = try UploadBucketStaging.source(
+            root: UploadBucketStaging.root(of: account.paths), account: account.id, environment: ProcessInfo.processInfo.environment)
+        let queue = UploadQueue(postbox: account.postbox, directory: account.paths.uploads.path, stageSource: stageSource)
         let concurrency = p[Self.concurrency]
         let maxItems = p[Self.maxItems]
         let attempts = p[Self.itemAttempts]
@@ -172,13 +174,14 @@ public struct UploadQueueJob: JobKind {
                 "encrypted": .bool(item.isSecret), "attempt": .int(Int64(item.attempts)),
             ])
         do {
+            let staged = try await queue.materialize(item)
             let result = try await upload.upload(itemId: item.id)
             tally.update {
                 if result.alreadySent { $0.alreadySent += 1 } else { $0.sent += 1 }
                 $0.partsSkipped += result.partsSkipped
                 $0.restarts += result.restarts
             }
-            await queue.removeStagedFile(of: item)
+            await queue.removeStagedFile(of: staged)
         } catch is CancellationError {
             _ = try? await queue.settle(item.id, lease: lease, outcome: .interrupted)
             throw CancellationError()

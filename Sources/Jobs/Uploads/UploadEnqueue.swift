@@ -8,7 +8,12 @@ import Postbox
 public enum UploadEnqueue {
     /// Queues `request` for `account`. A bad request (missing, unreadable or empty file, unknown
     /// peer) is `JobError` with exit 64; a staging or store failure is exit 1.
-    public static func enqueue(_ request: UploadRequest, account: Int64, root: DataRoot) async throws(JobError) -> UploadItem {
+    /// When the cluster configuration names a bucket (`environment` may name it too), the file is
+    /// stored in the bucket instead; an unreachable bucket is exit 69.
+    public static func enqueue(
+        _ request: UploadRequest, account: Int64, root: DataRoot,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) async throws(JobError) -> UploadItem {
         let paths = root.account(account)
         let postbox: Postbox
         let cluster = try ClusterConfig.load(root: root)
@@ -19,9 +24,13 @@ public enum UploadEnqueue {
         } catch {
             throw StorageFailure.jobError(error, doing: "cannot open account \(account) under \(root.path)")
         }
-        let queue = UploadQueue(postbox: postbox, directory: paths.uploads.path)
+        let stageSource = try UploadBucketStaging.source(root: root, account: account, environment: environment)
+        let queue = UploadQueue(postbox: postbox, directory: paths.uploads.path, stageSource: stageSource)
         do {
             return try await queue.enqueue(request)
+        } catch let error as S3Error {
+            if error.isRetryable { throw JobError.cloudUnavailable("cannot stage \(request.path) in the bucket: \(error)") }
+            throw JobError("cannot stage \(request.path) in the bucket: \(error)", retryable: false)
         } catch let error as MultipartUploadError {
             if case .staging = error { throw JobError(error.description, retryable: false) }
             throw JobError(error.description, exitCode: .usage, retryable: false)

@@ -1,0 +1,122 @@
+import CloudCrypto
+import Foundation
+import Postbox
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Upload staging in an S3 bucket: `enqueue-upload` streams the file into the bucket with
+/// ``S3FileUpload`` (multipart above its threshold, resumable through a journal in the uploads
+/// directory), and `upload-queue` on any host fetches it back by ranged GETs before sending.
+///
+/// Object keys are `<prefix><32 random hex digits>`: the prefix names the account, the rest is
+/// random — never the file's name or path.
+public struct S3UploadStaging: UploadStageSource {
+    /// `extra` field holding the object key of an item staged in the bucket.
+    public static let keyField = "staging.s3Key"
+    /// `extra` field holding the bucket's name (for messages).
+    public static let bucketField = "staging.s3Bucket"
+
+    public let upload: S3FileUpload
+    /// Prefix of every object key (e.g. `jobrun/uploads/account-1/`).
+    public let prefix: String
+    /// Bytes per ranged GET when fetching (memory stays flat: each range is written to the file).
+    public var fetchChunk: Int64
+
+    public init(upload: S3FileUpload, prefix: String, fetchChunk: Int64 = 8 << 20) {
+        self.upload = upload
+        self.prefix = prefix
+        self.fetchChunk = max(1, fetchChunk)
+    }
+
+    var client: S3Client { upload.client }
+    public var fields: [String] { [Self.keyField, Self.bucketField] }
+
+    public func holds(_ item: UploadItem) -> Bool { item.extra[Self.keyField] != nil }
+
+    public func store(file path: String, scratchDirectory: String) async throws -> StagedObject {
+        // A repeated enqueue of the same unchanged file resumes the multipart upload its journal
+        // describes (the journal is named by a digest of the file's identity, not its name).
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw MultipartUploadError.fileNotFound(path: path) }
+        let identity = "\(path)\u{0}\(st.st_dev)\u{0}\(st.st_ino)\u{0}\(st.st_size)\u{0}\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec)"
+        let journalName = ".s3-enqueue-" + CloudCrypto.SHA256.hash(Data(identity.utf8)).hexString.prefix(32) + ".journal"
+        let journalPath = (scratchDirectory as NSString).appendingPathComponent(String(journalName))
+        let key: String
+        if let previous = S3UploadJournal.load(journalPath), previous.key.hasPrefix(prefix) {
+            key = previous.key
+        } else {
+            key = prefix + SecureRandom.bytes(16).hexString
+        }
+        let result = try await upload.upload(file: path, to: key, journalPath: journalPath)
+        return StagedObject(
+            size: result.size, sha256: result.sha256.hexString,
+            extra: [Self.keyField: key, Self.bucketField: client.bucket.name, "staging": "bucket"])
+    }
+
+    public func fetch(_ item: UploadItem, to path: String) async throws {
+        guard let key = item.extra[Self.keyField] else { throw MultipartUploadError.stagedFileMissing(item: item.id, path: path) }
+        let place = "the object \(key) in bucket \(client.bucket.name)"
+        let info: S3ObjectInfo?
+        do { info = try await client.headObject(key) } catch { throw Self.mapped(error, item: item.id, place: place) }
+        guard let info else { throw MultipartUploadError.stagedFileMissing(item: item.id, path: "s3://\(client.bucket.name)/\(key)") }
+        guard info.size == item.size else {
+            throw MultipartUploadError.fileChanged(item: item.id, reason: "\(place) is \(info.size) bytes, the item recorded \(item.size)")
+        }
+        let temporary = path + ".fetching"
+        let fd = open(temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw MultipartUploadError.staging(path: temporary, reason: "cannot create: \(UploadIO.describe(errno))")
+        }
+        var kept = false
+        defer {
+            close(fd)
+            if !kept { unlink(temporary) }
+        }
+        var offset: Int64 = 0
+        while offset < item.size {
+            let length = min(fetchChunk, item.size - offset)
+            do {
+                _ = try await client.getObject(
+                    key, range: HTTPRange(first: offset, last: offset + length - 1),
+                    to: .fileDescriptor(fd, offset: offset, maxLength: length))
+            } catch {
+                throw Self.mapped(error, item: item.id, place: place)
+            }
+            offset += length
+        }
+        let (size, sha) = try await UploadIO.run { () throws -> (Int64, String) in
+            let st = try UploadIO.stat(fd: fd)
+            return (st.size, try UploadIO.sha256(fd: fd, length: st.size))
+        }
+        guard size == item.size else {
+            throw MultipartUploadError.fileChanged(item: item.id, reason: "\(place) gave \(size) bytes, the item recorded \(item.size)")
+        }
+        guard sha == item.sha256 else {
+            throw MultipartUploadError.fileChanged(item: item.id, reason: "\(place) does not match the item's SHA-256")
+        }
+        guard fsync(fd) == 0, rename(temporary, path) == 0 else {
+            throw MultipartUploadError.staging(path: path, reason: "cannot keep the fetched copy: \(UploadIO.describe(errno))")
+        }
+        kept = true
+    }
+
+    public func remove(_ item: UploadItem) async throws {
+        guard let key = item.extra[Self.keyField] else { return }
+        try await client.deleteObject(key)
+    }
+
+    public func sweep(keeping items: [UploadItem], olderThan cutoff: Date) async throws {
+        let referenced = Set(items.compactMap { $0.extra[Self.keyField] })
+        _ = try await S3StagingSweep(client: client, prefix: prefix).run(olderThan: cutoff, referenced: referenced)
+    }
+
+    /// An unreachable bucket is an outage (the item stays queued); a refusal is the item's problem.
+    static func mapped(_ error: any Error, item: Int64, place: String) -> any Error {
+        guard let s3 = error as? S3Error else { return error }
+        if s3.isRetryable { return MultipartUploadError.cloudUnavailable(item: item, reason: "cannot fetch \(place): \(s3)") }
+        if s3.code == "NoSuchKey" { return MultipartUploadError.stagedFileMissing(item: item, path: place) }
+        return MultipartUploadError.transient(item: item, reason: "cannot fetch \(place): \(s3)")
+    }
+}

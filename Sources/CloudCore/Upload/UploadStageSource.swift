@@ -1,0 +1,40 @@
+import Foundation
+import Postbox
+
+/// What a stage source kept of an enqueued file: its size, its SHA-256 (hex) and the fields it
+/// needs later, recorded in the queue item's `extra`.
+public struct StagedObject: Sendable, Equatable {
+    public var size: Int64
+    public var sha256: String
+    public var extra: [String: String]
+
+    public init(size: Int64, sha256: String, extra: [String: String]) {
+        self.size = size
+        self.sha256 = sha256
+        self.extra = extra
+    }
+}
+
+/// Where an enqueued file's bytes wait for `upload-queue` when they are not kept in the account's
+/// uploads directory (for example a bucket the whole fleet reaches, so any host can send the
+/// item). ``UploadQueue`` stores through it at enqueue, fetches a local copy before sending, and
+/// removes the stored bytes once the item is sent.
+public protocol UploadStageSource: Sendable {
+    /// Stores the (already validated) file at `path`. `scratchDirectory` (0700) may hold
+    /// progress records that let a repeated call resume.
+    func store(file path: String, scratchDirectory: String) async throws -> StagedObject
+    /// Whether `item`'s bytes are kept by this source.
+    func holds(_ item: UploadItem) -> Bool
+    /// Writes `item`'s bytes to a new file at `path` (0600) and checks them against the item's
+    /// size and SHA-256. Throws `MultipartUploadError`: `.fileChanged` for bytes that do not
+    /// match, `.stagedFileMissing` when they are gone, `.cloudUnavailable` when the source cannot
+    /// be reached; nothing is left at `path` after a failure.
+    func fetch(_ item: UploadItem, to path: String) async throws
+    /// Removes the stored bytes of `item` (removing bytes already gone succeeds).
+    func remove(_ item: UploadItem) async throws
+    /// Removes stored bytes that none of `items` refers to and that are older than `cutoff` (an
+    /// enqueue that died before recording its item), and unfinished stores begun before it.
+    func sweep(keeping items: [UploadItem], olderThan cutoff: Date) async throws
+    /// The `extra` fields that name the stored bytes, cleared once they are removed.
+    var fields: [String] { get }
+}

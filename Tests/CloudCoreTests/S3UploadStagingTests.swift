@@ -1,0 +1,107 @@
+import CloudCore
+import CloudCrypto
+import Foundation
+import Postbox
+import TestSupport
+import XCTest
+
+/// `S3UploadStaging` against a real moto server: store, fetch by many ranged GETs into a 0600
+/// file, refusal of a short object, and the sweep of objects no item refers to.
+final class S3UploadStagingTests: XCTestCase {
+    private func staging(_ moto: MotoServer, fetchChunk: Int64) async throws -> S3UploadStaging {
+        let client = S3Client(
+            transport: try CurlTransport(), bucket: S3Bucket(endpoint: moto.endpoint, name: "jobrun-stage"),
+            credentials: S3Credentials(accessKeyId: moto.credentials.accessKeyId, secretAccessKey: moto.credentials.secretAccessKey),
+            retryPolicy: CloudRetryPolicy(maxAttempts: 2, baseDelay: 0.01, maxDelay: 0.02))
+        try await client.createBucket()
+        return S3UploadStaging(
+            upload: S3FileUpload(client: client, partSize: 5 << 20, multipartThreshold: 5 << 20), prefix: "jobrun/uploads/account-7/",
+            fetchChunk: fetchChunk)
+    }
+
+    private func item(_ id: Int64, _ stored: StagedObject) -> UploadItem {
+        var item = UploadItem(
+            id: id, peerId: PeerId(1), stagedPath: "/elsewhere/\(id)", originalName: "a.bin", size: stored.size, sha256: stored.sha256,
+            randomId: 1, enqueuedAt: 0)
+        item.extra = stored.extra
+        return item
+    }
+
+    func testStoreThenFetchInManyRangesGivesTheSameBytesPrivately() async throws {
+        let dir = TemporaryDirectory()
+        let moto = try MotoServer.start(logDirectory: dir.url)
+        defer { moto.stop() }
+        let s = try await staging(moto, fetchChunk: 100_000)
+        let bytes = Data((0..<1_234_567).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) })
+        let source = dir.file("private name.bin")
+        try bytes.write(to: URL(fileURLWithPath: source))
+
+        let stored = try await s.store(file: source, scratchDirectory: dir.path)
+        XCTAssertEqual(stored.size, Int64(bytes.count))
+        XCTAssertEqual(stored.sha256, CloudCrypto.SHA256.hash(bytes).hexString)
+        let key = try unwrap(stored.extra[S3UploadStaging.keyField])
+        XCTAssertTrue(key.hasPrefix("jobrun/uploads/account-7/") && !key.contains("private"), key)
+        XCTAssertTrue(s.holds(item(1, stored)))
+
+        let target = dir.file("fetched")
+        try await s.fetch(item(1, stored), to: target)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: target)), bytes)
+        let mode = try unwrap(try FileManager.default.attributesOfItem(atPath: target)[.posixPermissions] as? Int)
+        XCTAssertEqual(mode & 0o777, 0o600)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target + ".fetching"))
+
+        try await s.remove(item(1, stored))
+        let gone = try await s.upload.client.headObject(key)
+        XCTAssertNil(gone)
+    }
+
+    func testAShortObjectIsRefusedAndAMissingOneIsNamed() async throws {
+        let dir = TemporaryDirectory()
+        let moto = try MotoServer.start(logDirectory: dir.url)
+        defer { moto.stop() }
+        let s = try await staging(moto, fetchChunk: 1 << 20)
+        let source = dir.file("a.bin")
+        try Data(repeating: 9, count: 10_000).write(to: URL(fileURLWithPath: source))
+        let stored = try await s.store(file: source, scratchDirectory: dir.path)
+        let key = try unwrap(stored.extra[S3UploadStaging.keyField])
+        try await s.upload.client.putObject(key, body: .data(Data(repeating: 9, count: 9_999)))
+
+        do {
+            try await s.fetch(item(2, stored), to: dir.file("x"))
+            XCTFail("a short object must be refused")
+        } catch let error as MultipartUploadError {
+            XCTAssertTrue(error.isPermanent)
+            XCTAssertTrue(error.description.contains("9999 bytes") && error.description.contains(key), error.description)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.file("x")))
+
+        try await s.upload.client.deleteObject(key)
+        do {
+            try await s.fetch(item(2, stored), to: dir.file("x"))
+            XCTFail("a missing object must be refused")
+        } catch let error as MultipartUploadError {
+            guard case .stagedFileMissing = error else { return XCTFail("\(error)") }
+            XCTAssertTrue(error.description.contains(key), error.description)
+        }
+    }
+
+    func testSweepRemovesOnlyObjectsNoItemRefersTo() async throws {
+        let dir = TemporaryDirectory()
+        let moto = try MotoServer.start(logDirectory: dir.url)
+        defer { moto.stop() }
+        let s = try await staging(moto, fetchChunk: 1 << 20)
+        let source = dir.file("a.bin")
+        try Data(repeating: 1, count: 1000).write(to: URL(fileURLWithPath: source))
+        let kept = try await s.store(file: source, scratchDirectory: dir.path)
+        let orphan = try await s.store(file: source, scratchDirectory: dir.path)
+        XCTAssertNotEqual(kept.extra[S3UploadStaging.keyField], orphan.extra[S3UploadStaging.keyField], "a random key per enqueue")
+
+        try await s.sweep(keeping: [item(3, kept)], olderThan: Date().addingTimeInterval(-3600))
+        let young = try await s.upload.client.listAllObjects(prefix: s.prefix)
+        XCTAssertEqual(young.count, 2, "young objects are never touched")
+
+        try await s.sweep(keeping: [item(3, kept)], olderThan: Date().addingTimeInterval(60))
+        let left = try await s.upload.client.listAllObjects(prefix: s.prefix)
+        XCTAssertEqual(left.map(\.key), [kept.extra[S3UploadStaging.keyField]!])
+    }
+}
