@@ -39,11 +39,12 @@ public struct ClusterConfig: Sendable {
         if stat(path, &st) == 0 {
             if st.st_mode & 0o077 != 0 {
                 throw .config(
-                    "\(path) is readable or writable by group or others (mode \(DataRoot.octal(st.st_mode & 0o7777))); it names credentials: `chmod 600 \(path)`"
+                    "the cluster configuration \(path) is readable or writable by group or others (mode \(DataRoot.octal(st.st_mode & 0o7777))); it names credentials: `chmod 600 \(path)`"
                 )
             }
             if st.st_uid != geteuid() && st.st_uid != 0 {
-                throw .config("\(path) is owned by \(DataRoot.userName(st.st_uid)), not by \(DataRoot.userName(geteuid())) who runs jobrun")
+                throw .config(
+                    "the cluster configuration \(path) is owned by \(DataRoot.userName(st.st_uid)), not by \(DataRoot.userName(geteuid())) who runs jobrun")
             }
             let bytes: [UInt8]
             switch AccountCloudConfig.readSmallFile(path, limit: maxSize) {

@@ -59,30 +59,36 @@ public struct ObjectStorageConfig: Sendable, Equatable {
     /// The configuration for `root`, or `nil` when neither `cluster.yaml`'s `objectStorage:` nor
     /// the environment names a bucket (local staging, no shared tier).
     public static func load(root: DataRoot, environment: [String: String]) throws(JobError) -> ObjectStorageConfig? {
+        // `ClusterConfig` reads the file (its mode, owner and size checked once, for every section).
+        let cluster = try ClusterConfig.load(root: root, environment: environment)
         let path = root.url.appendingPathComponent(fileName).path
-        var st = stat()
-        var text = ""
-        if stat(path, &st) == 0 {
-            if let refusal = AccountCloudConfig.credentialsRefusal(path) {
-                throw .config(refusal.replacingOccurrences(of: "the credentials file", with: "the cluster configuration"))
-            }
-            switch AccountCloudConfig.readSmallFile(path, limit: maxFileSize) {
-            case .success(let bytes):
-                guard let t = String(validating: bytes, as: UTF8.self) else {
-                    throw .config("\(path): the cluster configuration is not UTF-8 text")
-                }
-                text = t
-            case .failure(let problem): throw .config("cannot read the cluster configuration \(path): \(problem.message)")
-            }
-        } else if errno != ENOENT {
-            throw .config("cannot read \(path): \(StorageFailure.describe(errno: errno))")
-        }
-        return try parse(text, path: path, rootDirectory: root.path, environment: environment)
+        return try decode(
+            cluster.objectStorage, anchor: cluster.objectStorage.map { "\($0.position)" } ?? "\(path):1:1", rootDirectory: root.path, environment: environment)
     }
 
     /// Parses the text of `cluster.yaml` (`path` names it in errors; a relative
     /// `credentialsFile` resolves against `rootDirectory`) and applies the environment.
     public static func parse(_ text: String, path: String, rootDirectory: String, environment: [String: String]) throws(JobError)
+        -> ObjectStorageConfig?
+    {
+        let root: ConfigNode?
+        do { root = try ConfigNode.parse(yaml: text, file: path) } catch {
+            throw .config("invalid cluster configuration: " + error.errors.map(\.description).joined(separator: "; "))
+        }
+        var section: ConfigNode.Entry?
+        if let root {
+            guard case .mapping(let top) = root.value else {
+                throw .config("invalid cluster configuration: \(root.position): the file must be a mapping of sections")
+            }
+            section = top.first(where: { $0.key == "objectStorage" })
+        }
+        return try decode(
+            section?.value, anchor: section.map { "\($0.keyPosition)" } ?? "\(path):1:1", rootDirectory: rootDirectory, environment: environment)
+    }
+
+    /// Decodes the `objectStorage:` section (nil when the file has none) and applies the
+    /// environment; `anchor` is where problems of the section as a whole are reported.
+    static func decode(_ section: ConfigNode?, anchor: String, rootDirectory: String, environment: [String: String]) throws(JobError)
         -> ObjectStorageConfig?
     {
         var problems: [String] = []
@@ -95,75 +101,64 @@ public struct ObjectStorageConfig: Sendable, Equatable {
         var prefix: String?
         var partSize: Int64?
         var shared = SharedMedia()
-        var anchor = "\(path):1:1"
 
-        let root: ConfigNode?
-        do { root = try ConfigNode.parse(yaml: text, file: path) } catch {
-            throw .config("invalid cluster configuration: " + error.errors.map(\.description).joined(separator: "; "))
-        }
-        if let root {
-            guard case .mapping(let top) = root.value else {
-                throw .config("invalid cluster configuration: \(root.position): the file must be a mapping of sections")
+        if let section {
+            guard case .mapping(let entries) = section.value else {
+                throw .config("invalid cluster configuration: \(section.position): `objectStorage` must be a mapping")
             }
-            if let section = top.first(where: { $0.key == "objectStorage" }) {
-                anchor = "\(section.keyPosition)"
-                guard case .mapping(let entries) = section.value.value else {
-                    throw .config("invalid cluster configuration: \(section.value.position): `objectStorage` must be a mapping")
-                }
-                for entry in entries {
-                    let v = entry.value
-                    switch entry.key {
-                    case "endpoint": endpoint = stringValue(v, "endpoint", &problems)
-                    case "bucket": bucketName = stringValue(v, "bucket", &problems)
-                    case "region": region = stringValue(v, "region", &problems)
-                    case "credentialsFile": credentialsFile = stringValue(v, "credentialsFile", &problems)
-                    case "prefix": prefix = v.isNull ? "" : stringValue(v, "prefix", &problems)
-                    case "addressing":
-                        guard let word = v.scalarText, let a = S3Addressing(rawValue: word) else {
-                            problem(v, "`addressing` must be one of: path, virtual-hosted")
-                            continue
-                        }
-                        addressing = a
-                    case "partSize":
-                        switch ByteSize.parse(v.scalarText ?? "") {
-                        case .success(let n): partSize = n
-                        case .failure(let e): problem(v, "partSize: \(e.message) (expected \(ByteSize.expected))")
-                        }
-                    case "sharedMedia":
-                        guard case .mapping(let fields) = v.value else {
-                            problem(v, "`sharedMedia` must be a mapping")
-                            continue
-                        }
-                        for f in fields {
-                            let n = f.value
-                            switch f.key {
-                            case "enabled":
-                                guard case .scalar(let word, .bool) = n.value else {
-                                    problem(n, "`sharedMedia.enabled` must be true or false")
-                                    continue
-                                }
-                                shared.enabled = ["true", "yes", "on", "y"].contains(word.lowercased())
-                            case "maxSize":
-                                switch ByteSize.parse(n.scalarText ?? "") {
-                                case .success(let bytes): shared.maxSize = bytes
-                                case .failure(let e): problem(n, "sharedMedia.maxSize: \(e.message) (expected \(ByteSize.expected))")
-                                }
-                            case "ttl":
-                                switch ConfigDuration.parse(n.scalarText ?? "") {
-                                case .success(let d): shared.ttl = Double(ConfigDuration.milliseconds(d)) / 1000
-                                case .failure(let e): problem(n, "sharedMedia.ttl: \(e.message) (expected \(ConfigDuration.expected))")
-                                }
-                            default:
-                                problems.append(
-                                    "\(f.keyPosition): unknown key `sharedMedia.\(AccountCloudConfig.shown(f.key))` (known: \(sharedMediaKeys.sorted().joined(separator: ", ")))"
-                                )
-                            }
-                        }
-                    default:
-                        problems.append(
-                            "\(entry.keyPosition): unknown key `objectStorage.\(AccountCloudConfig.shown(entry.key))` (known: \(knownKeys.sorted().joined(separator: ", ")))"
-                        )
+            for entry in entries {
+                let v = entry.value
+                switch entry.key {
+                case "endpoint": endpoint = stringValue(v, "endpoint", &problems)
+                case "bucket": bucketName = stringValue(v, "bucket", &problems)
+                case "region": region = stringValue(v, "region", &problems)
+                case "credentialsFile": credentialsFile = stringValue(v, "credentialsFile", &problems)
+                case "prefix": prefix = v.isNull ? "" : stringValue(v, "prefix", &problems)
+                case "addressing":
+                    guard let word = v.scalarText, let a = S3Addressing(rawValue: word) else {
+                        problem(v, "`addressing` must be one of: path, virtual-hosted")
+                        continue
                     }
+                    addressing = a
+                case "partSize":
+                    switch ByteSize.parse(v.scalarText ?? "") {
+                    case .success(let n): partSize = n
+                    case .failure(let e): problem(v, "partSize: \(e.message) (expected \(ByteSize.expected))")
+                    }
+                case "sharedMedia":
+                    guard case .mapping(let fields) = v.value else {
+                        problem(v, "`sharedMedia` must be a mapping")
+                        continue
+                    }
+                    for f in fields {
+                        let n = f.value
+                        switch f.key {
+                        case "enabled":
+                            guard case .scalar(let word, .bool) = n.value else {
+                                problem(n, "`sharedMedia.enabled` must be true or false")
+                                continue
+                            }
+                            shared.enabled = ["true", "yes", "on", "y"].contains(word.lowercased())
+                        case "maxSize":
+                            switch ByteSize.parse(n.scalarText ?? "") {
+                            case .success(let bytes): shared.maxSize = bytes
+                            case .failure(let e): problem(n, "sharedMedia.maxSize: \(e.message) (expected \(ByteSize.expected))")
+                            }
+                        case "ttl":
+                            switch ConfigDuration.parse(n.scalarText ?? "") {
+                            case .success(let d): shared.ttl = Double(ConfigDuration.milliseconds(d)) / 1000
+                            case .failure(let e): problem(n, "sharedMedia.ttl: \(e.message) (expected \(ConfigDuration.expected))")
+                            }
+                        default:
+                            problems.append(
+                                "\(f.keyPosition): unknown key `sharedMedia.\(AccountCloudConfig.shown(f.key))` (known: \(sharedMediaKeys.sorted().joined(separator: ", ")))"
+                            )
+                        }
+                    }
+                default:
+                    problems.append(
+                        "\(entry.keyPosition): unknown key `objectStorage.\(AccountCloudConfig.shown(entry.key))` (known: \(knownKeys.sorted().joined(separator: ", ")))"
+                    )
                 }
             }
         }
