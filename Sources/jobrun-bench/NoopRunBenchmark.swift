@@ -2,7 +2,9 @@ import Foundation
 
 /// The cost of a cron invocation with nothing to do: `jobrun run` of a cleanup job over an
 /// empty cache (open the root, Postbox, MediaBox, take the lock, record the run, write metrics)
-/// against a process that only opens the same database (`sqlite3 db 'PRAGMA schema_version'`).
+/// against the Swift runtime's own start-up (`jobrun --version`), the floor any Swift binary
+/// pays; a process that only opens the same database (`sqlite3 db 'PRAGMA schema_version'`) is
+/// printed beside them as context.
 struct NoopRunBenchmark {
     var runs = 30
     var workDir: String
@@ -41,16 +43,18 @@ struct NoopRunBenchmark {
         version.sort()
         let (b, j, v) = (base[runs / 2], job[runs / 2], version[runs / 2])
         var table = BenchTable(
-            title: "A cron invocation with nothing to do (median of \(runs), alternating)", columns: ["command", "median ms", "ratio", "target"])
-        table.add(["sqlite3 <postbox db> 'PRAGMA schema_version' (baseline process start)", fmt(b * 1000, 1), "1.00×", ""])
-        table.add(["jobrun --version (the Swift runtime's own start-up)", fmt(v * 1000, 1), fmt(v / b) + "×", ""])
+            title: "A cron invocation with nothing to do (median of \(runs), alternating)",
+            columns: ["command", "median ms", "÷ --version", "target"])
+        table.add(["sqlite3 <postbox db> 'PRAGMA schema_version' (context: a C program's start)", fmt(b * 1000, 1), fmt(b / v) + "×", ""])
+        table.add(["jobrun --version (the Swift runtime's own start-up)", fmt(v * 1000, 1), "1.00×", ""])
         table.add([
-            "jobrun run idle-cleanup (root, Postbox, MediaBox, lock, record, metrics)", fmt(j * 1000, 1), fmt(j / b) + "×", j / b < 2 ? "<2× ok" : "<2× MISSED",
+            "jobrun run idle-cleanup (root, Postbox, MediaBox, lock, record, metrics)", fmt(j * 1000, 1), fmt(j / v) + "×",
+            j / v <= 1.25 ? "≤1.25× ok" : "≤1.25× MISSED",
         ])
         table.print()
         BenchRatios.record(
-            "noop-run", "idle cron invocation", product: fmt(j * 1000, 1) + " ms", peer: fmt(b * 1000, 1) + " ms sqlite3",
-            ratio: b / j, target: 0.5)
+            "noop-run", "idle cron invocation", product: fmt(j * 1000, 1) + " ms", peer: fmt(v * 1000, 1) + " ms jobrun --version",
+            ratio: v / j, target: 1 / 1.25)
         print("peak RSS of the children: \(fmt(childrenPeakRSSMiB(), 1)) MiB")
     }
 

@@ -26,65 +26,8 @@ struct PostboxBenchmark {
 
         let raw = try RawStore(path: rawPath)
         let postbox = try Postbox(path: boxPath)
-        let perPeer = messages / peers
-
-        let rawBulk = try measure { try raw.bulkInsert(messages: messages, peers: peers) }
-        let boxBulk = try measure {
-            try postbox.transactionSync { tx in
-                let table = try tx.messages
-                var batch: [Message] = []
-                batch.reserveCapacity(1)
-                for i in 0..<messages {
-                    let (peer, id) = (Int64(i % peers + 1), Int32(i / peers + 1))
-                    try table.add([Message(id: MessageId(peerId: PeerId(peer), id: id), timestamp: 1_600_000_000 + id, text: benchText(i))])
-                }
-            }
-        }
-        table.add(row("bulk insert \(messages) messages, 1 transaction", messages, rawBulk, boxBulk))
-
-        let rawSmall = try measure { try raw.smallTransactions(smallTransactions) }
-        let boxSmall = try measure {
-            for i in 0..<smallTransactions {
-                try postbox.transactionSync { tx in
-                    try tx.peers.set(Peer(id: PeerId(Int64(i)), category: .group, title: "peer \(i)"))
-                }
-            }
-        }
-        table.add(row("\(smallTransactions) single-row transactions", smallTransactions, rawSmall, boxSmall))
-
-        var rng = SplitMix64(seed: 42)
-        let ids = (0..<reads).map { _ in (Int64(rng.next() % UInt64(peers)) + 1, Int32(rng.next() % UInt64(perPeer)) + 1) }
-        var rawFound = 0
-        var boxFound = 0
-        let rawReads = try measure { rawFound = try raw.pointReads(ids) }
-        let boxReads = try measure {
-            boxFound = try postbox.readSync { tx in
-                var found = 0
-                let table = try tx.messages
-                for (peer, id) in ids {
-                    if let m = try table.get(MessageId(peerId: PeerId(peer), id: id)), !m.text.isEmpty { found += 1 }
-                }
-                return found
-            }
-        }
-        precondition(rawFound == reads && boxFound == reads, "every read must find its message (raw \(rawFound), postbox \(boxFound))")
-        table.add(row("\(reads) point reads by message id", reads, rawReads, boxReads))
-
-        var rawRows = 0
-        var boxRows = 0
-        let rawScan = try measure { rawRows = try raw.scan(peer: 1) }
-        let boxScan = try measure {
-            boxRows = try postbox.readSync { tx in
-                var n = 0
-                try tx.messages.scan(peer: PeerId(1), newestFirst: false) { m in
-                    if m.timestamp > 0 { n += 1 }
-                    return true
-                }
-                return n
-            }
-        }
-        precondition(rawRows == perPeer && boxRows == perPeer, "scans must see every row (raw \(rawRows), postbox \(boxRows))")
-        table.add(row("range scan of \(perPeer) rows", perPeer, rawScan, boxScan))
+        let workloads = PostboxWorkloads(messages: messages, smallTransactions: smallTransactions, reads: reads, peers: peers)
+        for w in try workloads.run(raw: raw, postbox: postbox) { table.add(row(w.name, w.ops, w.raw, w.postbox)) }
         table.print()
         print("peak RSS of the benchmark process: \(fmt(peakRSSMiB(), 1)) MiB; database files: raw \(fileMiB(rawPath)) MiB, postbox \(fileMiB(boxPath)) MiB")
         print(

@@ -1,0 +1,98 @@
+import Foundation
+import Postbox
+
+/// A Postbox benchmark's peer: the same four workloads written by hand against the storage
+/// engine, with the same schema and statements (`RawStore` on SQLite, `RawPostgres` through
+/// postgres-nio).
+protocol RawPostboxPeer {
+    func bulkInsert(messages: Int, peers: Int) throws
+    func smallTransactions(_ n: Int) throws
+    /// Reads each (peer, id) and returns how many were found.
+    func pointReads(_ ids: [(Int64, Int32)]) throws -> Int
+    /// Scans one peer's messages and returns how many rows it saw.
+    func scan(peer: Int64) throws -> Int
+}
+
+extension RawStore: RawPostboxPeer {}
+extension RawPostgres: RawPostboxPeer {}
+
+/// The Postbox workloads, each timed on the peer and then on Postbox over whatever `ValueBox`
+/// it was opened on: one bulk transaction, many single-row transactions, point reads by message
+/// id, and a range scan of one peer.
+struct PostboxWorkloads {
+    var messages: Int
+    var smallTransactions: Int
+    var reads: Int
+    var peers: Int
+
+    struct Timing {
+        var name: String
+        var ops: Int
+        var raw: Double
+        var postbox: Double
+    }
+
+    func run(raw: some RawPostboxPeer, postbox: Postbox) throws -> [Timing] {
+        let perPeer = messages / peers
+        var timings: [Timing] = []
+
+        let rawBulk = try measure { try raw.bulkInsert(messages: messages, peers: peers) }
+        let boxBulk = try measure {
+            try postbox.transactionSync { tx in
+                let table = try tx.messages
+                for i in 0..<messages {
+                    let (peer, id) = (Int64(i % peers + 1), Int32(i / peers + 1))
+                    try table.add([Message(id: MessageId(peerId: PeerId(peer), id: id), timestamp: 1_600_000_000 + id, text: benchText(i))])
+                }
+            }
+        }
+        timings.append(Timing(name: "bulk insert \(messages) messages, 1 transaction", ops: messages, raw: rawBulk, postbox: boxBulk))
+
+        let rawSmall = try measure { try raw.smallTransactions(smallTransactions) }
+        let boxSmall = try measure {
+            for i in 0..<smallTransactions {
+                try postbox.transactionSync { tx in
+                    try tx.peers.set(Peer(id: PeerId(Int64(i)), category: .group, title: "peer \(i)"))
+                }
+            }
+        }
+        timings.append(Timing(name: "\(smallTransactions) single-row transactions", ops: smallTransactions, raw: rawSmall, postbox: boxSmall))
+
+        var rng = SplitMix64(seed: 42)
+        let ids = (0..<reads).map { _ in (Int64(rng.next() % UInt64(peers)) + 1, Int32(rng.next() % UInt64(perPeer)) + 1) }
+        var rawFound = 0
+        var boxFound = 0
+        let rawReads = try measure { rawFound = try raw.pointReads(ids) }
+        let boxReads = try measure {
+            boxFound = try postbox.readSync { tx in
+                var found = 0
+                let table = try tx.messages
+                for (peer, id) in ids {
+                    if let m = try table.get(MessageId(peerId: PeerId(peer), id: id)), !m.text.isEmpty { found += 1 }
+                }
+                return found
+            }
+        }
+        guard rawFound == reads && boxFound == reads else {
+            throw BenchError("every read must find its message (raw \(rawFound), postbox \(boxFound))")
+        }
+        timings.append(Timing(name: "\(reads) point reads by message id", ops: reads, raw: rawReads, postbox: boxReads))
+
+        var rawRows = 0
+        var boxRows = 0
+        let rawScan = try measure { rawRows = try raw.scan(peer: 1) }
+        let boxScan = try measure {
+            boxRows = try postbox.readSync { tx in
+                var n = 0
+                try tx.messages.scan(peer: PeerId(1), newestFirst: false) { m in
+                    if m.timestamp > 0 { n += 1 }
+                    return true
+                }
+                return n
+            }
+        }
+        guard rawRows == perPeer && boxRows == perPeer else { throw BenchError("scans must see every row (raw \(rawRows), postbox \(boxRows))") }
+        timings.append(Timing(name: "range scan of \(perPeer) rows", ops: perPeer, raw: rawScan, postbox: boxScan))
+        return timings
+    }
+}
