@@ -2,7 +2,7 @@
 # Installs the Debian packages jobrun needs to build, test and benchmark, if any is missing.
 # Safe to run repeatedly: it does nothing when everything is present.
 #   build:      libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config
-#   tests:      nginx-light (plain-URL downloads), sqlite3, systemd (systemd-analyze verify),
+#   tests:      nginx-light (plain-URL downloads), openssl (test TLS certificates), sqlite3, systemd (systemd-analyze verify),
 #               prometheus (promtool check metrics), prometheus-node-exporter (textfile scrape),
 #               postgresql (initdb/pg_ctl: the tests start their own server in a temp folder)
 #   benchmarks: aria2 curl hyperfine time
@@ -10,7 +10,7 @@
 #               kubernetes-validate (the tests check generated CronJobs against Kubernetes' schemas)
 set -euo pipefail
 
-packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config sqlite3 curl nginx-light aria2 time systemd prometheus prometheus-node-exporter)
+packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config sqlite3 curl openssl nginx-light aria2 time systemd prometheus prometheus-node-exporter)
 [ "${1:-}" = "--bench" ] && packages+=(hyperfine)
 
 missing=()

@@ -17,6 +17,19 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
         return h
     }
 
+    /// Whether some session holds a job's cluster run lock (an advisory lock of the run-lock
+    /// class) within 60 s.
+    private func waitForClusterLock(_ server: PostgresServer, database: String) -> Bool {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            let granted = try? server.psql(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = \(0x524C_0001) AND granted", database: database)
+            if granted == "1" { return true }
+            usleep(100_000)
+        }
+        return false
+    }
+
     func testForbidAcrossHostsAndAKilledHolderFreesTheLockAtOnce() throws {
         let server = try PostgresServer.shared()
         let database = try server.createDatabase("lock_\(UUID().uuidString.prefix(8).lowercased())")
@@ -25,16 +38,7 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
 
         let holder = try a.start(["run", "cleanup"], failpoints: "after-lock=sleep(60000)")
         defer { holder.signal(SIGKILL) }
-        // Wait until a's run holds the cluster lock.
-        let deadline = Date().addingTimeInterval(60)
-        var held = false
-        while Date() < deadline && !held {
-            held =
-                (try? server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = \(0x524C_0001) AND granted", database: database))
-                == "1"
-            if !held { usleep(100_000) }
-        }
-        XCTAssertTrue(held, "host a took the cluster lock: \(holder.stderr)")
+        XCTAssertTrue(waitForClusterLock(server, database: database), "host a took the cluster lock: \(holder.stderr)")
 
         let skipped = try b.run(["run", "cleanup"])
         XCTAssertEqual(skipped.status, 75, "another host's run holds the lock: \(skipped.stderr)")
@@ -54,15 +58,7 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
         let b = try host(database, server: server, policy: "Replace")
         let holder = try a.start(["run", "cleanup"], failpoints: "after-lock=sleep(60000)")
         defer { holder.signal(SIGKILL) }
-        let deadline = Date().addingTimeInterval(60)
-        var held = false
-        while Date() < deadline && !held {
-            held =
-                (try? server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = \(0x524C_0001) AND granted", database: database))
-                == "1"
-            if !held { usleep(100_000) }
-        }
-        XCTAssertTrue(held, "host a took the cluster lock: \(holder.stderr)")
+        XCTAssertTrue(waitForClusterLock(server, database: database), "host a took the cluster lock: \(holder.stderr)")
         let started = Date()
         let replacing = try b.run(["run", "cleanup"])
         XCTAssertEqual(replacing.status, 0, replacing.stderr)
