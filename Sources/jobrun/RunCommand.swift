@@ -8,10 +8,11 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Run a job once (by name from --jobs-dir, or a job file path).",
         discussion: """
-            With --scheduled (cron, a systemd timer) the run is quiet like any unattended tool: a \
-            success, a skipped overlap, a missed start and a suspended job print nothing; a failure \
-            prints one line on stderr (cron mails it). -q makes a run by hand as quiet; -v prints \
-            the summary and the log events even when scheduled.
+            With --scheduled (cron, a systemd timer), or when stdout is not a terminal, the run is \
+            quiet like any unattended tool: a success, a skipped overlap, a missed start and a \
+            suspended job print nothing; a failure prints one line on stderr (cron mails it). A dry \
+            run still prints what it would do unless scheduled. -q makes a run on a terminal as \
+            quiet; -v prints the summary and the log events anyway; --json prints the result.
 
             Examples:
               jobrun run sync-history --root /var/lib/jobrun --jobs-dir /etc/jobrun/jobs
@@ -36,17 +37,22 @@ struct RunCommand: AsyncParsableCommand {
             """)
     var scheduled = false
     @Flag(name: .shortAndLong, help: "Print nothing unless the run fails (then one line on stderr).") var quiet = false
-    @Flag(name: .shortAndLong, help: "Print the summary, and the log events on stderr, even with --scheduled.") var verbose = false
+    @Flag(name: .shortAndLong, help: "Print the summary, and the log events on stderr, even with --scheduled or without a terminal.") var verbose = false
 
-    /// Nothing on stdout, one stderr line on failure.
-    private var isQuiet: Bool { (quiet || scheduled) && !verbose && !options.json }
+    /// Nothing on stdout, one stderr line on failure: asked for, scheduled, or unattended (stdout
+    /// is not a terminal, as under cron, systemd or a container) unless it is a dry run, whose
+    /// output is the point.
+    private var isQuiet: Bool {
+        let unattended = isatty(STDOUT_FILENO) != 1 && !dryRun
+        return (quiet || scheduled || unattended) && !verbose && !options.json
+    }
 
     func run() async throws {
         let jobFile: JobFile
         do { jobFile = try resolveJob() } catch let error as JobResolveError {
             throw fail(error.exitCode, error.description)
         }
-        let env = try ProcessEnvironment(options: options, logging: logging, process: "run", console: verbose ? .human : .auto, dryRun: dryRun)
+        let env = try ProcessEnvironment(options: options, logging: logging, process: "run", console: verbose ? .human : quiet ? .off : .auto, dryRun: dryRun)
         defer { env.close() }
         let log = env.logger.with(job: jobFile.name, run: nil)
         if scheduled, let reason = JobSuspension(root: env.root).suspension(of: jobFile) {

@@ -40,7 +40,7 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
         defer { holder.signal(SIGKILL) }
         XCTAssertTrue(waitForClusterLock(server, database: database), "host a took the cluster lock: \(holder.stderr)")
 
-        let skipped = try b.run(["run", "cleanup"])
+        let skipped = try b.run(["run", "cleanup", "-v"])
         XCTAssertEqual(skipped.status, 75, "another host's run holds the lock: \(skipped.stderr)")
         XCTAssertTrue(skipped.stderr.contains("already running (pid \(holder.pid) on "), skipped.stderr)
 

@@ -53,7 +53,7 @@ final class HistoryRetentionIntegrationTests: XCTestCase {
         XCTAssertEqual(try peers.map { try ids($0) }, peers.map { before[$0]! }, "a dry run removes nothing")
 
         // The run: the newest 20 of each peer stay, the rest are trimmed holes, no dangling reference.
-        let run = try h.run(["run", "retention"])
+        let run = try h.run(["run", "retention", "-v"])
         XCTAssertEqual(run.status, 0, run.stderr)
         XCTAssertTrue(run.stdout.contains("messages_removed: \(expectedRemoved)"), run.stdout)
         // A fresh connection per look: this test process never keeps one open while it opens
@@ -91,7 +91,7 @@ final class HistoryRetentionIntegrationTests: XCTestCase {
 
         // A plain sync leaves trimmed ranges alone: nothing new, no history call.
         try cloud.resetCounters()
-        let plain = try h.run(["run", "sync"])
+        let plain = try h.run(["run", "sync", "-v"])
         XCTAssertEqual(plain.status, 0, plain.stderr)
         XCTAssertEqual(try cloud.counters().methods["messages.getHistory"] ?? 0, 0)
         XCTAssertTrue(plain.stdout.contains("holes_open: 0"), "trimmed ranges are not open gaps: \(plain.stdout)")
@@ -128,7 +128,7 @@ final class HistoryRetentionIntegrationTests: XCTestCase {
             params:
               keepNewest: 10
             """)
-        let run = try h.run(["run", "retention"])
+        let run = try h.run(["run", "retention", "-v"])
         XCTAssertEqual(run.status, 78, run.stderr)
         XCTAssertTrue(run.stderr.contains("maxAge, maxMessagesPerPeer, maxSize"), run.stderr)
     }

@@ -50,6 +50,16 @@ final class JobrunHarness: @unchecked Sendable {
         return (status, p.stdout, p.stderr)
     }
 
+    /// Runs `jobrun args…` with a terminal for stdin, stdout and stderr, as a person at a shell
+    /// would (util-linux `script` gives it a pseudo-terminal); returns the terminal's text, with
+    /// stdout and stderr interleaved and line ends as `\n`.
+    func runOnTerminal(_ args: [String], timeout: TimeInterval = 300) throws -> (status: Int32, output: String) {
+        let quoted = ([binary] + arguments(args)).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        let p = try ChildProcess("/usr/bin/script", ["-qec", quoted.joined(separator: " "), "/dev/null"], environment: [:])
+        let status = p.wait(timeout: timeout)
+        return (status, p.stdout.replacingOccurrences(of: "\r\n", with: "\n"))
+    }
+
     /// Every log line of every process type, parsed (fails the test on a line that is not JSON).
     func logEvents(file: StaticString = #filePath, line: UInt = #line) -> [[String: Any]] {
         var events: [[String: Any]] = []

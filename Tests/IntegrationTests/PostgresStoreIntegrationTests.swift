@@ -47,7 +47,7 @@ final class PostgresStoreIntegrationTests: XCTestCase {
         XCTAssertTrue(open.stderr.contains("cluster.yaml") && open.stderr.contains("chmod 600"), open.stderr)
         chmod(cluster, 0o600)
 
-        let first = try h.run(["run", "sync"])
+        let first = try h.run(["run", "sync", "-v"])
         XCTAssertEqual(first.status, 0, first.stderr)
         XCTAssertTrue(first.stdout.contains("messages_stored: 15"), first.stdout)
         XCTAssertFalse(
@@ -62,7 +62,7 @@ final class PostgresStoreIntegrationTests: XCTestCase {
         XCTAssertEqual(runs.map(\.outcome), [.succeeded])
 
         // A second run sees what the first stored: nothing new.
-        let second = try h.run(["run", "sync"])
+        let second = try h.run(["run", "sync", "-v"])
         XCTAssertEqual(second.status, 0, second.stderr)
         XCTAssertTrue(second.stdout.contains("messages_stored: 0"), second.stdout)
 

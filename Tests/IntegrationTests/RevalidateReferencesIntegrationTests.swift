@@ -57,7 +57,7 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
         try cloud.expireReferences()
         try cloud.resetCounters()
 
-        let run = try h.run(["run", "reval-a"])
+        let run = try h.run(["run", "reval-a", "-v"])
         XCTAssertEqual(run.status, 0, run.stderr)
         XCTAssertTrue(run.stdout.contains("parents_refreshed:"), run.stdout)
         XCTAssertTrue(run.stdout.contains("refreshed_message:"), run.stdout)
@@ -137,7 +137,7 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
 
         try cloud.setFaults(FaultConfig(failRevalidation: false))
         Thread.sleep(forTimeInterval: 1.2)  // the failed parents' backoff (1 s after one failure)
-        let recovered = try h.run(["run", "reval-a"])
+        let recovered = try h.run(["run", "reval-a", "-v"])
         XCTAssertEqual(recovered.status, 0, recovered.stderr)
         XCTAssertTrue(recovered.stdout.contains("parents_failed: 0"), recovered.stdout)
     }

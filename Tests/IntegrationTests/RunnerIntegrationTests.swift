@@ -20,7 +20,7 @@ final class RunnerIntegrationTests: XCTestCase {
             return (try? postbox.readSync { try $0.jobRuns.recent(job: "cleanup", limit: 10) })?.contains { $0.pid == holder.pid } == true
         }
         while Date() < deadline, !holderRecorded() { usleep(50_000) }
-        let second = try h.run(["run", "cleanup"])
+        let second = try h.run(["run", "cleanup", "-v"])
         XCTAssertEqual(second.status, 75, "a second run of a Forbid job exits EX_TEMPFAIL: \(second.stderr)")
         XCTAssertTrue(second.stderr.contains("already running") && second.stderr.contains("pid \(holder.pid)"), second.stderr)
 

@@ -53,7 +53,7 @@ final class SyncHistoryIntegrationTests: XCTestCase {
         try cloud.accountConfig(credentialsFile: "credentials").write(toFile: account + "/config.yaml", atomically: true, encoding: .utf8)
 
         // First run: 10 newest messages of every peer.
-        let first = try h.run(["run", "sync"])
+        let first = try h.run(["run", "sync", "-v"])
         XCTAssertEqual(first.status, 0, first.stderr)
         XCTAssertTrue(first.stdout.contains("messages_stored: 50"), first.stdout)
         let peers = try cloud.dataset().peers.map(\.id)
@@ -81,7 +81,7 @@ final class SyncHistoryIntegrationTests: XCTestCase {
         // New messages on one peer: the second run asks for that history only.
         try cloud.resetCounters()
         XCTAssertEqual(try cloud.addMessages(peerId: peers[1], count: 3).messages.count, 3)
-        let second = try h.run(["run", "sync"])
+        let second = try h.run(["run", "sync", "-v"])
         XCTAssertEqual(second.status, 0, second.stderr)
         XCTAssertTrue(second.stdout.contains("messages_stored: 3"), second.stdout)
         let counters = try cloud.counters()
@@ -129,7 +129,7 @@ extension SyncHistoryIntegrationTests {
         XCTAssertEqual(holes, [3...8], "the rest of that peer's first window is a hole")
 
         try cloud.resetCounters()
-        let resumed = try h.run(["run", "sync"])
+        let resumed = try h.run(["run", "sync", "-v"])
         XCTAssertEqual(resumed.status, 0, resumed.stderr)
         let counts = try Postbox(path: account + "/postbox/db/db.sqlite", readOnly: true).readSync { tx in
             (try peers.map { try tx.messages.count(peer: PeerId($0)) }, try peers.flatMap { try tx.holes.holes(peer: PeerId($0)) })

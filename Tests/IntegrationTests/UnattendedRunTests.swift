@@ -26,9 +26,9 @@ final class UnattendedRunTests: XCTestCase {
         XCTAssertEqual(overlap.status, 75, "the overlap keeps its exit code for systemd and scripts: \(overlap.stderr)")
         XCTAssertEqual(overlap.stdout, "", "an overlapped scheduled run prints nothing")
         XCTAssertEqual(overlap.stderr, "", "an overlap is the lock doing its job, not a failure to mail about")
-        let byHand = try h.run(["run", "cleanup"])
+        let byHand = try h.runOnTerminal(["run", "cleanup"])
         XCTAssertEqual(byHand.status, 75)
-        XCTAssertTrue(byHand.stderr.contains("already running"), "a person still hears about it: \(byHand.stderr)")
+        XCTAssertTrue(byHand.output.contains("already running"), "a person at a terminal still hears about it: \(byHand.output)")
 
         // A job that fails: its cloud is a closed port.
         try FileManager.default.createDirectory(atPath: h.account, withIntermediateDirectories: true)
@@ -49,6 +49,33 @@ final class UnattendedRunTests: XCTestCase {
         let hushed = try h.run(["run", "sync", "-q"])
         XCTAssertEqual(hushed.stdout, "", "-q is as quiet as --scheduled")
         XCTAssertEqual(hushed.stderr.split(separator: "\n").count, 1, hushed.stderr)
+    }
+
+    /// Without --scheduled, what decides is whether stdout is a terminal: on a pipe (a script, a
+    /// container's log) a success prints nothing, on a terminal the summary; a dry run prints what
+    /// it would do either way, and -v or --json make a piped run talk.
+    func testAPlainRunIsQuietOnAPipeAndTalksOnATerminal() throws {
+        let h = JobrunHarness()
+        try h.writeCleanupJob("cleanup")
+        let piped = try h.run(["run", "cleanup"])
+        XCTAssertEqual(piped.status, 0, piped.stderr)
+        XCTAssertEqual(piped.stdout + piped.stderr, "", "a success on a pipe prints nothing")
+
+        let terminal = try h.runOnTerminal(["run", "cleanup"])
+        XCTAssertEqual(terminal.status, 0, terminal.output)
+        XCTAssertTrue(terminal.output.contains("cleanup ["), "on a terminal the summary shows: \(terminal.output)")
+        XCTAssertTrue(terminal.output.contains(": ok in "), terminal.output)
+        let hushed = try h.runOnTerminal(["run", "cleanup", "-q"])
+        XCTAssertEqual(hushed.status, 0, hushed.output)
+        XCTAssertEqual(hushed.output, "", "-q hushes a run on a terminal")
+
+        let dry = try h.run(["run", "cleanup", "--dry-run"])
+        XCTAssertEqual(dry.status, 0, dry.stderr)
+        XCTAssertTrue(dry.stdout.contains("(dry run)"), "a dry run's output is the point, even on a pipe: \(dry.stdout)")
+        let loud = try h.run(["run", "cleanup", "-v"])
+        XCTAssertTrue(loud.stdout.contains("cleanup ["), "-v prints the summary on a pipe: \(loud.stdout)")
+        let json = try h.run(["run", "cleanup", "--json"])
+        XCTAssertEqual((try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["outcome"] as? String, "succeeded", json.stdout)
     }
 
     func testADryRunLeavesTheMetricsFileByteIdenticalAndIsRecordedAsADryRun() throws {

@@ -48,6 +48,15 @@ final class UploadQueueIntegrationTests: XCTestCase {
             let resumed = try h.run(["run", "upload-queue", "--json"])
             XCTAssertEqual(resumed.status, 0, "trial \(trial): \(resumed.stderr)")
             let counters = JobrunHarness.counters(resumed.stdout)
+            // Progress ends at the item's whole size: the parts acknowledged before the kill
+            // count as already in the cloud, the ones sent now as they land.
+            let runId = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(resumed.stdout.utf8)) as? [String: Any])?["run"] as? String)
+            let progress = h.logEvents().filter { $0["event"] as? String == "upload.progress" && $0["run"] as? String == runId }
+            let last = try XCTUnwrap(progress.last, "trial \(trial): a final upload.progress event")
+            XCTAssertEqual((last["files"] as? NSNumber)?.intValue, 1, "trial \(trial): \(last)")
+            XCTAssertEqual((last["files_total"] as? NSNumber)?.intValue, 1, "trial \(trial): \(last)")
+            XCTAssertEqual((last["bytes"] as? NSNumber)?.intValue, 200_000_000, "trial \(trial): \(last)")
+            XCTAssertEqual((last["bytes_total"] as? NSNumber)?.intValue, 200_000_000, "trial \(trial): \(last)")
             let done = try XCTUnwrap(try h.uploadItems().first { $0.id == itemId })
             XCTAssertEqual(done.state, .sent, "trial \(trial) (killed after \(delay)): \(done.failureReason ?? "")")
             XCTAssertEqual(try cloud.messageCount(peer: peer, randomId: done.randomId), 1, "trial \(trial): sent exactly once")

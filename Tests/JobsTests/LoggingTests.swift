@@ -172,6 +172,29 @@ final class LoggingTests: XCTestCase {
             event: "run.retry", fields: ["delay": 30, "reason": "flood wait"])
         XCTAssertEqual(line, "00:00:00.000 WARNING sync [01234567] run.retry delay=30 reason=\"flood wait\"\n")
     }
+
+    /// `run.started` says its parameters as a job file writes them, with secret-named ones
+    /// redacted, and a line for people then leaves the JSON params object out.
+    func testRunStartedReadsLikeTheJobFile() throws {
+        let job = try JobFile.parse(
+            yaml: """
+                name: trim
+                kind: time-based-cleanup
+                accounts: [3, 4]
+                params:
+                  maxSize: 2GiB
+                  ttl: 7d
+                """, file: "trim.yaml")
+        let text = JobRunner.startedMessage(job, dryRun: true)
+        XCTAssertTrue(text.hasPrefix("trim started (dry run), kind time-based-cleanup, accounts 3, 4: "), text)
+        XCTAssertTrue(text.contains("maxSize=2GiB"), "sizes as written, not a byte count: \(text)")
+        XCTAssertTrue(text.contains("ttl=7d"), text)
+        XCTAssertFalse(text.contains("2147483648"), text)
+
+        let fields: [String: LogValue] = ["msg": .string(text), "kind": "time-based-cleanup", "params": .object(["maxSize": .int(1)])]
+        XCTAssertEqual(Set(LogSink.humanFields(fields).keys), ["kind"], "structured fields stay in the JSON log")
+        XCTAssertEqual(Set(LogSink.humanFields(["params": .object([:]), "n": 1]).keys), ["params", "n"], "without a msg every field shows")
+    }
 }
 
 final class ParamsLoggingTests: XCTestCase {

@@ -116,10 +116,11 @@ public struct PrefetchChatMediaJob: JobKind {
         tally initial: Tally, log: JobLogger
     ) async throws -> Tally {
         let shared = Shared(initial, PrefetchBudget(policy: policy))
-        let progress = PrefetchProgress(totalFiles: candidates.count, totalBytes: candidates.reduce(0) { $0 + $1.size }, log: log)
+        let progress = TransferProgress(
+            label: "prefetch", totalFiles: candidates.count, totalBytes: candidates.reduce(0) { $0 + $1.size }, log: log)
         let ticker = Task {
             while !Task.isCancelled {
-                try? await Task.sleep(for: progress.mode == .terminal ? .milliseconds(500) : .seconds(10))
+                try? await Task.sleep(for: progress.interval)
                 progress.tick()
             }
         }
@@ -149,13 +150,13 @@ public struct PrefetchChatMediaJob: JobKind {
 
     /// Admits and downloads one file, settling the counters whatever happens.
     static func fetchOne(
-        _ c: PrefetchCandidate, box: MediaBox, fetcher: MultipartFetch, shared: Shared, progress: PrefetchProgress,
+        _ c: PrefetchCandidate, box: MediaBox, fetcher: MultipartFetch, shared: Shared, progress: TransferProgress,
         log: JobLogger
     ) async throws {
         let id = c.resource.id
         let existing = box.resourceData(id)
         if existing?.complete == true {  // completed by another run since the selection
-            progress.fileDone(bytes: 0)
+            progress.fileDone()
             return
         }
         let needed = max(0, c.size - (existing?.size ?? 0))
@@ -172,12 +173,13 @@ public struct PrefetchChatMediaJob: JobKind {
                 }
             }
             log.debug("prefetch.skipped", ["resource": .string(id.stringRepresentation), "bytes": .int(c.size), "rule": .string("\(decision)")])
-            progress.fileDone(bytes: 0)
+            progress.fileDone()
             return
         }
+        let counting = ProgressCountingFetcher(fetcher, progress: progress)
         do {
             try await Failpoints.hit("prefetch-before-file")
-            _ = try await box.fetch(c.resource, info: c.info, fetcher: fetcher)
+            _ = try await box.fetch(c.resource, info: c.info, fetcher: counting)
             shared.budget.withLock { $0.finish(size: c.size, needed: needed, completed: true) }
             shared.tally.withLock {
                 $0.downloaded += 1
@@ -187,7 +189,7 @@ public struct PrefetchChatMediaJob: JobKind {
                 $0.unavailableStreak = 0
             }
             log.debug("prefetch.downloaded", fields(c, ["bytes": .int(needed), "resumed": .bool(needed < c.size)]))
-            progress.fileDone(bytes: needed)
+            progress.fileDone(uncounted: needed - counting.counted)
         } catch {
             shared.budget.withLock { $0.finish(size: c.size, needed: needed, completed: false) }
             if error is CancellationError || Task.isCancelled { throw CancellationError() }
@@ -215,7 +217,7 @@ public struct PrefetchChatMediaJob: JobKind {
             } else {
                 log.error("prefetch.failed", fields(c, ["error": .string(reason)]))
             }
-            progress.fileDone(bytes: 0)
+            progress.fileDone()
         }
     }
 

@@ -56,6 +56,8 @@ public struct UploadQueueJob: JobKind {
             var claimed = 0, sent = 0, failed = 0, retried = 0, alreadySent = 0, unavailable = 0, attempts = 0, restarts = 0
             var partsSent = 0, partsSkipped = 0
             var bytesSent: Int64 = 0
+            /// Bytes of each item progress has counted (acknowledged earlier, or sent now).
+            var progressBytes: [Int64: Int64] = [:]
             var failures: [(Int64, String)] = []
         }
         let state = Mutex(Values())
@@ -104,12 +106,23 @@ public struct UploadQueueJob: JobKind {
         let lease = UploadLease(holder: UploadLeaseHolder.current(tag: context.runId), duration: leaseSeconds)
         configuration.lease = lease
         let tally = Tally()
-        let upload = MultipartUpload(client: client, postbox: account.postbox, configuration: configuration) { event in
-            Self.observe(event, tally: tally, log: log)
-        }
         try await Failpoints.hit("upload-queue-start")
         let swept = try await queue.sweep()
         if swept > 0 { log.info("upload.swept", ["files": .int(Int64(swept))]) }
+        let progress = try await Self.progress(queue: queue, maxItems: maxItems, log: log)
+        let upload = MultipartUpload(client: client, postbox: account.postbox, configuration: configuration) { event in
+            Self.observe(event, tally: tally, progress: progress, log: log)
+        }
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: progress.interval)
+                progress.tick()
+            }
+        }
+        defer {
+            ticker.cancel()
+            progress.finish()
+        }
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<concurrency {
@@ -128,9 +141,15 @@ public struct UploadQueueJob: JobKind {
                             guard wait <= retryWithin else { return }
                             try await Task.sleep(for: .milliseconds(max(10, wait)))
                         case .item(let item):
-                            try await Self.attempt(
+                            let end = try await Self.attempt(
                                 item, upload: upload, queue: queue, lease: lease, backoff: backoff,
                                 maxAttempts: attempts, tally: tally, log: log)
+                            let counted = tally.state.withLock { $0.progressBytes.removeValue(forKey: item.id) ?? 0 }
+                            switch end {
+                            case .sent: progress.fileDone(uncounted: item.size - counted)
+                            case .failed: progress.fileDone()
+                            case .requeued: break
+                            }
                         }
                     }
                 }
@@ -161,11 +180,22 @@ public struct UploadQueueJob: JobKind {
         return report
     }
 
+    /// How an attempt left its item.
+    enum AttemptEnd {
+        /// Sent now, or found sent by an earlier attempt.
+        case sent
+        /// Failed for good.
+        case failed
+        /// Back in the queue (a retry, an outage, a lost lease).
+        case requeued
+    }
+
     /// One attempt at one leased item, settled in the queue whatever happens.
+    @discardableResult
     static func attempt(
         _ item: UploadItem, upload: MultipartUpload, queue: UploadQueue, lease: UploadLease, backoff: Double,
         maxAttempts: Int, tally: Tally, log: JobLogger
-    ) async throws {
+    ) async throws -> AttemptEnd {
         tally.update { $0.attempts += 1 }
         log.info(
             "upload.attempt",
@@ -182,13 +212,14 @@ public struct UploadQueueJob: JobKind {
                 $0.restarts += result.restarts
             }
             await queue.removeStagedFile(of: staged)
+            return .sent
         } catch is CancellationError {
             _ = try? await queue.settle(item.id, lease: lease, outcome: .interrupted)
             throw CancellationError()
         } catch let error as MultipartUploadError {
             if case .leaseLost = error {
                 log.warning("upload.lease_lost", ["item": .int(item.id), "error": .string(error.description)])
-                return
+                return .requeued
             }
             if case .cloudUnavailable = error {
                 // An outage: every other item would fail the same way. Stop claiming, keep the
@@ -198,7 +229,7 @@ public struct UploadQueueJob: JobKind {
                     $0.unavailable += 1; $0.cloudDown = true
                 }
                 log.warning("upload.cloud_unavailable", ["item": .int(item.id), "error": .string(error.description)])
-                return
+                return .requeued
             }
             if error.isPermanent {
                 try await queue.settle(item.id, lease: lease, outcome: .failed(reason: error.description))
@@ -206,24 +237,35 @@ public struct UploadQueueJob: JobKind {
                     $0.failed += 1; $0.failures.append((item.id, error.description))
                 }
                 log.error("upload.failed", ["item": .int(item.id), "error": .string(error.description)])
-                return
+                return .failed
             }
             let state = try await queue.settle(item.id, lease: lease, outcome: .retry(reason: error.description, backoff: backoff, maxAttempts: maxAttempts))
             tally.update {
                 if state == .failed { $0.failed += 1; $0.failures.append((item.id, error.description)) } else { $0.retried += 1 }
             }
             log.warning(state == .failed ? "upload.failed" : "upload.retry", ["item": .int(item.id), "error": .string(error.description)])
+            return state == .failed ? .failed : .requeued
         } catch {
             let reason = "\(error)"
             let state = try await queue.settle(item.id, lease: lease, outcome: .retry(reason: reason, backoff: backoff, maxAttempts: maxAttempts))
             tally.update { if state == .failed { $0.failed += 1; $0.failures.append((item.id, reason)) } else { $0.retried += 1 } }
             log.warning("upload.retry", ["item": .int(item.id), "error": .string(reason)])
+            return state == .failed ? .failed : .requeued
         }
     }
 
-    static func observe(_ event: MultipartUploadEvent, tally: Tally, log: JobLogger) {
+    /// Progress over the items this run will work on: the waiting ones, at most `maxItems`.
+    static func progress(queue: UploadQueue, maxItems: Int?, log: JobLogger) async throws -> TransferProgress {
+        let waiting = try await queue.items().filter { $0.state == .queued || $0.state == .uploading }.prefix(maxItems ?? Int.max)
+        return TransferProgress(label: "upload", totalFiles: waiting.count, totalBytes: waiting.reduce(0) { $0 + $1.size }, log: log)
+    }
+
+    static func observe(_ event: MultipartUploadEvent, tally: Tally, progress: TransferProgress, log: JobLogger) {
         switch event {
         case let .started(item, fileId, total, partSize, acked, committed, big, secret):
+            // Acknowledged by an earlier attempt: already in the cloud.
+            progress.moved(bytes: committed)
+            tally.update { $0.progressBytes[item] = committed }
             log.info(
                 "upload.started",
                 [
@@ -232,8 +274,10 @@ public struct UploadQueueJob: JobKind {
                     "committed_offset": .int(committed),
                     "big": .bool(big), "encrypted": .bool(secret),
                 ])
-        case let .partSent(_, _, bytes):
+        case let .partSent(item, _, bytes):
+            progress.moved(bytes: Int64(bytes))
             tally.update {
+                $0.progressBytes[item, default: 0] += Int64(bytes)
                 $0.partsSent += 1
                 $0.bytesSent += Int64(bytes)
             }

@@ -120,10 +120,18 @@ public final class LogSink: @unchecked Sendable {
         if consoleJSON {
             FileHandle.standardError.write(Data(line.utf8))
         } else if consoleHuman {
-            var shown = clean
-            shown["msg"] = nil
+            let shown = Self.humanFields(clean)
             FileHandle.standardError.write(Data(humanLine(date: date, level: level, job: job, run: run, event: event + ": " + msg, fields: shown).utf8))
         }
+    }
+
+    /// The fields a line for people shows beside the `msg`: an event that words its own `msg` has
+    /// said what matters in it, so its structured fields (the params object of `run.started`)
+    /// stay in the JSON log.
+    static func humanFields(_ fields: [String: LogValue]) -> [String: LogValue] {
+        var shown = fields
+        if shown.removeValue(forKey: "msg") != nil { shown = shown.filter { !$0.value.isStructured } }
+        return shown
     }
 
     /// A line for people: `23:04:05.123 INFO  sync-history [3f2a] run.finished bytes=1024`.

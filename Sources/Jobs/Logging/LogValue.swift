@@ -24,6 +24,14 @@ public indirect enum LogValue: Sendable, Hashable, ExpressibleByStringLiteral, E
     public init(_ value: Int) { self = .int(Int64(value)) }
     public init(_ value: Duration) { self = .double(value.jobSeconds) }
 
+    /// An array or an object: JSON in a line for people, so left to the JSON log where it can.
+    public var isStructured: Bool {
+        switch self {
+        case .array, .object: return true
+        default: return false
+        }
+    }
+
     /// Plain text for human-readable lines.
     public var description: String {
         switch self {

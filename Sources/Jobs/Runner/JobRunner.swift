@@ -73,7 +73,10 @@ public struct JobRunner: Sendable {
         if !dryRun { startPing = alerts.started(job, runId: runId) }
         log.info(
             "run.started",
-            ["kind": .string(job.kind), "accounts": .array(job.accounts.map { .int($0) }), "dry_run": .bool(dryRun), "params": LogValue(job.params)])
+            [
+                "kind": .string(job.kind), "accounts": .array(job.accounts.map { .int($0) }), "dry_run": .bool(dryRun),
+                "params": LogValue(job.params), "msg": .string(Self.startedMessage(job, dryRun: dryRun)),
+            ])
         let contexts: [AccountContext]
         do {
             contexts = try await openAccounts(job, kind: kind)
@@ -271,6 +274,17 @@ public struct JobRunner: Sendable {
         for (k, v) in result.report.counters { fields[k] = .int(v) }
         if let message = result.message { fields["error"] = .string(message) }
         log.log(result.outcome == .succeeded ? .info : .error, "run.finished", fields)
+    }
+
+    /// `run.started` in words, with the parameters as a job file writes them (`maxSize=1GiB`,
+    /// not a byte count); a parameter whose name marks a secret shows as redacted.
+    static func startedMessage(_ job: JobFile, dryRun: Bool) -> String {
+        let params = job.params.values.keys.sorted().map { key in
+            "\(key)=" + (LogRedaction.isSecretKey(key) ? LogRedaction.marker : job.params.values[key]!.description)
+        }
+        let accounts = job.accounts.count == 1 ? "account \(job.accounts[0])" : "accounts \(job.accounts.map(String.init).joined(separator: ", "))"
+        return "\(job.name) started\(dryRun ? " (dry run)" : ""), kind \(job.kind), \(accounts)"
+            + (params.isEmpty ? "" : ": " + params.joined(separator: " "))
     }
 
     /// The file lock, or the cluster lock when `cluster.yaml` shares the store.
