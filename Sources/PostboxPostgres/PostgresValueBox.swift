@@ -22,8 +22,8 @@ public final class PostgresValueBox: ValueBox {
     /// The store's schema (quoted in SQL).
     public let schema: String
     public let readOnly: Bool
-    private let session: PostgresSession
-    private let quotedSchema: String
+    let session: PostgresSession
+    let quotedSchema: String
     /// `pg_advisory_xact_lock(storeLockClass, lockKey)`: the store's writer lock.
     private let lockKey: Int32
     private var knownTables = Set<Int32>()
@@ -291,6 +291,11 @@ public final class PostgresValueBox: ValueBox {
         case .int64: binds.append(keys.map { $0.getInt64(0) })
         case .binary: binds.append(keys.map { ByteBuffer(bytes: $0.bytes) })
         }
+    }
+
+    /// Sends every write the transaction holds back (before a query that reads all tables).
+    func flushPendingWrites() throws {
+        if batch.count > 0 { try flush(bumpVersion: false) }
     }
 
     /// Before a read of `table` that the batch cannot answer: send what is pending for it.

@@ -71,6 +71,12 @@ final class PostgresStoreIntegrationTests: XCTestCase {
         XCTAssertTrue(status.stdout.contains("sync"), status.stdout)
         let stats = try h.run(["stats"])
         XCTAssertEqual(stats.status, 0, stats.stderr)
+        // The database's usage comes from the server: live rows per table, beside its disk.
+        let usage = try h.run(["stats", "--database"])
+        XCTAssertEqual(usage.status, 0, usage.stderr)
+        XCTAssertTrue(usage.stdout.contains("account 0: live rows "), usage.stdout)
+        XCTAssertTrue(usage.stdout.contains("messages"), usage.stdout)
+        XCTAssertFalse(usage.stdout.contains(secret), "the store names its schema, never the URL's password")
 
         XCTAssertFalse(h.allLogText().contains(secret), "the password never reaches a log")
         XCTAssertFalse(first.stderr.contains(secret) || status.stdout.contains(secret))

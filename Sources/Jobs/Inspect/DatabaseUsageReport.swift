@@ -5,13 +5,23 @@ import Postbox
 public enum DatabaseUsageReport {
     public static func lines(_ u: DatabaseUsage, account: Int64, top: Int) -> [String] {
         func pad(_ s: String, _ n: Int) -> String { s.padding(toLength: max(n, s.count), withPad: " ", startingAt: 0) }
-        var out = [
-            "account \(account): database \(ByteSize.human(u.fileBytes)) + WAL \(ByteSize.human(u.walBytes)) (\(u.path))",
-            "  pages: \(u.pageCount) × \(u.pageSize) B, \(u.freePages) free (\(ByteSize.human(u.freeBytes)) reclaimable)",
-            "  by table (\(u.source == .dbstat ? "dbstat" : "estimate: key and value bytes, no page overhead")):",
-        ]
+        var out: [String]
+        switch u.source {
+        case .server:
+            out = [
+                "account \(account): live rows \(ByteSize.human(u.usedBytes)), on the server \(ByteSize.human(u.fileBytes)) with indexes and space kept for reuse (\(u.path))",
+                "  by table (the server's figures: on disk, live rows):",
+            ]
+        case .dbstat, .estimate:
+            out = [
+                "account \(account): database \(ByteSize.human(u.fileBytes)) + WAL \(ByteSize.human(u.walBytes)) (\(u.path))",
+                "  pages: \(u.pageCount) × \(u.pageSize) B, \(u.freePages) free (\(ByteSize.human(u.freeBytes)) reclaimable)",
+                "  by table (\(u.source == .dbstat ? "dbstat" : "estimate: key and value bytes, no page overhead")):",
+            ]
+        }
         for t in u.tables {
-            out.append("    \(pad(t.name, 28)) \(pad(ByteSize.human(t.bytes), 10)) \(t.rows) rows, payload \(ByteSize.human(t.payload))")
+            let payload = u.source == .server ? "live" : "payload"
+            out.append("    \(pad(t.name, 28)) \(pad(ByteSize.human(t.bytes), 10)) \(t.rows) rows, \(payload) \(ByteSize.human(t.payload))")
         }
         out.append("  by peer (messages and their id index; top \(top)):")
         for p in u.peers.prefix(top) {

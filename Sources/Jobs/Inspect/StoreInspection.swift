@@ -38,6 +38,17 @@ public struct StoreInspection: Sendable {
         public var usage: DatabaseUsage
     }
 
+    /// Accounts that have a Postbox, ascending: the schemas of the shared store, or the account
+    /// folders with a database file under the root.
+    private func storeAccounts(_ cluster: ClusterConfig) throws(JobError) -> [Int64] {
+        guard let pg = cluster.postgres else {
+            return accounts().filter { FileManager.default.fileExists(atPath: root.account($0).postboxFile.path) }
+        }
+        do { return try PostboxStore.sharedAccounts(pg) } catch {
+            throw StorageFailure.jobError(error, doing: "cannot list the accounts of the shared store")
+        }
+    }
+
     /// Accounts that exist under the root (`account-<id>/`), ascending.
     public func accounts() -> [Int64] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
@@ -49,19 +60,9 @@ public struct StoreInspection: Sendable {
     public func recentRuns(job: String? = nil, limit: Int) throws(JobError) -> [AccountRun] {
         var runs: [AccountRun] = []
         let cluster = try ClusterConfig.load(root: root)
-        let accounts: [Int64]
-        if let pg = cluster.postgres {
-            do { accounts = try PostboxStore.sharedAccounts(pg) } catch {
-                throw StorageFailure.jobError(error, doing: "cannot list the accounts of the shared store")
-            }
-        } else {
-            accounts = self.accounts()
-        }
-        for account in accounts {
-            let paths = root.account(account)
-            if !cluster.isShared && !FileManager.default.fileExists(atPath: paths.postboxFile.path) { continue }
+        for account in try storeAccounts(cluster) {
             do {
-                let postbox = try PostboxStore.open(account: account, paths: paths, cluster: cluster, readOnly: true)
+                let postbox = try PostboxStore.open(account: account, paths: root.account(account), cluster: cluster, readOnly: true)
                 try postbox.readSync { tx in
                     for name in try tx.jobRuns.jobNames() where job == nil || job == name {
                         runs += try tx.jobRuns.recent(job: name, limit: limit).map { AccountRun(account: account, run: $0) }
@@ -93,11 +94,12 @@ public struct StoreInspection: Sendable {
     /// Postbox usage of the given accounts (default: all), skipping accounts without a Postbox.
     public func databaseUsage(accounts wanted: [Int64]? = nil) throws(JobError) -> [AccountDatabase] {
         var result: [AccountDatabase] = []
-        for account in wanted ?? accounts() {
-            let file = root.account(account).postboxFile.path
-            guard FileManager.default.fileExists(atPath: file) else { continue }
+        let cluster = try ClusterConfig.load(root: root)
+        let existing = try storeAccounts(cluster)
+        for account in wanted.map({ $0.filter(existing.contains) }) ?? existing {
             do {
-                result.append(AccountDatabase(account: account, usage: try Self.openPostbox(file).databaseUsage(perPeer: true)))
+                let postbox = try PostboxStore.open(account: account, paths: root.account(account), cluster: cluster, readOnly: true)
+                result.append(AccountDatabase(account: account, usage: try postbox.databaseUsage(perPeer: true)))
             } catch {
                 throw StorageFailure.jobError(error, doing: "cannot read the database of account \(account)")
             }

@@ -8,6 +8,9 @@ public struct DatabaseUsage: Sendable {
         case dbstat
         /// Key and value bytes counted row by row (this SQLite has no `dbstat`): a lower bound.
         case estimate
+        /// A server engine's own figures (`ValueBoxSpaceMeasuring`): `bytes` on its disk,
+        /// `payload` the live rows; no pages, free pages or WAL of a file.
+        case server
     }
 
     public struct TableUsage: Sendable {
@@ -53,10 +56,22 @@ extension Postbox {
     /// Reads the whole file; runs in a read transaction, so it never blocks a writer.
     public func databaseUsage(perPeer: Bool = true) throws -> DatabaseUsage {
         try queue.sync {
+            let names = Dictionary(uniqueKeysWithValues: PostboxTableId.allCases.map { ("t\($0.rawValue)", "\($0)") })
+            if sqliteValueBox == nil, let server = valueBox as? any ValueBoxSpaceMeasuring {
+                try valueBox.beginRead()
+                defer { valueBox.rollback() }
+                let tables = try server.tableSpace().map {
+                    DatabaseUsage.TableUsage(
+                        name: names[$0.name] ?? $0.name, sqliteName: $0.name, pages: 0, bytes: $0.diskBytes, payload: $0.liveBytes, rows: $0.rows)
+                }
+                return DatabaseUsage(
+                    path: path, source: .server, pageSize: 1, pageCount: tables.reduce(0) { $0 + $1.payload }, freePages: 0,
+                    fileBytes: tables.reduce(0) { $0 + $1.bytes }, walBytes: 0, tables: tables.sorted { $0.bytes > $1.bytes },
+                    peers: perPeer ? try Self.peerUsage(valueBox) : [])
+            }
             let vb = try sqliteBox("database usage")
             try vb.beginRead()
             defer { vb.rollback() }
-            let names = Dictionary(uniqueKeysWithValues: PostboxTableId.allCases.map { ("t\($0.rawValue)", "\($0)") })
             var tables: [DatabaseUsage.TableUsage] = []
             let source: DatabaseUsage.Source
             if let space = try vb.tableSpace() {
@@ -72,28 +87,32 @@ extension Postbox {
                 }
             }
             tables.sort { $0.bytes > $1.bytes }
-            var peers: [PeerId: DatabaseUsage.PeerUsage] = [:]
-            if perPeer {
-                try vb.range(PostboxTableId.messages.table, .all, limit: .max) { key, value in
-                    let peer = PeerId(key.getInt64(0))
-                    peers[peer, default: .init(peer: peer, messages: 0, bytes: 0)].messages += 1
-                    peers[peer, default: .init(peer: peer, messages: 0, bytes: 0)].bytes += Int64(key.length + value.count + 20)
-                    return true
-                }
-            }
             return DatabaseUsage(
                 path: path, source: source, pageSize: try vb.pageSize(), pageCount: try vb.pageCount(),
                 freePages: try vb.freePageCount(), fileBytes: fileSize() - vb.walFileBytes(), walBytes: vb.walFileBytes(),
-                tables: tables, peers: peers.values.sorted { $0.bytes != $1.bytes ? $0.bytes > $1.bytes : $0.peer < $1.peer })
+                tables: tables, peers: perPeer ? try Self.peerUsage(vb) : [])
         }
     }
 
+    /// Messages and bytes per peer from the message rows, largest first (inside a read).
+    private static func peerUsage(_ box: any ValueBox) throws -> [DatabaseUsage.PeerUsage] {
+        var peers: [PeerId: DatabaseUsage.PeerUsage] = [:]
+        try box.range(PostboxTableId.messages.table, .all, limit: .max) { key, value in
+            let peer = PeerId(key.getInt64(0))
+            peers[peer, default: .init(peer: peer, messages: 0, bytes: 0)].messages += 1
+            peers[peer, default: .init(peer: peer, messages: 0, bytes: 0)].bytes += Int64(key.length + value.count + 20)
+            return true
+        }
+        return peers.values.sorted { $0.bytes != $1.bytes ? $0.bytes > $1.bytes : $0.peer < $1.peer }
+    }
+
     /// Bytes of the database in pages (free ones included), whatever the WAL still holds: the
-    /// size the file has once the WAL is checkpointed.
+    /// size the file has once the WAL is checkpointed. On a server engine, the bytes of the live
+    /// rows (`ValueBoxSpaceMeasuring`): what a size limit bounds there.
     public func databaseBytes() throws -> Int64 {
         try queue.sync {
-            guard let vb = sqliteValueBox else { return 0 }  // a server's store is not a file
-            return try vb.pageCount() * vb.pageSize()
+            if let vb = sqliteValueBox { return try vb.pageCount() * vb.pageSize() }
+            return try (valueBox as? any ValueBoxSpaceMeasuring)?.liveBytes() ?? 0
         }
     }
 
