@@ -118,32 +118,24 @@ public struct PrefetchChatMediaJob: JobKind {
         let shared = Shared(initial, PrefetchBudget(policy: policy))
         let progress = TransferProgress(
             label: "prefetch", totalFiles: candidates.count, totalBytes: candidates.reduce(0) { $0 + $1.size }, log: log)
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: progress.interval)
-                progress.tick()
-            }
-        }
-        defer {
-            ticker.cancel()
-            progress.finish()
-        }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<max(1, policy.concurrency) {
-                group.addTask {
-                    while true {
-                        try Task.checkCancellation()
-                        let index: Int? = shared.tally.withLock {
-                            guard !$0.cloudDown, $0.next < candidates.count else { return nil }
-                            $0.next += 1
-                            return $0.next - 1
+        try await progress.during {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<max(1, policy.concurrency) {
+                    group.addTask {
+                        while true {
+                            try Task.checkCancellation()
+                            let index: Int? = shared.tally.withLock {
+                                guard !$0.cloudDown, $0.next < candidates.count else { return nil }
+                                $0.next += 1
+                                return $0.next - 1
+                            }
+                            guard let index else { return }
+                            try await fetchOne(candidates[index], box: box, fetcher: fetcher, shared: shared, progress: progress, log: log)
                         }
-                        guard let index else { return }
-                        try await fetchOne(candidates[index], box: box, fetcher: fetcher, shared: shared, progress: progress, log: log)
                     }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
         }
         return shared.tally.withLock { $0 }
     }

@@ -76,6 +76,22 @@ public final class TransferProgress: Sendable {
     var bytesForTesting: Int64 { state.withLock { $0.bytes } }
     var filesForTesting: Int { state.withLock { $0.files } }
 
+    /// Runs `body` with the display kept current (a render every `interval`) and finished after
+    /// it, however it ends.
+    public func during<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
+        let ticker = Task { [self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                tick()
+            }
+        }
+        defer {
+            ticker.cancel()
+            finish()
+        }
+        return try await body()
+    }
+
     /// Bytes of a file landed (a part written or acknowledged).
     public func moved(bytes: Int64) {
         guard bytes > 0 else { return }

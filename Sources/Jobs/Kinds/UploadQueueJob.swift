@@ -81,84 +81,57 @@ public struct UploadQueueJob: JobKind {
         let stageSource = try UploadBucketStaging.source(
             root: UploadBucketStaging.root(of: account.paths), account: account.id, environment: ProcessInfo.processInfo.environment)
         let queue = UploadQueue(postbox: account.postbox, directory: account.paths.uploads.path, stageSource: stageSource)
-        let concurrency = p[Self.concurrency]
-        let maxItems = p[Self.maxItems]
-        let attempts = p[Self.itemAttempts]
-        let backoff = p[Self.itemBackoff].jobSeconds
-        let leaseSeconds = p[Self.leaseDuration].jobSeconds
-        let retryWithin = ConfigDuration.milliseconds(p[Self.retryWithin])
+        if context.dryRun { return try await Self.dryRunReport(queue) }
 
-        if context.dryRun {
-            let items = try await queue.items()
-            let waiting = items.filter { $0.state == .queued || $0.state == .uploading }
-            let bytes = waiting.reduce(Int64(0)) { $0 + $1.size }
-            return JobReport(
-                counters: ["items_waiting": Int64(waiting.count), "bytes_waiting": bytes],
-                summary: ["would upload \(waiting.count) items, \(ByteSize.human(bytes)) (dry run: nothing sent)"],
-                details: ["dry_run": .bool(true)])
-        }
-
-        let client = try Self.client(account: account, params: p, concurrency: concurrency, log: log)
+        let client = try Self.client(account: account, params: p, concurrency: p[Self.concurrency], log: log)
         var configuration = MultipartUploadConfiguration()
         configuration.partsInFlight = p[Self.partsInFlight]
         configuration.smallFilePartsInFlight = min(configuration.partsInFlight, 8)
         configuration.pacer = p[Self.requestRate].map { CloudRequestPacer(rate: $0) }
-        let lease = UploadLease(holder: UploadLeaseHolder.current(tag: context.runId), duration: leaseSeconds)
+        let lease = UploadLease(holder: UploadLeaseHolder.current(tag: context.runId), duration: p[Self.leaseDuration].jobSeconds)
         configuration.lease = lease
         let tally = Tally()
         try await Failpoints.hit("upload-queue-start")
         let swept = try await queue.sweep()
         if swept > 0 { log.info("upload.swept", ["files": .int(Int64(swept))]) }
-        let progress = try await Self.progress(queue: queue, maxItems: maxItems, log: log)
+        let progress = try await Self.progress(queue: queue, maxItems: p[Self.maxItems], log: log)
         let upload = MultipartUpload(client: client, postbox: account.postbox, configuration: configuration) { event in
             Self.observe(event, tally: tally, progress: progress, log: log)
         }
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: progress.interval)
-                progress.tick()
+        let drain = Drain(
+            queue: queue, upload: upload, lease: lease, maxItems: p[Self.maxItems], maxAttempts: p[Self.itemAttempts],
+            backoff: p[Self.itemBackoff].jobSeconds, retryWithin: ConfigDuration.milliseconds(p[Self.retryWithin]),
+            tally: tally, progress: progress, log: log)
+        try await progress.during {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<p[Self.concurrency] { group.addTask { try await drain.work() } }
+                try await group.waitForAll()
             }
-        }
-        defer {
-            ticker.cancel()
-            progress.finish()
-        }
-
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<concurrency {
-                group.addTask {
-                    while true {
-                        try Task.checkCancellation()
-                        if tally.values.cloudDown { return }
-                        guard tally.reserve(maxItems) else { return }
-                        let claim = try await queue.claim(lease: lease)
-                        if case .item = claim {} else { tally.unreserve() }
-                        switch claim {
-                        case .none:
-                            return
-                        case .waiting(let until):
-                            let wait = until - MultipartUpload.nowMs()
-                            guard wait <= retryWithin else { return }
-                            try await Task.sleep(for: .milliseconds(max(10, wait)))
-                        case .item(let item):
-                            let end = try await Self.attempt(
-                                item, upload: upload, queue: queue, lease: lease, backoff: backoff,
-                                maxAttempts: attempts, tally: tally, log: log)
-                            let counted = tally.state.withLock { $0.progressBytes.removeValue(forKey: item.id) ?? 0 }
-                            switch end {
-                            case .sent: progress.fileDone(uncounted: item.size - counted)
-                            case .failed: progress.fileDone()
-                            case .requeued: break
-                            }
-                        }
-                    }
-                }
-            }
-            try await group.waitForAll()
         }
 
         let v = tally.values
         let remaining = try await queue.items().filter { $0.state == .queued || $0.state == .uploading }.count
+        let report = Self.report(v, remaining: remaining)
+        if v.cloudDown {
+            throw JobError.cloudUnavailable(
+                "account \(account.id): the cloud is unreachable (\(v.sent) items sent before that); \(remaining) items stay queued for the next run",
+                report: report)
+        }
+        return report
+    }
+
+    /// What a dry run reports: the items waiting, nothing sent.
+    static func dryRunReport(_ queue: UploadQueue) async throws -> JobReport {
+        let waiting = try await queue.items().filter { $0.state == .queued || $0.state == .uploading }
+        let bytes = waiting.reduce(Int64(0)) { $0 + $1.size }
+        return JobReport(
+            counters: ["items_waiting": Int64(waiting.count), "bytes_waiting": bytes],
+            summary: ["would upload \(waiting.count) items, \(ByteSize.human(bytes)) (dry run: nothing sent)"],
+            details: ["dry_run": .bool(true)])
+    }
+
+    /// The run's counters, summary and failed items.
+    static func report(_ v: Tally.Values, remaining: Int) -> JobReport {
         let counters: [String: Int64] = [
             "items_sent": Int64(v.sent), "items_failed": Int64(v.failed), "items_retried": Int64(v.retried),
             "items_already_sent": Int64(v.alreadySent), "items_remaining": Int64(remaining), "item_attempts": Int64(v.attempts),
@@ -169,15 +142,53 @@ public struct UploadQueueJob: JobKind {
             "sent \(v.sent) items (\(ByteSize.human(v.bytesSent)) in \(v.partsSent) parts, \(v.partsSkipped) parts already acknowledged), \(v.failed) failed, \(v.retried) to retry, \(remaining) still queued"
         ]
         for (id, reason) in v.failures.prefix(20) { summary.append("  item \(id) failed: \(reason)") }
-        let report = JobReport(
+        return JobReport(
             counters: counters, summary: summary,
             details: ["failed_items": .array(v.failures.map { .object(["item": .int($0.0), "reason": .string($0.1)]) })])
-        if v.cloudDown {
-            throw JobError.cloudUnavailable(
-                "account \(account.id): the cloud is unreachable (\(v.sent) items sent before that); \(remaining) items stay queued for the next run",
-                report: report)
+    }
+
+    /// One worker of a run: claims items until the queue has none ready (or the run's share,
+    /// `maxItems`, is used up, or the cloud is down), attempting each.
+    struct Drain: Sendable {
+        let queue: UploadQueue
+        let upload: MultipartUpload
+        let lease: UploadLease
+        let maxItems: Int?
+        let maxAttempts: Int
+        let backoff: Double
+        /// An item whose backoff ends within this many milliseconds is waited for.
+        let retryWithin: Int64
+        let tally: Tally
+        let progress: TransferProgress
+        let log: JobLogger
+
+        func work() async throws {
+            while true {
+                try Task.checkCancellation()
+                if tally.values.cloudDown { return }
+                guard tally.reserve(maxItems) else { return }
+                let claim = try await queue.claim(lease: lease)
+                if case .item = claim {} else { tally.unreserve() }
+                switch claim {
+                case .none:
+                    return
+                case .waiting(let until):
+                    let wait = until - MultipartUpload.nowMs()
+                    guard wait <= retryWithin else { return }
+                    try await Task.sleep(for: .milliseconds(max(10, wait)))
+                case .item(let item):
+                    let end = try await UploadQueueJob.attempt(
+                        item, upload: upload, queue: queue, lease: lease, backoff: backoff, maxAttempts: maxAttempts, tally: tally,
+                        log: log)
+                    let counted = tally.state.withLock { $0.progressBytes.removeValue(forKey: item.id) ?? 0 }
+                    switch end {
+                    case .sent: progress.fileDone(uncounted: item.size - counted)
+                    case .failed: progress.fileDone()
+                    case .requeued: break
+                    }
+                }
+            }
         }
-        return report
     }
 
     /// How an attempt left its item.
