@@ -34,6 +34,16 @@ final class DurableCommitTests: XCTestCase {
         vb.rollback()
     }
 
+    func testAStoreThatKeepsItsWalCutsItBackAfterCheckpoints() throws {
+        let dir = TemporaryDirectory()
+        var options = SqliteValueBox.Options()
+        options.checkpointOnClose = false
+        let kept = try SqliteValueBox(path: dir.file("kept.sqlite"), options: options)
+        XCTAssertEqual(try kept.queryInt("PRAGMA journal_size_limit"), 4 << 20, "a WAL outliving its process is cut back to 4 MiB")
+        let plain = try SqliteValueBox(path: dir.file("plain.sqlite"))
+        XCTAssertEqual(try plain.queryInt("PRAGMA journal_size_limit"), -1, "the default store keeps SQLite's default")
+    }
+
     func testPostboxDurableTransactionIsReadBackAndLeavesNormalCommits() async throws {
         let dir = TemporaryDirectory()
         let path = dir.file("db.sqlite")

@@ -103,6 +103,9 @@ public final class SqliteValueBox: ValueBox {
         if !options.readOnly && !options.checkpointOnClose {
             _ = jobrun_sqlite3_db_config_int(handle, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
         }
+        // A WAL that outlives its process must not keep the high-water size of a large
+        // transaction: each checkpoint that restarts it cuts it back to the auto-checkpoint size.
+        let walLimit = !options.readOnly && !options.checkpointOnClose ? "; PRAGMA journal_size_limit=\(Self.persistentWalLimit)" : ""
         do {
             // Reading the schema is what makes SQLite notice a damaged or foreign file.
             try exec("PRAGMA schema_version")
@@ -113,7 +116,7 @@ public final class SqliteValueBox: ValueBox {
                 if names.isEmpty { try exec("PRAGMA auto_vacuum=INCREMENTAL") }
                 try exec("PRAGMA journal_mode=WAL")
             }
-            try exec("PRAGMA synchronous=\(options.synchronous.rawValue); PRAGMA cache_size=-\(options.cacheSizeKiB); PRAGMA temp_store=MEMORY")
+            try exec("PRAGMA synchronous=\(options.synchronous.rawValue); PRAGMA cache_size=-\(options.cacheSizeKiB); PRAGMA temp_store=MEMORY\(walLimit)")
             for name in names where name.hasPrefix("t") {
                 if let id = Int32(name.dropFirst()) { knownTables.insert(id) }
             }
@@ -122,6 +125,10 @@ public final class SqliteValueBox: ValueBox {
             throw error
         }
     }
+
+    /// `journal_size_limit` of a store that keeps its WAL at close: SQLite's auto-checkpoint
+    /// size (1,000 pages of 4 KiB).
+    static let persistentWalLimit = 4 << 20
 
     deinit { close() }
 
