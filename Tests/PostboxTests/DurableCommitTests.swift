@@ -51,6 +51,7 @@ final class DurableCommitTests: XCTestCase {
             let postbox = try Postbox(path: path, checkpointOnClose: false)
             try await postbox.transaction { tx in try tx.peers.set(Peer(id: PeerId(1), category: .group, title: "first")) }
             try await postbox.transaction(durable: true) { tx in try tx.peers.set(Peer(id: PeerId(2), category: .group, title: "second")) }
+            try postbox.readSync { _ in }  // the store's queue has let go of it when this returns
         }
         var st = stat()
         XCTAssertEqual(stat(path + "-wal", &st), 0, "the WAL stays when the store closes without a checkpoint")
@@ -64,8 +65,9 @@ final class DurableCommitTests: XCTestCase {
         let dir = TemporaryDirectory()
         let path = dir.file("db.sqlite")
         do {
+            // The blocking form: the store's queue has let go of it when the call returns.
             let postbox = try Postbox(path: path)
-            try await postbox.transaction { tx in try tx.peers.set(Peer(id: PeerId(1), category: .group, title: "only")) }
+            try postbox.transactionSync { tx in try tx.peers.set(Peer(id: PeerId(1), category: .group, title: "only")) }
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: path + "-wal"), "the last connection checkpoints and removes the WAL")
         let reopened = try Postbox(path: path)
