@@ -142,8 +142,9 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         let accounts = Array(0..<6)
         let hosts = try (0..<3).map { _ in try host(server, database: database, leaseSeconds: leaseSeconds) }
         for h in hosts { try writeEveryMinuteJob(h, accounts: accounts) }
-        // The first host's runs block until it is killed; the others' take half a second.
-        let victim = try hosts[0].start(["schedule"], failpoints: "after-lock=sleep(120000)")
+        // The first host's runs block, once recorded as running, until it is killed; the
+        // others' take half a second.
+        let victim = try hosts[0].start(["schedule"], failpoints: "after-start-record=sleep(120000)")
         let others = try hosts[1...].map { try $0.start(["schedule"], failpoints: "after-lock=sleep(500)") }
         defer { for s in [victim] + others { s.signal(SIGKILL) } }
 
@@ -159,6 +160,7 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         while Date() < deadline, !runs(server, database: database, account: account).contains(where: { $0.pid == victim.pid }) {
             Thread.sleep(forTimeInterval: 0.1)
         }
+        XCTAssertTrue(runs(server, database: database, account: account).contains { $0.pid == victim.pid && $0.outcome == .running })
         victim.signal(SIGKILL)
         victim.wait()
         let killed = Date()
