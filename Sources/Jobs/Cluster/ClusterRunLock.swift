@@ -18,8 +18,8 @@ import PostgresNIO
 /// The holder writes who it is (host, pid, backend) per account in
 /// `<prefix>_cluster.run_locks`, so a skipped run names it and `Replace` can end its session
 /// (`pg_terminate_backend`). A holder watches its own session every few seconds: once the locks
-/// are gone (replaced, or the server restarted), it sends itself SIGTERM, so it never goes on
-/// believing it holds a lock it lost.
+/// are gone (replaced, or the server restarted), it calls its `whenLost` action, which cancels
+/// the run, so it never goes on believing it holds a lock it lost.
 public final class ClusterRunLock: RunLock, @unchecked Sendable {
     /// The advisory lock class of run locks (two-key form, apart from store writer locks).
     public static let lockClass: Int32 = 0x524C_0001
@@ -36,6 +36,8 @@ public final class ClusterRunLock: RunLock, @unchecked Sendable {
     private var held = false
     private let watchQueue = DispatchQueue(label: "jobrun.cluster-run-lock")
     private var watchdog: DispatchSourceTimer?
+    /// Read and written on `watchQueue`.
+    private var lostAction: (@Sendable () -> Void)?
 
     public init(job: String, accounts: [Int64], cluster: PostgresClusterConfig, host: String = ProcessInfo.processInfo.hostName) throws(JobError) {
         self.job = job
@@ -158,11 +160,15 @@ public final class ClusterRunLock: RunLock, @unchecked Sendable {
             if s.isClosed || (try? s.query("SELECT 1")) == nil {
                 self.held = false
                 self.watchdog?.cancel()
-                kill(getpid(), SIGTERM)
+                self.lostAction?()
             }
         }
         watchdog = timer
         timer.resume()
+    }
+
+    public func whenLost(_ action: @escaping @Sendable () -> Void) {
+        watchQueue.sync { lostAction = action }
     }
 
     public func release() {

@@ -31,15 +31,29 @@ public struct JobRunner: Sendable {
     /// runs the failure hook (not for dry runs). `fire` is the scheduled fire a cluster
     /// scheduler claimed this run for; it is kept in the run's record.
     public func run(_ job: JobFile, dryRun: Bool = false, fire: Date? = nil) async -> RunResult {
-        var startPing: Task<Void, Never>?
-        let result = await execute(job, dryRun: dryRun, fire: fire, startPing: &startPing)
+        // The run is a task of its own so that losing its lock cancels this run alone, not the
+        // process (a scheduler runs others beside it).
+        let cancellation = RunCancellation()
+        let execution = Task {
+            var startPing: Task<Void, Never>?
+            let result = await execute(job, dryRun: dryRun, fire: fire, cancellation: cancellation, startPing: &startPing)
+            return (result, startPing)
+        }
+        cancellation.attach { execution.cancel() }
+        let (result, startPing) = await withTaskCancellationHandler {
+            await execution.value
+        } onCancel: {
+            execution.cancel()
+        }
         if !dryRun, result.outcome != .skipped {
             await alerts.finished(job, result: result, start: startPing)
         }
         return result
     }
 
-    private func execute(_ job: JobFile, dryRun: Bool, fire: Date?, startPing: inout Task<Void, Never>?) async -> RunResult {
+    private func execute(
+        _ job: JobFile, dryRun: Bool, fire: Date?, cancellation: RunCancellation, startPing: inout Task<Void, Never>?
+    ) async -> RunResult {
         let runId = Self.makeRunId()
         let log = logger.with(job: job.name, run: runId)
         let started = Date()
@@ -63,6 +77,7 @@ public struct JobRunner: Sendable {
             return result
         }
         defer { lock.release() }
+        lock.whenLost { cancellation.cancel() }
         if let refusal = await acquire(lock, fileLock: fileLock, job: job, dryRun: dryRun, log: log) {
             result.outcome = refusal.outcome
             result.exitCode = refusal.exitCode
