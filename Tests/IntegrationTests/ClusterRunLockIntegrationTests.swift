@@ -113,4 +113,31 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
         let both = try c.run(["run", "cleanup"])
         XCTAssertEqual(both.status, 0, "by hand, a run takes every account's lock: \(both.stderr)")
     }
+
+    /// A scheduler whose run is replaced from another host loses that run only: the scheduler
+    /// itself goes on (it would otherwise stop every run it has, and exit, at each `Replace` or
+    /// server restart).
+    func testAReplacedRunInASchedulerCancelsThatRunNotTheScheduler() throws {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase("lock_\(UUID().uuidString.prefix(8).lowercased())")
+        let a = try host(database, server: server, policy: "Replace")
+        let b = try host(database, server: server, policy: "Replace")
+        let scheduler = try a.start(["schedule", "--now"], failpoints: "after-start-record=sleep(60000)")
+        defer { scheduler.signal(SIGKILL) }
+        XCTAssertTrue(waitForClusterLock(server, database: database), "the scheduler's run took the cluster lock: \(scheduler.stderr)")
+
+        let replacing = try b.run(["run", "cleanup"])
+        XCTAssertEqual(replacing.status, 0, replacing.stderr)
+        let deadline = Date().addingTimeInterval(30)
+        func cancelled() -> Bool {
+            a.logEvents().contains { $0["event"] as? String == "run.finished" && $0["outcome"] as? String == "cancelled" }
+        }
+        while Date() < deadline, !cancelled() { usleep(200_000) }
+        XCTAssertTrue(cancelled(), "the replaced run ended as cancelled: \(scheduler.stderr)")
+        usleep(500_000)
+        XCTAssertTrue(scheduler.isRunning, "the scheduler goes on after losing one run's lock: \(scheduler.stderr)")
+        XCTAssertFalse(a.logEvents().contains { $0["event"] as? String == "scheduler.stopping" }, a.allLogText())
+        scheduler.signal(SIGTERM)
+        XCTAssertEqual(scheduler.wait(timeout: 30), 0, scheduler.stderr)
+    }
 }
