@@ -176,6 +176,7 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         XCTAssertEqual(takeover["account"] as? Int, account)
         XCTAssertEqual(takeover["due"] as? String, claim["due"] as? String)
         XCTAssertTrue((takeover["previous_holder"] as? String)?.hasPrefix("pid \(victim.pid) on ") == true, "\(takeover)")
+        XCTAssertTrue((takeover["msg"] as? String)?.contains("took over the fire at") == true, "a journal reads it in words: \(takeover)")
         print("cluster takeover: item of a killed scheduler taken over \(String(format: "%.1f", tookOverAfter)) s after the kill (lease \(leaseSeconds) s)")
         // The lease (3 s) plus the poll interval (1 s), plus the test's own polling and a slack.
         XCTAssertLessThan(tookOverAfter, Double(leaseSeconds) + 1 + 3, "taken over within the lease bound")
