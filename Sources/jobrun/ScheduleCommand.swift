@@ -28,11 +28,11 @@ struct ScheduleCommand: AsyncParsableCommand {
         let env = try ProcessEnvironment(
             options: options, logging: logging, process: "scheduler", console: isatty(STDERR_FILENO) == 1 ? .human : .json)
         defer { env.close() }
-        let claims: FireClaims?
-        do { claims = try ClusterConfig.load(root: env.root).postgres.map { pg throws(JobError) in try FireClaims(cluster: pg) } } catch {
+        let workQueue: ClusterWorkQueue?
+        do { workQueue = try ClusterConfig.load(root: env.root).postgres.map { pg throws(JobError) in try ClusterWorkQueue(cluster: pg) } } catch {
             throw fail(error.exitCode, error.message)
         }
-        let scheduler = Scheduler(jobs: catalog.jobs, runner: env.runner, logger: env.logger, runAllAtStart: runNow, claims: claims)
+        let scheduler = Scheduler(jobs: catalog.jobs, runner: env.runner, logger: env.logger, runAllAtStart: runNow, workQueue: workQueue)
         let task = Task { _ = await scheduler.run() }
         let signals = SignalCancellation(cancelling: task, logger: env.logger)
         await task.value

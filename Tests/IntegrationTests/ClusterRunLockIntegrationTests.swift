@@ -68,4 +68,76 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
         XCTAssertTrue(b.logEvents().contains { $0["event"] as? String == "run.replacing" }, b.allLogText())
         XCTAssertLessThan(Date().timeIntervalSince(started), 30)
     }
+
+    /// The lock is per (job, account): runs of the same job over different accounts go ahead
+    /// side by side; a run that shares an account with a running one is refused (75).
+    func testForbidLocksEachAccountOfAJobApart() throws {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase("lock_\(UUID().uuidString.prefix(8).lowercased())")
+        func job(_ h: JobrunHarness, accounts: String) throws {
+            try h.writeJob(
+                "cleanup",
+                """
+                name: cleanup
+                kind: time-based-cleanup
+                timeout: 10m
+                concurrencyPolicy: Forbid
+                accounts: \(accounts)
+                params:
+                  maxSize: 1GiB
+                """)
+        }
+        let a = try host(database, server: server, policy: "Forbid")
+        let b = try host(database, server: server, policy: "Forbid")
+        let c = try host(database, server: server, policy: "Forbid")
+        try job(a, accounts: "[1]")
+        try job(b, accounts: "[2]")
+        try job(c, accounts: "[2, 1]")
+
+        let holder = try a.start(["run", "cleanup"], failpoints: "after-lock=sleep(60000)")
+        defer { holder.signal(SIGKILL) }
+        XCTAssertTrue(waitForClusterLock(server, database: database), "host a took account 1's lock: \(holder.stderr)")
+
+        let other = try b.run(["run", "cleanup"])
+        XCTAssertEqual(other.status, 0, "another account of the same job runs at the same time: \(other.stderr)")
+        let overlapping = try c.run(["run", "cleanup"])
+        XCTAssertEqual(overlapping.status, 75, "a run sharing account 1 is refused: \(overlapping.stderr)")
+        XCTAssertTrue(overlapping.stderr.contains("already running (pid \(holder.pid) on "), overlapping.stderr)
+        XCTAssertTrue(overlapping.stderr.contains("account 1"), "the message names the account held: \(overlapping.stderr)")
+        XCTAssertEqual(
+            try server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = \(0x524C_0001) AND granted", database: database), "1",
+            "the refused run let go of account 2's lock it had taken")
+
+        holder.signal(SIGKILL)
+        holder.wait()
+        let both = try c.run(["run", "cleanup"])
+        XCTAssertEqual(both.status, 0, "by hand, a run takes every account's lock: \(both.stderr)")
+    }
+
+    /// A scheduler whose run is replaced from another host loses that run only: the scheduler
+    /// itself goes on (it would otherwise stop every run it has, and exit, at each `Replace` or
+    /// server restart).
+    func testAReplacedRunInASchedulerCancelsThatRunNotTheScheduler() throws {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase("lock_\(UUID().uuidString.prefix(8).lowercased())")
+        let a = try host(database, server: server, policy: "Replace")
+        let b = try host(database, server: server, policy: "Replace")
+        let scheduler = try a.start(["schedule", "--now"], failpoints: "after-start-record=sleep(60000)")
+        defer { scheduler.signal(SIGKILL) }
+        XCTAssertTrue(waitForClusterLock(server, database: database), "the scheduler's run took the cluster lock: \(scheduler.stderr)")
+
+        let replacing = try b.run(["run", "cleanup"])
+        XCTAssertEqual(replacing.status, 0, replacing.stderr)
+        let deadline = Date().addingTimeInterval(30)
+        func cancelled() -> Bool {
+            a.logEvents().contains { $0["event"] as? String == "run.finished" && $0["outcome"] as? String == "cancelled" }
+        }
+        while Date() < deadline, !cancelled() { usleep(200_000) }
+        XCTAssertTrue(cancelled(), "the replaced run ended as cancelled: \(scheduler.stderr)")
+        usleep(500_000)
+        XCTAssertTrue(scheduler.isRunning, "the scheduler goes on after losing one run's lock: \(scheduler.stderr)")
+        XCTAssertFalse(a.logEvents().contains { $0["event"] as? String == "scheduler.stopping" }, a.allLogText())
+        scheduler.signal(SIGTERM)
+        XCTAssertEqual(scheduler.wait(timeout: 30), 0, scheduler.stderr)
+    }
 }

@@ -5,20 +5,66 @@ import TestSupport
 import XCTest
 
 /// Several `jobrun schedule` processes, each with its own data root (a host's local state),
-/// sharing one PostgreSQL store: every fire of a job runs once in the cluster.
+/// sharing one PostgreSQL store: every fire of every (job, account) runs once in the cluster,
+/// the accounts of a fire are spread over the hosts, and a killed host's item is taken over.
 final class ClusterScheduleIntegrationTests: XCTestCase {
+    /// The lease the schedule tests run with: short, so a takeover comes within seconds.
+    private let leaseSeconds = 3
+
+    /// A host's root whose `cluster.yaml` points at `database` on the shared test server.
+    private func host(_ server: PostgresServer, database: String, leaseSeconds: Int? = nil) throws -> JobrunHarness {
+        let h = JobrunHarness()
+        try FileManager.default.createDirectory(atPath: h.root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let cluster = h.root + "/cluster.yaml"
+        try
+            ("postgres:\n  url: postgresql://\(server.user)@/\(database)?host=\(server.socketDirectory)&port=\(server.port)\n"
+            + (leaseSeconds.map { "  leaseSeconds: \($0)\n" } ?? ""))
+            .write(toFile: cluster, atomically: true, encoding: .utf8)
+        chmod(cluster, 0o600)
+        return h
+    }
+
+    /// A `time-based-cleanup` job firing every minute over `accounts`.
+    private func writeEveryMinuteJob(_ h: JobrunHarness, accounts: [Int]) throws {
+        try h.writeJob(
+            "cleanup",
+            """
+            name: cleanup
+            kind: time-based-cleanup
+            schedule: "* * * * *"
+            timeout: 10m
+            concurrencyPolicy: Forbid
+            accounts: [\(accounts.map(String.init).joined(separator: ", "))]
+            params:
+              maxSize: 1GiB
+            """)
+    }
+
+    /// The `cleanup` runs recorded in `account`'s Postbox on the server.
+    private func runs(_ server: PostgresServer, database: String, account: Int) -> [JobRunRecord] {
+        let endpoint = PostgresEndpoint(address: .unixSocket(path: server.socketPath), username: server.user, database: database)
+        guard let box = try? PostgresValueBox(endpoint: endpoint, schema: "jobrun_account_\(account)", readOnly: true),
+            let postbox = try? Postbox(valueBox: box, name: "jobrun_account_\(account)", readOnly: true)
+        else { return [] }
+        return (try? postbox.readSync { try $0.jobRuns.recent(job: "cleanup", limit: 50) }) ?? []
+    }
+
+    /// The events named `event` in `h`'s logs.
+    private func events(_ h: JobrunHarness, _ event: String) -> [[String: Any]] {
+        h.logEvents().filter { $0["event"] as? String == event }
+    }
+
+    private func due(_ fireMs: Int64) -> String {
+        ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(fireMs) / 1000))
+    }
+
     func testThreeSchedulersRunEachFireOnce() throws {
         let server = try PostgresServer.shared()
         let database = try server.createDatabase("sched_\(UUID().uuidString.prefix(8).lowercased())")
         var hosts: [JobrunHarness] = []
         for _ in 0..<3 {
-            let h = JobrunHarness()
-            try FileManager.default.createDirectory(atPath: h.root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            let cluster = h.root + "/cluster.yaml"
-            try "postgres:\n  url: postgresql://\(server.user)@/\(database)?host=\(server.socketDirectory)&port=\(server.port)\n"
-                .write(toFile: cluster, atomically: true, encoding: .utf8)
-            chmod(cluster, 0o600)
-            // Allow: no run lock, so only the fire claim keeps the hosts from each running it.
+            let h = try host(server, database: database)
+            // Allow: no run lock, so only the work item keeps the hosts from each running it.
             try h.writeCleanupJob("cleanup", policy: "Allow", schedule: "\"* * * * *\"")
             hosts.append(h)
         }
@@ -26,25 +72,135 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         defer { for s in schedulers { s.signal(SIGKILL) } }
 
         // Wait for the first fire (at most a minute away) to be claimed and finished.
-        let endpoint = PostgresEndpoint(address: .unixSocket(path: server.socketPath), username: server.user, database: database)
-        func runs() -> [JobRunRecord] {
-            guard let box = try? PostgresValueBox(endpoint: endpoint, schema: "jobrun_account_0", readOnly: true),
-                let postbox = try? Postbox(valueBox: box, name: "jobrun_account_0", readOnly: true)
-            else { return [] }
-            return (try? postbox.readSync { try $0.jobRuns.recent(job: "cleanup", limit: 20) }) ?? []
-        }
         let deadline = Date().addingTimeInterval(100)
-        while Date() < deadline && !runs().contains(where: { $0.outcome == .succeeded }) { Thread.sleep(forTimeInterval: 1) }
+        while Date() < deadline && !runs(server, database: database, account: 0).contains(where: { $0.outcome == .succeeded }) {
+            Thread.sleep(forTimeInterval: 1)
+        }
         Thread.sleep(forTimeInterval: 3)
         for s in schedulers { s.signal(SIGTERM) }
         for s in schedulers { XCTAssertEqual(s.wait(timeout: 60), 0, s.stderr) }
 
-        let recorded = runs()
+        let recorded = runs(server, database: database, account: 0)
         XCTAssertFalse(recorded.isEmpty, "a fire ran: \(schedulers.map(\.stderr))")
         // Each minute's fire ran once, whichever host claimed it.
         let minutes = recorded.map { $0.startedAt / 60_000 }
         XCTAssertEqual(minutes.count, Set(minutes).count, "one run per fire in the cluster: \(recorded.map(\.runId))")
-        let skipped = hosts.map { h in h.logEvents().filter { $0["event"] as? String == "scheduler.claimed_elsewhere" }.count }
+        XCTAssertEqual(recorded.compactMap(\.fireAt).count, recorded.count, "a claimed run records its fire")
+        // One account: each fire is one item, claimed by one host and reported by the two others.
+        let skipped = hosts.map { h in events(h, "scheduler.claimed_elsewhere").count }
         XCTAssertEqual(skipped.reduce(0, +), 2 * recorded.count, "the two other hosts saw each fire claimed: \(skipped)")
+    }
+
+    func testSixAccountsAreSpreadOverThreeSchedulersAndEachRunsOncePerFire() throws {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase("spread_\(UUID().uuidString.prefix(8).lowercased())")
+        let accounts = Array(0..<6)
+        let hosts = try (0..<3).map { _ in try host(server, database: database, leaseSeconds: leaseSeconds) }
+        for h in hosts { try writeEveryMinuteJob(h, accounts: accounts) }
+        // Each account's run takes 1.5 s, so no host can drain the fire before the others claim.
+        let schedulers = try hosts.map { try $0.start(["schedule"], failpoints: "after-lock=sleep(1500)") }
+        defer { for s in schedulers { s.signal(SIGKILL) } }
+
+        func succeededFires() -> [Int: [Int64]] {
+            Dictionary(
+                uniqueKeysWithValues: accounts.map { a in
+                    (a, runs(server, database: database, account: a).filter { $0.outcome == .succeeded }.compactMap(\.fireAt))
+                })
+        }
+        let deadline = Date().addingTimeInterval(110)
+        while Date() < deadline, succeededFires().values.contains(where: \.isEmpty) { Thread.sleep(forTimeInterval: 1) }
+        for s in schedulers { s.signal(SIGTERM) }
+        for s in schedulers { XCTAssertEqual(s.wait(timeout: 60), 0, s.stderr) }
+
+        let records = Dictionary(uniqueKeysWithValues: accounts.map { ($0, runs(server, database: database, account: $0)) })
+        let firstFire = try XCTUnwrap(records.values.flatMap { $0 }.compactMap(\.fireAt).min(), "a fire ran: \(schedulers.map(\.stderr))")
+        var ranBy = [Int](repeating: 0, count: hosts.count)
+        for (account, recorded) in records {
+            let ofFirst = recorded.filter { $0.fireAt == firstFire }
+            XCTAssertEqual(ofFirst.count, 1, "account \(account) ran once for the fire: \(ofFirst)")
+            XCTAssertEqual(ofFirst.first?.outcome, .succeeded)
+            XCTAssertEqual(ofFirst.first?.host, ProcessInfo.processInfo.hostName, "a cluster run names its host")
+            if let pid = ofFirst.first?.pid, let index = schedulers.firstIndex(where: { $0.pid == pid }) { ranBy[index] += 1 }
+            let succeeded = recorded.filter { $0.outcome == .succeeded }.compactMap(\.fireAt)
+            XCTAssertEqual(succeeded.count, Set(succeeded).count, "no fire of account \(account) succeeded twice")
+        }
+        XCTAssertEqual(ranBy.reduce(0, +), accounts.count, "each run was made by one of the schedulers: \(ranBy)")
+        XCTAssertTrue(ranBy.allSatisfy { $0 >= 1 && $0 < accounts.count }, "the accounts are spread over the hosts: \(ranBy)")
+
+        // Every host accounts for each of the fire's items once: claimed by it, or elsewhere.
+        for (index, h) in hosts.enumerated() {
+            let claimed = events(h, "scheduler.claimed").filter { $0["due"] as? String == due(firstFire) }.count
+            let elsewhere = events(h, "scheduler.claimed_elsewhere").filter { $0["due"] as? String == due(firstFire) }.count
+            XCTAssertEqual(claimed, ranBy[index], "host \(index) logged a claim per account it ran")
+            XCTAssertEqual(claimed + elsewhere, accounts.count, "host \(index) saw every item of the fire claimed once")
+        }
+    }
+
+    func testAKilledSchedulersItemIsTakenOverWithinTheLease() throws {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase("takeover_\(UUID().uuidString.prefix(8).lowercased())")
+        let accounts = Array(0..<6)
+        let hosts = try (0..<3).map { _ in try host(server, database: database, leaseSeconds: leaseSeconds) }
+        for h in hosts { try writeEveryMinuteJob(h, accounts: accounts) }
+        // The first host's runs block, once recorded as running, until it is killed; the
+        // others' take half a second.
+        let victim = try hosts[0].start(["schedule"], failpoints: "after-start-record=sleep(120000)")
+        let others = try hosts[1...].map { try $0.start(["schedule"], failpoints: "after-lock=sleep(500)") }
+        defer { for s in [victim] + others { s.signal(SIGKILL) } }
+
+        var held: [String: Any]?
+        let deadline = Date().addingTimeInterval(100)
+        while Date() < deadline, held == nil {
+            held = events(hosts[0], "scheduler.claimed").first
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        let claim = try XCTUnwrap(held, "the first host claimed an item: \(victim.stderr)")
+        let account = try XCTUnwrap(claim["account"] as? Int)
+        // Its run is under way (recorded, holding the account's run lock) when it is killed.
+        while Date() < deadline, !runs(server, database: database, account: account).contains(where: { $0.pid == victim.pid }) {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        XCTAssertTrue(runs(server, database: database, account: account).contains { $0.pid == victim.pid && $0.outcome == .running })
+        victim.signal(SIGKILL)
+        victim.wait()
+        let killed = Date()
+
+        var tookOver: [String: Any]?
+        var tookOverAfter: TimeInterval = 0
+        while Date() < killed.addingTimeInterval(60), tookOver == nil {
+            tookOver = hosts[1...].flatMap { events($0, "scheduler.took_over") }.first
+            tookOverAfter = Date().timeIntervalSince(killed)
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        let takeover = try XCTUnwrap(tookOver, "another host took the item over: \(others.map(\.stderr))")
+        XCTAssertEqual(takeover["account"] as? Int, account)
+        XCTAssertEqual(takeover["due"] as? String, claim["due"] as? String)
+        XCTAssertTrue((takeover["previous_holder"] as? String)?.hasPrefix("pid \(victim.pid) on ") == true, "\(takeover)")
+        XCTAssertTrue((takeover["msg"] as? String)?.contains("took over the fire at") == true, "a journal reads it in words: \(takeover)")
+        print("cluster takeover: item of a killed scheduler taken over \(String(format: "%.1f", tookOverAfter)) s after the kill (lease \(leaseSeconds) s)")
+        // The lease (3 s) plus the poll interval (1 s), plus the test's own polling and a slack.
+        XCTAssertLessThan(tookOverAfter, Double(leaseSeconds) + 1 + 3, "taken over within the lease bound")
+
+        let fireDeadline = Date().addingTimeInterval(60)
+        func done() -> Bool {
+            accounts.allSatisfy { a in runs(server, database: database, account: a).contains { $0.outcome == .succeeded && $0.fireAt != nil } }
+        }
+        while Date() < fireDeadline, !done() { Thread.sleep(forTimeInterval: 0.5) }
+        for s in others { s.signal(SIGTERM) }
+        for s in others { XCTAssertEqual(s.wait(timeout: 60), 0, s.stderr) }
+
+        for a in accounts {
+            let recorded = runs(server, database: database, account: a)
+            let fire = try XCTUnwrap(recorded.compactMap(\.fireAt).min())
+            let succeeded = recorded.filter { $0.fireAt == fire && $0.outcome == .succeeded }
+            XCTAssertEqual(succeeded.count, 1, "account \(a)'s fire completed once: \(recorded)")
+            XCTAssertNotEqual(succeeded.first?.pid, victim.pid)
+        }
+        let abandoned = runs(server, database: database, account: account).filter { $0.pid == victim.pid }
+        XCTAssertEqual(abandoned.map(\.outcome), [.failed], "the killed run is closed by the host that took over")
+        XCTAssertTrue(abandoned.first?.message?.contains("abandoned") == true, "\(abandoned)")
+        XCTAssertEqual(
+            try server.psql("SELECT claims FROM jobrun_cluster.work_items WHERE account = \(account) ORDER BY fire_ms LIMIT 1", database: database), "2",
+            "the item was claimed by the killed host, then by the one that took it over")
     }
 }

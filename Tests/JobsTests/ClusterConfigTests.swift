@@ -115,3 +115,25 @@ final class ClusterConfigTests: XCTestCase {
         XCTAssertFalse("\(endpoint)".contains("s3cr3t-value"), "an endpoint prints without its password")
     }
 }
+
+/// `postgres.leaseSeconds`: the bound after which another scheduler takes over a dead host's work.
+final class ClusterLeaseConfigTests: XCTestCase {
+    func testLeaseDefaultsToThirtySecondsAndIsRead() throws {
+        let plain = try ClusterConfig.parse("postgres:\n  url: postgresql://u@h/db\n", path: "c", rootDirectory: "/")
+        XCTAssertEqual(plain.postgres?.leaseSeconds, 30)
+        let short = try ClusterConfig.parse("postgres:\n  url: postgresql://u@h/db\n  leaseSeconds: 4\n", path: "c", rootDirectory: "/")
+        XCTAssertEqual(short.postgres?.leaseSeconds, 4)
+    }
+
+    func testLeaseOutOfRangeOrNotANumberIsRefusedWithItsLine() throws {
+        for bad in ["1", "3601", "ten", "2.5"] {
+            XCTAssertThrowsError(
+                try ClusterConfig.parse("postgres:\n  url: postgresql://u@h/db\n  leaseSeconds: \(bad)\n", path: "/r/cluster.yaml", rootDirectory: "/r")
+            ) {
+                let text = "\($0)"
+                XCTAssertTrue(
+                    text.contains("/r/cluster.yaml:3:") && text.contains("`postgres.leaseSeconds` must be a whole number of seconds from 2 to 3600"), text)
+            }
+        }
+    }
+}

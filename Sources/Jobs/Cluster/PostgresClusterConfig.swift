@@ -9,6 +9,7 @@ import PostboxPostgres
 ///   passwordFile: /etc/jobrun/pg-password             # 0600, first line
 ///   tls: {mode: verify-full, caFile: /etc/jobrun/pg-ca.pem}
 ///   schemaPrefix: jobrun
+///   leaseSeconds: 30                                  # a scheduler's hold on a work item
 /// ```
 ///
 /// A Unix socket is named as libpq does: `postgresql:///jobrun?host=/run/postgresql`.
@@ -25,7 +26,11 @@ public struct PostgresClusterConfig: Sendable {
     public static let tlsModeVariable = "JOBRUN_POSTGRES_TLS_MODE"
     public static let caFileVariable = "JOBRUN_POSTGRES_CA_FILE"
     public static let schemaPrefixVariable = "JOBRUN_POSTGRES_SCHEMA_PREFIX"
-    static let knownKeys: Set<String> = ["url", "passwordFile", "tls", "schemaPrefix"]
+    static let knownKeys: Set<String> = ["url", "passwordFile", "tls", "schemaPrefix", "leaseSeconds"]
+    /// The lease of a scheduler's work item when `leaseSeconds` is not set.
+    public static let defaultLeaseSeconds = 30
+    /// The shortest and longest lease accepted.
+    public static let leaseSecondsRange = 2...3600
 
     public var address: PostgresEndpoint.Address
     public var username: String
@@ -35,10 +40,13 @@ public struct PostgresClusterConfig: Sendable {
     public var tls: TLS
     public var caFile: String?
     public var schemaPrefix: String
+    /// How long a `jobrun schedule` host holds a claimed work item without renewing it (it renews
+    /// every third of it): the bound after which another host takes over a dead host's work.
+    public var leaseSeconds: Int
 
     public init(
         address: PostgresEndpoint.Address, username: String, database: String, passwordFile: String? = nil, tls: TLS = .disable,
-        caFile: String? = nil, schemaPrefix: String = "jobrun"
+        caFile: String? = nil, schemaPrefix: String = "jobrun", leaseSeconds: Int = PostgresClusterConfig.defaultLeaseSeconds
     ) {
         self.address = address
         self.username = username
@@ -47,6 +55,7 @@ public struct PostgresClusterConfig: Sendable {
         self.tls = tls
         self.caFile = caFile
         self.schemaPrefix = schemaPrefix
+        self.leaseSeconds = leaseSeconds
     }
 
     /// The schema of account `id`'s Postbox.
@@ -104,6 +113,7 @@ public struct PostgresClusterConfig: Sendable {
         var tls = TLS.disable
         var caFile: String?
         var prefix = "jobrun"
+        var lease = defaultLeaseSeconds
         func path(_ text: String) -> String { text.hasPrefix("/") ? text : (rootDirectory as NSString).appendingPathComponent(text) }
         for entry in entries {
             let v = entry.value
@@ -120,6 +130,14 @@ public struct PostgresClusterConfig: Sendable {
                     continue
                 }
                 prefix = text
+            case "leaseSeconds":
+                guard let text = v.scalarText, let seconds = Int(text), leaseSecondsRange.contains(seconds) else {
+                    problems.append(
+                        "\(v.position): `postgres.leaseSeconds` must be a whole number of seconds from \(leaseSecondsRange.lowerBound) to \(leaseSecondsRange.upperBound)"
+                    )
+                    continue
+                }
+                lease = seconds
             case "tls":
                 if let text = v.scalarText {
                     guard let mode = TLS(rawValue: text) else { problems.append("\(v.position): \(tlsExpected)"); continue }
@@ -160,7 +178,8 @@ public struct PostgresClusterConfig: Sendable {
             if !problems.isEmpty { return .failure(Problems(problems: problems)) }
             return .success(
                 PostgresClusterConfig(
-                    address: address, username: user, database: database, passwordFile: passwordFile, tls: tls, caFile: caFile, schemaPrefix: prefix))
+                    address: address, username: user, database: database, passwordFile: passwordFile, tls: tls, caFile: caFile, schemaPrefix: prefix,
+                    leaseSeconds: lease))
         case .failure(let message):
             problems.append("\(urlNode.position): \(message)")
             return .failure(Problems(problems: problems))

@@ -32,6 +32,15 @@ enum LogMessage {
         case "scheduler.stopped": return "scheduler stopped after \(field("runs") ?? "0") runs"
         case "scheduler.skipped": return "\(subject) not started: " + (field("reason") ?? "still running")
         case "scheduler.missed": return "\(subject) missed its start at \(field("due") ?? "?") (older than startingDeadline)"
+        case "scheduler.claimed": return "\(subject) account \(field("account") ?? "?"): claimed the fire at \(field("due") ?? "?")"
+        case "scheduler.claimed_elsewhere":
+            return "\(subject) account \(field("account") ?? "?"): the fire at \(field("due") ?? "?") is claimed by \(field("holder") ?? "another host")"
+        case "scheduler.took_over":
+            return
+                "\(subject) account \(field("account") ?? "?"): took over the fire at \(field("due") ?? "?") from \(field("previous_holder") ?? "?"), whose lease ran out"
+        case "scheduler.lease_lost":
+            return "\(subject) account \(field("account") ?? "?"): the fire at \(field("due") ?? "?") was taken over by another host (the lease ran out)"
+        case "scheduler.claim_failed": return "\(subject): cannot add or claim work in the cluster: \(field("error") ?? "?")"
         case "process.signal": return "received \(field("signal") ?? "a signal"), stopping at the next checkpoint"
         default:
             let details = fields.keys.sorted().prefix(4).compactMap { key in field(key).map { "\(key)=\($0)" } }

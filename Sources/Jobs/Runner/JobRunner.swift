@@ -28,17 +28,32 @@ public struct JobRunner: Sendable {
 
     /// Runs `job`. Never throws: every failure becomes a `RunResult` with its exit code. A run
     /// that took the lock pings the job's heartbeat at its start and end and, when it fails,
-    /// runs the failure hook (not for dry runs).
-    public func run(_ job: JobFile, dryRun: Bool = false) async -> RunResult {
-        var startPing: Task<Void, Never>?
-        let result = await execute(job, dryRun: dryRun, startPing: &startPing)
+    /// runs the failure hook (not for dry runs). `fire` is the scheduled fire a cluster
+    /// scheduler claimed this run for; it is kept in the run's record.
+    public func run(_ job: JobFile, dryRun: Bool = false, fire: Date? = nil) async -> RunResult {
+        // The run is a task of its own so that losing its lock cancels this run alone, not the
+        // process (a scheduler runs others beside it).
+        let cancellation = RunCancellation()
+        let execution = Task {
+            var startPing: Task<Void, Never>?
+            let result = await execute(job, dryRun: dryRun, fire: fire, cancellation: cancellation, startPing: &startPing)
+            return (result, startPing)
+        }
+        cancellation.attach { execution.cancel() }
+        let (result, startPing) = await withTaskCancellationHandler {
+            await execution.value
+        } onCancel: {
+            execution.cancel()
+        }
         if !dryRun, result.outcome != .skipped {
             await alerts.finished(job, result: result, start: startPing)
         }
         return result
     }
 
-    private func execute(_ job: JobFile, dryRun: Bool, startPing: inout Task<Void, Never>?) async -> RunResult {
+    private func execute(
+        _ job: JobFile, dryRun: Bool, fire: Date?, cancellation: RunCancellation, startPing: inout Task<Void, Never>?
+    ) async -> RunResult {
         let runId = Self.makeRunId()
         let log = logger.with(job: job.name, run: runId)
         let started = Date()
@@ -55,19 +70,23 @@ public struct JobRunner: Sendable {
         // 1. The run lock: a file lock on this host, a cluster lock when the store is shared.
         let fileLock = JobLock(root: root, job: job.name)
         let lock: any RunLock
-        do { lock = try Self.runLock(root: root, job: job.name, fileLock: fileLock) } catch {
+        do { lock = try Self.runLock(root: root, job: job, fileLock: fileLock) } catch {
             result.exitCode = error.exitCode
             result.message = error.message
             log.error("run.refused", ["reason": .string(error.message)])
             return result
         }
         defer { lock.release() }
+        lock.whenLost { cancellation.cancel() }
         if let refusal = await acquire(lock, fileLock: fileLock, job: job, dryRun: dryRun, log: log) {
             result.outcome = refusal.outcome
             result.exitCode = refusal.exitCode
             result.message = refusal.message
             return result
         }
+
+        let origin = RunOrigin(
+            host: lock is ClusterRunLock ? ProcessInfo.processInfo.hostName : nil, fireAt: fire.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) })
 
         // 2. The accounts' stores and the start record.
         if !dryRun { startPing = alerts.started(job, runId: runId) }
@@ -88,7 +107,8 @@ public struct JobRunner: Sendable {
             result.finished = Date()
             return result
         }
-        let startFailure = await recordStart(contexts, job: job, fileLock: fileLock, runId: runId, started: started, dryRun: dryRun, log: log)
+        let startFailure = await recordStart(
+            contexts, job: job, fileLock: fileLock, runId: runId, started: started, origin: origin, dryRun: dryRun, log: log)
         do { try await Failpoints.hit("after-start-record") } catch {
             result.outcome = .cancelled
             result.exitCode = .temporary
@@ -98,7 +118,9 @@ public struct JobRunner: Sendable {
         let attempts = await work(job, kind: kind, contexts: contexts, runId: runId, dryRun: dryRun, startFailure: startFailure, log: log, result: &result)
 
         // 4. The record, the metrics and the log line.
-        await finish(job, contexts: contexts, fileLock: fileLock, runId: runId, started: started, attempts: attempts, dryRun: dryRun, log: log, result: &result)
+        await finish(
+            job, contexts: contexts, fileLock: fileLock, runId: runId, started: started, origin: origin, attempts: attempts, dryRun: dryRun, log: log,
+            result: &result)
         return result
     }
 
@@ -141,7 +163,7 @@ public struct JobRunner: Sendable {
     /// Closes runs a crashed holder left open, records this run's start in every account, and
     /// returns the first store failure met doing so.
     private func recordStart(
-        _ contexts: [AccountContext], job: JobFile, fileLock: JobLock, runId: String, started: Date, dryRun: Bool, log: JobLogger
+        _ contexts: [AccountContext], job: JobFile, fileLock: JobLock, runId: String, started: Date, origin: RunOrigin, dryRun: Bool, log: JobLogger
     ) async -> (any Error)? {
         // A run that could not write its closing record left its outcome in the lock file.
         let pending = fileLock.pendingOutcome()
@@ -149,7 +171,7 @@ public struct JobRunner: Sendable {
         var startFailure: (any Error)?
         for context in contexts {
             if job.concurrencyPolicy != .allow { closedAll = await closeAbandonedRuns(context, job: job, pending: pending, log: log) && closedAll }
-            if let error = await record(context, job: job, runId: runId, started: started, attempt: 1, dryRun: dryRun, end: nil) {
+            if let error = await record(context, job: job, runId: runId, started: started, origin: origin, attempt: 1, dryRun: dryRun, end: nil) {
                 startFailure = startFailure ?? error
             }
         }
@@ -245,14 +267,14 @@ public struct JobRunner: Sendable {
     /// Closes the run: its record in every account (or, when a store cannot take it, in the
     /// lock file for the next run), the metrics of a real run, and the `run.finished` line.
     private func finish(
-        _ job: JobFile, contexts: [AccountContext], fileLock: JobLock, runId: String, started: Date, attempts: Int, dryRun: Bool,
+        _ job: JobFile, contexts: [AccountContext], fileLock: JobLock, runId: String, started: Date, origin: RunOrigin, attempts: Int, dryRun: Bool,
         log: JobLogger, result: inout RunResult
     ) async {
         result.finished = Date()
         let ended = result
         // The closing records and the metrics file do not depend on each other: the file is
         // written while the stores commit, so the two fsyncs overlap instead of queuing.
-        async let recordedAll = recordEnds(contexts, job: job, runId: runId, started: started, attempts: attempts, dryRun: dryRun, end: ended)
+        async let recordedAll = recordEnds(contexts, job: job, runId: runId, started: started, origin: origin, attempts: attempts, dryRun: dryRun, end: ended)
         // A dry run changes nothing of production: the metrics file (and the last-success time
         // alerts read) stays as the last real run left it.
         if !dryRun { writeMetrics(job: job, result: ended, log: log) }
@@ -289,19 +311,28 @@ public struct JobRunner: Sendable {
 
     /// Writes the closing record in every account; false if a store could not take it.
     private func recordEnds(
-        _ contexts: [AccountContext], job: JobFile, runId: String, started: Date, attempts: Int, dryRun: Bool, end: RunResult
+        _ contexts: [AccountContext], job: JobFile, runId: String, started: Date, origin: RunOrigin, attempts: Int, dryRun: Bool,
+        end: RunResult
     ) async -> Bool {
         var recorded = true
-        for context in contexts where await record(context, job: job, runId: runId, started: started, attempt: attempts, dryRun: dryRun, end: end) != nil {
+        for context in contexts
+        where await record(context, job: job, runId: runId, started: started, origin: origin, attempt: attempts, dryRun: dryRun, end: end) != nil {
             recorded = false
         }
         return recorded
     }
 
-    /// The file lock, or the cluster lock when `cluster.yaml` shares the store.
-    static func runLock(root: DataRoot, job: String, fileLock: JobLock) throws(JobError) -> any RunLock {
+    /// The file lock, or the cluster lock of the job's accounts when `cluster.yaml` shares the store.
+    static func runLock(root: DataRoot, job: JobFile, fileLock: JobLock) throws(JobError) -> any RunLock {
         guard let pg = try ClusterConfig.load(root: root).postgres else { return fileLock }
-        return try ClusterRunLock(job: job, cluster: pg)
+        return try ClusterRunLock(job: job.name, accounts: job.accounts, cluster: pg)
+    }
+
+    /// Where a run came from, kept in its record: the host when hosts share the store, and the
+    /// scheduled fire a cluster scheduler claimed it for.
+    struct RunOrigin {
+        var host: String?
+        var fireAt: Int64?
     }
 
     private func takeLock(_ lock: any RunLock, job: JobFile, log: JobLogger) async throws -> Bool {
@@ -322,7 +353,7 @@ public struct JobRunner: Sendable {
     /// Writes the run's record; returns the error when the store could not take it.
     @discardableResult
     private func record(
-        _ context: AccountContext, job: JobFile, runId: String, started: Date, attempt: Int, dryRun: Bool, end: RunResult?
+        _ context: AccountContext, job: JobFile, runId: String, started: Date, origin: RunOrigin, attempt: Int, dryRun: Bool, end: RunResult?
     ) async -> (any Error)? {
         var run = JobRunRecord(
             runId: runId, job: job.name, kind: job.kind, startedAt: Int64(started.timeIntervalSince1970 * 1000),
@@ -335,6 +366,8 @@ public struct JobRunner: Sendable {
             run.counters = end.report.counters
         }
         run.dryRun = dryRun
+        run.host = origin.host
+        run.fireAt = origin.fireAt
         let limit = historyLimit
         let record = run
         do {
@@ -384,7 +417,7 @@ public struct JobRunner: Sendable {
                             pending.message + (pending.message.isEmpty ? "" : " ") + "(recorded by the next run: the store could not be written when it ended)"
                     } else {
                         run.outcome = .failed
-                        run.message = "abandoned: pid \(run.pid) ended without recording an outcome (killed or crashed)"
+                        run.message = "abandoned: pid \(run.pid)\(run.host.map { " on \($0)" } ?? "") ended without recording an outcome (killed or crashed)"
                     }
                     try tx.jobRuns.set(run)
                     closed.append(run.runId)

@@ -18,6 +18,10 @@ public protocol RunLock: AnyObject {
     /// there is no holder to ask.
     @discardableResult
     func stopHolder() -> Bool
+    /// Calls `action` (on any thread) if the lock is taken from its holder while held: a cluster
+    /// lock whose session ended (a `Replace` from another host, a server restart). A file lock
+    /// is never lost while its process lives.
+    func whenLost(_ action: @escaping @Sendable () -> Void)
 }
 
 extension JobLock: RunLock {
@@ -28,4 +32,6 @@ extension JobLock: RunLock {
         guard let pid = holderPid, pid != getpid() else { return false }
         return kill(pid, SIGTERM) == 0
     }
+
+    public func whenLost(_ action: @escaping @Sendable () -> Void) {}
 }

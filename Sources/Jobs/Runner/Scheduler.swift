@@ -11,15 +11,16 @@ public struct Scheduler: Sendable {
     public let logger: JobLogger
     /// Also run every enabled job once at start (after a deploy, or in tests).
     public var runAllAtStart: Bool
-    /// With shared stores: each scheduled fire runs on the one host that claims it.
-    public var claims: FireClaims?
+    /// With shared stores: each scheduled fire of each (job, account) is a work item that the
+    /// hosts claim one at a time, run once, and take over from a host that died.
+    public var workQueue: ClusterWorkQueue?
 
-    public init(jobs: [JobFile], runner: JobRunner, logger: JobLogger, runAllAtStart: Bool = false, claims: FireClaims? = nil) {
+    public init(jobs: [JobFile], runner: JobRunner, logger: JobLogger, runAllAtStart: Bool = false, workQueue: ClusterWorkQueue? = nil) {
         self.jobs = jobs.filter { $0.enabled && ($0.schedule != nil || runAllAtStart) }
         self.runner = runner
         self.logger = logger
         self.runAllAtStart = runAllAtStart
-        self.claims = claims
+        self.workQueue = workQueue
     }
 
     /// Runs until cancelled; returns how many runs it started and how they ended.
@@ -32,6 +33,8 @@ public struct Scheduler: Sendable {
         let start = Date()
         var nextFire: [String: Date] = [:]
         for job in jobs { nextFire[job.name] = runAllAtStart ? start : job.nextFire(after: start) }
+        let cluster = workQueue.map { ClusterWork(queue: $0) }
+        var nextPoll = start
 
         await withTaskGroup(of: Void.self) { group in
             while !Task.isCancelled {
@@ -49,39 +52,39 @@ public struct Scheduler: Sendable {
                         runner.recordSuspended(job, log: log)
                         continue
                     }
+                    if let cluster, due != start {
+                        // The (job, account) run locks keep the concurrency policy across hosts.
+                        await cluster.enqueue(job, due: due, log: log)
+                        cluster.startWorker(for: job, in: &group, runner: runner, tracker: tracker, logger: logger)
+                        continue
+                    }
                     if job.concurrencyPolicy != .allow, await tracker.isRunning(job.name) {
                         log.notice("scheduler.skipped", ["reason": "the previous run is still active"])
                         continue
                     }
-                    if let claims, due != start, !(await claimed(job.name, due, claims, log)) { continue }
                     await tracker.started(job.name)
                     group.addTask {
                         let result = await runner.run(job)
                         await tracker.finished(result)
                     }
                 }
-                let wake = nextFire.values.min().map { $0.timeIntervalSince(Date()) } ?? 60
+                if let cluster, Date() >= nextPoll {
+                    // Items added by other hosts, handed back, or whose holder's lease ran out.
+                    for job in jobs { cluster.startWorker(for: job, in: &group, runner: runner, tracker: tracker, logger: logger) }
+                    await cluster.reportClaimedElsewhere(logger: logger)
+                    nextPoll = Date().addingTimeInterval(cluster.pollSeconds)
+                }
+                var wake = nextFire.values.min().map { $0.timeIntervalSince(Date()) } ?? 60
+                if cluster != nil { wake = min(wake, nextPoll.timeIntervalSince(Date())) }
                 do { try await Task.sleep(for: .milliseconds(Int64(min(max(wake, 0.01), 60) * 1000))) } catch { break }
             }
             logger.info("scheduler.stopping", ["running": .int(Int64(await tracker.runningCount))])
             await group.waitForAll()
+            await cluster?.reportClaimedElsewhere(logger: logger)
         }
         let outcomes = await tracker.outcomes
         logger.info("scheduler.stopped", ["runs": .int(Int64(outcomes.values.reduce(0, +)))])
         return outcomes
-    }
-}
-
-extension Scheduler {
-    /// Whether this host won `job`'s fire at `due`; a claim that fails skips the fire.
-    func claimed(_ job: String, _ due: Date, _ claims: FireClaims, _ log: JobLogger) async -> Bool {
-        do {
-            if try await claims.claim(job: job, due: due) { return true }
-            log.info("scheduler.claimed_elsewhere", ["due": .string(ISO8601DateFormatter().string(from: due))])
-        } catch {
-            log.warning("scheduler.claim_failed", ["error": .string("\(error)")])
-        }
-        return false
     }
 }
 

@@ -21,6 +21,11 @@ public struct JobRunRecord: PostboxCoding, Sendable, Equatable {
     public var counters: [String: Int64]
     /// A `--dry-run`: it reported what it would do and changed nothing; never a success of the job.
     public var dryRun: Bool
+    /// The host that ran it, when hosts share the store (nil on a single host).
+    public var host: String?
+    /// The scheduled fire it ran for (Unix milliseconds), when a scheduler claimed it as a
+    /// cluster work item; nil for runs started by hand or outside a cluster.
+    public var fireAt: Int64?
 
     public init(runId: String, job: String, kind: String, startedAt: Int64, pid: Int32, attempt: Int32 = 1) {
         self.runId = runId
@@ -35,6 +40,8 @@ public struct JobRunRecord: PostboxCoding, Sendable, Equatable {
         self.message = nil
         self.counters = [:]
         self.dryRun = false
+        self.host = nil
+        self.fireAt = nil
     }
 
     public var durationMs: Int64? { endedAt.map { $0 - startedAt } }
@@ -52,6 +59,8 @@ public struct JobRunRecord: PostboxCoding, Sendable, Equatable {
         message = d.decodeString(forKey: "m")
         counters = d.decodeInt64Dictionary(keysKey: "ck", valuesKey: "cv")
         dryRun = (d.decodeInt32(forKey: "d") ?? 0) != 0
+        host = d.decodeString(forKey: "h")
+        fireAt = d.decodeInt64(forKey: "f")
     }
 
     public func encode(_ e: PostboxEncoder) {
@@ -67,5 +76,7 @@ public struct JobRunRecord: PostboxCoding, Sendable, Equatable {
         e.encodeIfPresent(message, forKey: "m")
         e.encode(counters, keysKey: "ck", valuesKey: "cv")
         if dryRun { e.encode(Int32(1), forKey: "d") }  // absent in real runs and in records written before it existed
+        e.encodeIfPresent(host, forKey: "h")
+        e.encodeIfPresent(fireAt, forKey: "f")
     }
 }

@@ -1,0 +1,248 @@
+import Foundation
+import PostboxPostgres
+import PostgresNIO
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The work of the `jobrun schedule` hosts sharing a store: one item per (job, account, fire) in
+/// `<prefix>_cluster.work_items`. At a due fire every host inserts the job's items
+/// (`INSERT … ON CONFLICT DO NOTHING`, the way graphile-worker de-duplicates identical crontabs),
+/// then each claims items one at a time (`FOR UPDATE SKIP LOCKED`): an item is claimed by one
+/// host, which holds it under a lease it renews while the run lasts and marks it done at the
+/// end. An item whose lease ran out (its host died or was cut off) is claimed again by another
+/// host: that is the takeover. Done items older than a week are pruned as new ones are added.
+public actor ClusterWorkQueue {
+    /// One scheduled fire of one job for one account.
+    public struct Item: Sendable, Hashable, CustomStringConvertible {
+        public var job: String
+        public var account: Int64
+        /// The fire time, Unix milliseconds.
+        public var fireMs: Int64
+
+        public init(job: String, account: Int64, fireMs: Int64) {
+            self.job = job
+            self.account = account
+            self.fireMs = fireMs
+        }
+
+        public var fire: Date { Date(timeIntervalSince1970: Double(fireMs) / 1000) }
+        public var description: String { "\(job) account \(account) fire \(fireMs)" }
+    }
+
+    /// A host's process holding items: `pid 123 on host-b`.
+    public struct Holder: Sendable, Hashable, CustomStringConvertible {
+        public var host: String
+        public var pid: Int32
+
+        public init(host: String, pid: Int32) {
+            self.host = host
+            self.pid = pid
+        }
+
+        public var description: String { "pid \(pid) on \(host)" }
+    }
+
+    /// An item this host now holds; `previousHolder` is set when it was taken over from a holder
+    /// whose lease had run out.
+    public struct Claim: Sendable {
+        public var item: Item
+        public var previousHolder: Holder?
+    }
+
+    /// Items of a fire claimed by another holder.
+    public struct ElsewhereClaim: Sendable {
+        public var account: Int64
+        public var holder: Holder
+    }
+
+    public let holder: Holder
+    /// How long a claim holds without renewal.
+    public let leaseSeconds: Int
+    private let endpoint: PostgresEndpoint
+    private let table: String
+    private var session: PostgresSession?
+    /// Blocking calls run here, never on the cooperative pool.
+    private let queue = DispatchQueue(label: "jobrun.cluster-work-queue")
+
+    public init(cluster: PostgresClusterConfig, holder: Holder = Holder(host: ProcessInfo.processInfo.hostName, pid: getpid())) throws(JobError) {
+        self.endpoint = try cluster.endpoint()
+        self.table = "\"\(cluster.schemaPrefix)_cluster\".work_items"
+        self.holder = holder
+        self.leaseSeconds = cluster.leaseSeconds
+    }
+
+    /// The lease renewal period: a third of the lease, so two renewals can be lost before it runs out.
+    public nonisolated var renewalInterval: Duration { .milliseconds(leaseSeconds * 1000 / 3) }
+
+    /// How often a host looks for items to take over: a third of the lease, at most 5 s. A dead
+    /// host's item is taken over within `leaseSeconds` plus this.
+    public nonisolated var pollInterval: Duration { .milliseconds(min(5000, max(1000, leaseSeconds * 1000 / 3))) }
+
+    /// Adds the items of `job`'s fire at `fire` for `accounts` (those another host added are
+    /// left as they are); returns how many this call added. Prunes done items older than a week.
+    @discardableResult
+    public func enqueue(job: String, accounts: [Int64], fire: Date) async throws -> Int {
+        let table = self.table
+        var bindings = PostgresBindings()
+        bindings.append(job)
+        bindings.append(Self.milliseconds(fire))
+        bindings.append(accounts)
+        let binds = bindings
+        return try await perform { session in
+            let rows = try session.query(
+                "INSERT INTO \(table) (job, account, fire_ms, state, created_at) SELECT $1, a, $2, 'pending', now() FROM unnest($3::int8[]) AS a ON CONFLICT DO NOTHING RETURNING 1",
+                binds)
+            if !rows.isEmpty {
+                try session.query("DELETE FROM \(table) WHERE state = 'done' AND finished_at < now() - interval '7 days'")
+            }
+            return rows.count
+        }
+    }
+
+    /// Claims the oldest item of one of `jobs` that is pending or whose lease ran out, or nil when
+    /// there is none. Items other hosts are claiming at this instant are skipped, not waited for.
+    public func claim(jobs: [String]) async throws -> Claim? {
+        let (table, holder, lease) = (self.table, self.holder, self.leaseSeconds)
+        var bindings = PostgresBindings()
+        bindings.append(jobs)
+        bindings.append(holder.host)
+        bindings.append(Int(holder.pid))
+        bindings.append(lease)
+        let binds = bindings
+        return try await perform { session in
+            let rows = try session.query(
+                """
+                WITH next AS (
+                  SELECT job, account, fire_ms, state AS was, holder_host AS previous_host, holder_pid AS previous_pid FROM \(table)
+                  WHERE job = ANY($1::text[]) AND (state = 'pending' OR (state = 'running' AND lease_until < now()))
+                  ORDER BY fire_ms, job, account LIMIT 1 FOR UPDATE SKIP LOCKED)
+                UPDATE \(table) AS w SET state = 'running', holder_host = $2, holder_pid = $3,
+                  lease_until = now() + make_interval(secs => $4), claimed_at = now(), claims = w.claims + 1
+                FROM next WHERE w.job = next.job AND w.account = next.account AND w.fire_ms = next.fire_ms
+                RETURNING w.job, w.account, w.fire_ms, next.was, next.previous_host, next.previous_pid
+                """,
+                binds)
+            guard let row = rows.first else { return nil }
+            let (job, account, fireMs, was, previousHost, previousPid) = try row.decode((String, Int64, Int64, String, String?, Int?).self)
+            let previous = was == "running" ? previousHost.map { Holder(host: $0, pid: Int32(previousPid ?? 0)) } : nil
+            return Claim(item: Item(job: job, account: account, fireMs: fireMs), previousHolder: previous)
+        }
+    }
+
+    /// Extends this host's lease on `item`; false when the item is no longer this host's (its
+    /// lease ran out and another host took it over).
+    public func renew(_ item: Item) async throws -> Bool {
+        let (table, lease) = (self.table, self.leaseSeconds)
+        var bindings = holding(item)
+        bindings.append(lease)
+        let binds = bindings
+        return try await perform { session in
+            !(try session.query(
+                "UPDATE \(table) SET lease_until = now() + make_interval(secs => $6) WHERE \(Self.heldByMe) RETURNING 1", binds)).isEmpty
+        }
+    }
+
+    /// Marks `item` done with the run's outcome; false when it was no longer this host's.
+    @discardableResult
+    public func finish(_ item: Item, outcome: String) async throws -> Bool {
+        let table = self.table
+        var bindings = holding(item)
+        bindings.append(outcome)
+        let binds = bindings
+        return try await perform { session in
+            !(try session.query(
+                "UPDATE \(table) SET state = 'done', outcome = $6, finished_at = now(), lease_until = NULL WHERE \(Self.heldByMe) RETURNING 1", binds)).isEmpty
+        }
+    }
+
+    /// Hands `item` back unfinished (this host is stopping): another host claims it at once.
+    @discardableResult
+    public func release(_ item: Item) async throws -> Bool {
+        let table = self.table
+        let binds = holding(item)
+        return try await perform { session in
+            !(try session.query(
+                "UPDATE \(table) SET state = 'pending', holder_host = NULL, holder_pid = NULL, lease_until = NULL WHERE \(Self.heldByMe) RETURNING 1",
+                binds)).isEmpty
+        }
+    }
+
+    /// The items of `job`'s fire at `fireMs` that another holder has claimed (running or done).
+    public func claimedElsewhere(job: String, fireMs: Int64) async throws -> [ElsewhereClaim] {
+        let (table, holder) = (self.table, self.holder)
+        var bindings = PostgresBindings()
+        bindings.append(job)
+        bindings.append(fireMs)
+        bindings.append(holder.host)
+        bindings.append(Int(holder.pid))
+        let binds = bindings
+        return try await perform { session in
+            try session.query(
+                "SELECT account, holder_host, holder_pid FROM \(table) WHERE job = $1 AND fire_ms = $2 AND state <> 'pending' AND NOT (holder_host = $3 AND holder_pid = $4) ORDER BY account",
+                binds
+            ).map { row in
+                let (account, host, pid) = try row.decode((Int64, String, Int).self)
+                return ElsewhereClaim(account: account, holder: Holder(host: host, pid: Int32(pid)))
+            }
+        }
+    }
+
+    /// The condition on an item's key ($1 job, $2 account, $3 fire) and its holder ($4 host, $5 pid).
+    private static let heldByMe = "job = $1 AND account = $2 AND fire_ms = $3 AND state = 'running' AND holder_host = $4 AND holder_pid = $5"
+
+    private func holding(_ item: Item) -> PostgresBindings {
+        var binds = PostgresBindings()
+        binds.append(item.job)
+        binds.append(item.account)
+        binds.append(item.fireMs)
+        binds.append(holder.host)
+        binds.append(Int(holder.pid))
+        return binds
+    }
+
+    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+
+    /// Runs `body` with the session on the blocking queue; a lost connection is opened again
+    /// at the next call.
+    private func perform<T: Sendable>(_ body: @escaping @Sendable (PostgresSession) throws -> T) async throws -> T {
+        let session = Confined(try await self.session())
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try body(session.value) }) }
+        }
+    }
+
+    private func session() async throws -> PostgresSession {
+        if let session, !session.isClosed { return session }
+        let (endpoint, table) = (self.endpoint, self.table)
+        let schema = String(table.prefix { $0 != "." })
+        let opened: Confined<PostgresSession> = try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                continuation.resume(
+                    with: Result {
+                        let s = try PostgresSession(endpoint: endpoint, name: "postgres:\(schema)")
+                        try s.setUp([
+                            "CREATE SCHEMA IF NOT EXISTS \(schema)",
+                            """
+                            CREATE TABLE IF NOT EXISTS \(table) (job text NOT NULL, account int8 NOT NULL, fire_ms int8 NOT NULL,
+                              state text NOT NULL CHECK (state IN ('pending', 'running', 'done')), holder_host text, holder_pid int,
+                              lease_until timestamptz, claims int NOT NULL DEFAULT 0, outcome text, created_at timestamptz NOT NULL,
+                              claimed_at timestamptz, finished_at timestamptz, PRIMARY KEY (job, account, fire_ms))
+                            """,
+                            "CREATE INDEX IF NOT EXISTS work_items_open ON \(table) (fire_ms) WHERE state <> 'done'",
+                        ])
+                        return Confined(s)
+                    })
+            }
+        }
+        session = opened.value
+        return opened.value
+    }
+}
+
+/// A value used by one serial queue at a time, handed to it from an actor.
+final class Confined<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
