@@ -72,7 +72,9 @@ private func sharedTierBody(s3: S3Client, cloud: BenchCloud, largeBytes: Int64, 
     var table = BenchTable(
         title: "Shared-tier read vs cloud download (same \(docs.count) files, same run)", columns: ["path", "seconds", "MB/s", "files/s"])
     table.add(["cloud download (cloudd → MediaBox)", fmt(cloudSeconds), fmt(Double(bytes) / 1e6 / cloudSeconds, 1), fmt(Double(docs.count) / cloudSeconds, 0)])
-    table.add(["publish to the bucket (host A)", fmt(publishSeconds), fmt(Double(bytes) / 1e6 / publishSeconds, 1), fmt(Double(docs.count) / publishSeconds, 0)])
+    table.add([
+        "publish to the bucket (host A)", fmt(publishSeconds), fmt(Double(bytes) / 1e6 / publishSeconds, 1), fmt(Double(docs.count) / publishSeconds, 0),
+    ])
     table.add(["shared-tier read (bucket → MediaBox)", fmt(tierSeconds), fmt(Double(bytes) / 1e6 / tierSeconds, 1), fmt(Double(docs.count) / tierSeconds, 0)])
     table.print()
     let ratio = cloudSeconds / tierSeconds
