@@ -50,13 +50,18 @@ public final class SharedTierFetcher: MediaResourceFetcher {
     }
 
     /// Opens the verified object of a resource, or nil when it must come from the cloud.
-    fileprivate func openFromTier(_ id: MediaResourceId) async -> (fd: Int32, size: Int64)? {
+    fileprivate func openFromTier(_ id: MediaResourceId, knownSize: Int64?) async -> (fd: Int32, size: Int64)? {
         let entry: SharedMediaTierEntry?
         do { entry = try await tier.claim(id) } catch {
             observer(.unavailable(id, reason: "the tier's index: \(error)"))
             return nil
         }
         guard let entry else { return nil }
+        if let knownSize, knownSize != entry.size {
+            try? await tier.forget(entry)
+            observer(.discarded(id, reason: "the index says \(entry.size) bytes, the resource has \(knownSize)"))
+            return nil
+        }
         do {
             let fd = try await tier.download(entry)
             observer(.readFromTier(id, bytes: entry.size))
@@ -105,7 +110,7 @@ private final class SharedTierRead: @unchecked Sendable {
     func next() async throws -> MediaResourceFetchEvent? {
         switch phase {
         case .start:
-            if let (fd, size) = await fetcher.openFromTier(request.resource.id) {
+            if let (fd, size) = await fetcher.openFromTier(request.resource.id, knownSize: request.knownSize ?? request.resource.size) {
                 let ranges = request.missingRanges.compactMap { r -> Range<Int64>? in
                     let clipped = max(0, r.lowerBound)..<min(size, r.upperBound)
                     return clipped.isEmpty ? nil : clipped
