@@ -147,20 +147,23 @@ public final class MediaBox: Sendable {
         }
         guard let fetcher = override ?? fetcher else { throw MediaBoxError.noFetcher }
         return try await coordinator.run(key) { [self] in
-            try await self.performFetch(resource, info: info, key: key, paths: paths, fetcher: fetcher)
+            let (data, fetched) = try await self.performFetch(resource, info: info, key: key, paths: paths, fetcher: fetcher)
+            // After the partial file's lock is released: the complete file is immutable.
+            if fetched { await fetcher.fetchCompleted(resource, data: data) }
+            return data
         }
     }
 
     private func performFetch(
         _ resource: any MediaResource, info: MediaResourceStorageInfo, key: MediaStorageKey,
         paths: ResourceStorePaths, fetcher: any MediaResourceFetcher
-    ) async throws -> MediaResourceData {
+    ) async throws -> (MediaResourceData, fetched: Bool) {
         // Across processes: wait for the partial file's lock, or for the other writer's result.
         var acquired: MediaBoxPartialFile?
         while acquired == nil {
             if let d = completeData(paths) {
                 try storageBox.touch([key], at: Self.now())
-                return d
+                return (d, false)
             }
             acquired = try MediaBoxPartialFile.open(paths: paths, wait: false, durability: options.partialDurability)
             if acquired == nil { try await Task.sleep(for: options.lockPollInterval) }
@@ -174,10 +177,11 @@ public final class MediaBox: Sendable {
             // Completed by another process between our check and our lock.
             if partial.ranges.totalBytes == 0 { partial.discard() }
             try storageBox.touch([key], at: Self.now())
-            return d
+            return (d, false)
         }
         if let size = resource.size { try partial.setSize(size) }
-        if !partial.isComplete {
+        let fetched = !partial.isComplete
+        if fetched {
             let request = MediaResourceFetchRequest(resource: resource, missingRanges: partial.missingRanges, knownSize: partial.knownSize)
             for try await event in fetcher.fetch(request) {
                 switch event {
@@ -219,7 +223,7 @@ public final class MediaBox: Sendable {
         let size = partial.knownSize ?? 0
         let now = Self.now()
         try storageBox.insert(StorageBoxEntry(id: resource.id, info: info, size: size, accessTime: now))
-        return MediaResourceData(path: paths.complete, offset: 0, size: size, complete: true)
+        return (MediaResourceData(path: paths.complete, offset: 0, size: size, complete: true), fetched)
     }
 
     /// Files at least this large complete with their own fsync under `.group` (see performFetch).

@@ -76,6 +76,16 @@ public struct MediaResourceFetchRequest: Sendable {
 /// when the ranges cover the size, and fails the fetch otherwise.
 public protocol MediaResourceFetcher: Sendable {
     func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error>
+
+    /// Called once MediaBox has completed `resource` from this fetcher's bytes: `data` is the
+    /// complete file, checked against the size and synced like every completed resource. A
+    /// fetch that ends incomplete, or a resource another process completed, never calls it.
+    /// The fetch's callers wait for it; it cannot fail the fetch. Default: nothing.
+    func fetchCompleted(_ resource: any MediaResource, data: MediaResourceData) async
+}
+
+extension MediaResourceFetcher {
+    public func fetchCompleted(_ resource: any MediaResource, data: MediaResourceData) async {}
 }
 
 /// A fetcher made from a closure.

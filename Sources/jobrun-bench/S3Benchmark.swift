@@ -17,6 +17,9 @@ struct S3Bench: ParsableCommand {
     @Option(help: "An S3 endpoint to use (credentials from AWS_*); default: a moto_server started for the run.")
     var endpoint: String?
     @Option(help: "Bucket (created when missing).") var bucket = "jobrun-bench"
+    @Option(help: "Small files (10–200 KB) of the shared-tier section; 0 with --tier-large-files 0 skips it.") var tierSmallFiles = 200
+    @Option(help: "Large files of the shared-tier section.") var tierLargeFiles = 4
+    @Option(help: "Size of each large file of the shared-tier section in MB.") var tierLargeMb = 16
     @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-s3"
 
     func run() throws {
@@ -163,6 +166,12 @@ struct S3Benchmark {
         row("\(options.smallFiles) small get", productSmallGet, peerSmallGet, smallBytes)
         table.print()
         print("jobrun peak RSS: \(fmt(rssBefore, 1)) MiB before the large file, \(fmt(rssAfter, 1)) MiB after staging and reading it back")
+
+        if options.tierSmallFiles + options.tierLargeFiles > 0 {
+            try await runSharedTierBenchmark(
+                s3: s3, smallFiles: options.tierSmallFiles, largeFiles: options.tierLargeFiles, largeMB: options.tierLargeMb,
+                workDir: options.workDir, concurrency: options.concurrency)
+        }
     }
 
     private func runPeer(_ command: [String], _ env: [String: String]) throws {

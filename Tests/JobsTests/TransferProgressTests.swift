@@ -96,6 +96,24 @@ final class TransferProgressTests: XCTestCase {
         XCTAssertEqual(p.bytesForTesting, 3000, "progress never goes back")
     }
 
+    /// A completed file is handed on to the wrapped fetcher, so a chain behind the counter (the
+    /// shared media tier) still publishes what it fetched.
+    func testCompletionReachesTheWrappedFetcher() async throws {
+        final class Recording: MediaResourceFetcher, @unchecked Sendable {
+            var completed: [String] = []
+            func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error> {
+                AsyncThrowingStream { $0.finish() }
+            }
+            func fetchCompleted(_ resource: any MediaResource, data: MediaResourceData) async { completed.append(data.path) }
+        }
+        let log = JobLogger(sink: try LogSink(configuration: .init(directory: nil, process: "t", console: .off)))
+        let inner = Recording()
+        let counting = ProgressCountingFetcher(inner, progress: TransferProgress(label: "prefetch", totalFiles: 1, totalBytes: 1, log: log, mode: .off))
+        await counting.fetchCompleted(
+            SimpleMediaResource(id: MediaResourceId("done"), size: 1), data: MediaResourceData(path: "/cache/done", offset: 0, size: 1, complete: true))
+        XCTAssertEqual(inner.completed, ["/cache/done"])
+    }
+
     /// `upload-queue` counts an item's bytes as its parts are acknowledged: the prefix acknowledged
     /// by an earlier run at start, each part sent now as it lands.
     func testUploadProgressCountsAcknowledgedAndSentParts() throws {

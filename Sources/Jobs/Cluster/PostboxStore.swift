@@ -20,6 +20,21 @@ public enum PostboxStore {
         return try Postbox(valueBox: box, name: "postgres:\(schema)", readOnly: readOnly)
     }
 
+    /// Opens (creating) the shared media tier's index store: schema `<schemaPrefix>_media_tier`
+    /// on the cluster's PostgreSQL server, or `<root>/media-tier/db.sqlite` on a single host.
+    public static func openSharedMediaTier(root: DataRoot, cluster: ClusterConfig) throws -> Postbox {
+        guard let pg = cluster.postgres else {
+            let directory = root.url.appendingPathComponent(sharedMediaTierDirectory, isDirectory: true)
+            try DataRoot.makeDirectory(directory)
+            return try Postbox(directory: directory.path)
+        }
+        let schema = "\(pg.schemaPrefix)_media_tier"
+        return try Postbox(valueBox: try PostgresValueBox(endpoint: try pg.endpoint(), schema: schema), name: "postgres:\(schema)")
+    }
+
+    /// The folder of the tier's index under a single host's data root.
+    public static let sharedMediaTierDirectory = "media-tier"
+
     /// Accounts whose Postbox exists in the cluster's database, ascending.
     public static func sharedAccounts(_ pg: PostgresClusterConfig) throws -> [Int64] {
         try PostgresValueBox.storeNames(endpoint: try pg.endpoint(), prefix: "\(pg.schemaPrefix)_account_")

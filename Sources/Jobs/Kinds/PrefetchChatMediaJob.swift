@@ -100,19 +100,21 @@ public struct PrefetchChatMediaJob: JobKind {
         if context.dryRun {
             return try Self.dryRun(selection, policy: policy, mediaBox: cache)
         }
+        let tier = PrefetchTierTally()
         var tally = Tally()
         tally.skips = selection.skips
         tally.gone = selection.gone
         if !selection.candidates.isEmpty {
-            let fetcher = try PrefetchDownloads.fetcher(account: account, policy: policy)
+            let cloud = try PrefetchDownloads.fetcher(account: account, policy: policy)
+            let fetcher = try account.mediaFetcher(over: cloud, observer: { tier.record($0, log: log) })
             tally = try await Self.download(selection.candidates, into: account.mediaBox, fetcher: fetcher, policy: policy, tally: tally, log: log)
         }
-        return try Self.report(selection, tally: tally, policy: policy, account: account.id, log: log)
+        return try Self.report(selection, tally: tally, policy: policy, account: account.id, log: log, extraCounters: tier.counters)
     }
 
     /// Runs the downloads, `policy.concurrency` at a time, newest first.
     static func download(
-        _ candidates: [PrefetchCandidate], into box: MediaBox, fetcher: MultipartFetch, policy: PrefetchPolicy,
+        _ candidates: [PrefetchCandidate], into box: MediaBox, fetcher: any MediaResourceFetcher, policy: PrefetchPolicy,
         tally initial: Tally, log: JobLogger
     ) async throws -> Tally {
         let shared = Shared(initial, PrefetchBudget(policy: policy))
@@ -142,7 +144,7 @@ public struct PrefetchChatMediaJob: JobKind {
 
     /// Admits and downloads one file, settling the counters whatever happens.
     static func fetchOne(
-        _ c: PrefetchCandidate, box: MediaBox, fetcher: MultipartFetch, shared: Shared, progress: TransferProgress,
+        _ c: PrefetchCandidate, box: MediaBox, fetcher: any MediaResourceFetcher, shared: Shared, progress: TransferProgress,
         log: JobLogger
     ) async throws {
         let id = c.resource.id
@@ -281,8 +283,12 @@ public struct PrefetchChatMediaJob: JobKind {
 
     /// Counters, samples and summary; throws for a partial failure or an outage after logging
     /// the counters (`prefetch.report`), so the exit code says what happened.
-    static func report(_ selection: PrefetchSelection, tally t: Tally, policy: PrefetchPolicy, account: Int64, log: JobLogger) throws -> JobReport {
-        var counters = skipCounters(t.skips)
+    /// `extraCounters` (the shared tier's) join the kind's own.
+    static func report(
+        _ selection: PrefetchSelection, tally t: Tally, policy: PrefetchPolicy, account: Int64, log: JobLogger,
+        extraCounters: [String: Int64] = [:]
+    ) throws -> JobReport {
+        var counters = skipCounters(t.skips).merging(extraCounters) { a, _ in a }
         counters["selected"] = Int64(selection.selected)
         counters["already_cached"] = Int64(selection.alreadyCached)
         counters["downloaded"] = Int64(t.downloaded)

@@ -1,3 +1,4 @@
+import CloudCore
 import Foundation
 import MediaBox
 import Postbox
@@ -72,11 +73,56 @@ public struct TimeBasedCleanupJob: JobKind {
         try Task.checkCancellation()
         let cleanup = try await TimeBasedCleanup(mediaBox: context.account.mediaBox).runDetached(options)
         var report = Self.report(cleanup)
+        if let shared = try SharedMediaTierSetup.tier(root: DataRoot(url: context.account.paths.directory.deletingLastPathComponent())) {
+            try Task.checkCancellation()
+            let tierReport = try await Self.trimTier(shared, options: options)
+            Self.add(tierReport, to: &report)
+        }
         if !options.dryRun, context.params[Self.compactDatabase] {
             let compaction = DatabaseCompaction(threshold: context.params[Self.compactThreshold])
             report.counters["database_bytes_reclaimed"] = try compaction.run(on: context.account.postbox)
         }
         return report
+    }
+
+    /// Trims the cluster's shared media tier to `sharedMedia.ttl` and `sharedMedia.maxSize` (by
+    /// its index, least recently used first); the job's `immunity` is the grace that protects a
+    /// read in progress on any host.
+    static func trimTier(_ shared: SharedMediaTierSetupResult, options: CleanupOptions) async throws -> SharedMediaTierCleanup.Report {
+        let tierOptions = SharedMediaTierCleanup.Options(
+            ttl: shared.limits.ttl, maxSize: shared.limits.maxSize, grace: options.immunityWindow, dryRun: options.dryRun, now: options.now)
+        do {
+            return try await SharedMediaTierCleanup(tier: shared.tier).run(tierOptions)
+        } catch let error as S3Error where error.isRetryable {
+            throw JobError.cloudUnavailable("cannot trim the shared media tier: \(error)")
+        }
+    }
+
+    /// The tier's part of the report: `tier_*` counters, and in a dry run the objects it would
+    /// remove.
+    static func add(_ r: SharedMediaTierCleanup.Report, to report: inout JobReport) {
+        report.counters["tier_objects_removed"] = Int64(r.removed.count)
+        report.counters["tier_bytes_freed"] = r.bytesRemoved
+        report.counters["tier_objects_expired"] = Int64(r.count(.expired))
+        report.counters["tier_objects_evicted"] = Int64(r.count(.evicted))
+        report.counters["tier_skipped_recent"] = Int64(r.skippedRecent)
+        report.counters["tier_failed"] = Int64(r.failed)
+        report.counters["tier_orphans_removed"] = Int64(r.orphansRemoved)
+        report.counters["tier_objects"] = Int64(r.objects)
+        report.counters["tier_bytes"] = r.bytes
+        let verb = r.dryRun ? "would remove" : "removed"
+        report.summary.append(
+            "shared tier: \(verb) \(r.removed.count) objects, \(ByteSize.human(r.bytesRemoved)) (expired \(r.count(.expired)), evicted \(r.count(.evicted))); "
+                + "tier now \(ByteSize.human(r.bytes)) in \(r.objects) objects" + (r.withinLimit ? "" : " — still over its limit (recently used objects)"))
+        if r.dryRun {
+            report.details["tier_would_remove"] = .array(
+                r.removed.map {
+                    .object([
+                        "resource": .string($0.entry.resourceId), "object": .string($0.entry.objectKey), "bytes": .int($0.entry.size),
+                        "last_used": .int($0.entry.lastUsedAt), "reason": .string($0.reason.rawValue),
+                    ])
+                })
+        }
     }
 
     /// The one mapping of a cleanup's result to counters, metrics, summary and details, for a

@@ -16,6 +16,7 @@ final class AccountCloud: Sendable {
     private let client = Mutex<CloudClient?>(nil)
     private let fetch = Mutex<MultipartFetch?>(nil)
     private let revalidationContext = Mutex<RevalidationContext?>(nil)
+    private let chain = Mutex<(any MediaResourceFetcher)?>(nil)
 
     init(accountId: Int64, paths: AccountPaths, postbox: Postbox) {
         self.accountId = accountId
@@ -62,18 +63,47 @@ final class AccountCloud: Sendable {
             return created
         }
     }
+
+    /// `cloudFetcher` behind the cluster's shared media tier when `cluster.yaml` enables it
+    /// (bucket, then cloud; see `SharedTierFetcher`), else `cloudFetcher` itself. `observer`
+    /// hears what the tier did.
+    func chained(
+        _ cloudFetcher: any MediaResourceFetcher, observer: @escaping @Sendable (SharedMediaTierEvent) -> Void = { _ in }
+    ) throws -> any MediaResourceFetcher {
+        guard let shared = try SharedMediaTierSetup.tier(root: DataRoot(url: paths.directory.deletingLastPathComponent())) else {
+            return cloudFetcher
+        }
+        return SharedTierFetcher(tier: shared.tier, cloud: cloudFetcher, observer: observer)
+    }
+
+    /// The MediaBox's own fetcher: the account's `MultipartFetch`, behind the shared tier when
+    /// there is one; made once.
+    func mediaFetcher() throws -> any MediaResourceFetcher {
+        if let made = chain.withLock({ $0 }) { return made }
+        let made = try chained(try fetcher())
+        return chain.withLock { chain in
+            if let raced = chain { return raced }
+            chain = made
+            return made
+        }
+    }
 }
 
 /// The account MediaBox's fetcher: forwards every request to the account's shared
-/// `MultipartFetch`, or fails it with the config error when there is none.
+/// `MultipartFetch` (behind the shared media tier when the cluster has one), or fails it with
+/// the config error when there is none.
 struct AccountFetcher: MediaResourceFetcher {
     let cloud: AccountCloud
 
     func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error> {
         do {
-            return try cloud.fetcher().fetch(request)
+            return try cloud.mediaFetcher().fetch(request)
         } catch {
             return AsyncThrowingStream { $0.finish(throwing: error) }
         }
+    }
+
+    func fetchCompleted(_ resource: any MediaResource, data: MediaResourceData) async {
+        await (try? cloud.mediaFetcher())?.fetchCompleted(resource, data: data)
     }
 }

@@ -27,8 +27,17 @@ public final class AccountContext: Sendable {
     /// through Postbox leases. `fetcher()` uses it as its revalidator.
     public func revalidation() throws -> RevalidationContext { try cloud.revalidation() }
 
+    /// `fetcher` behind the cluster's shared media tier when `cluster.yaml` enables one (the
+    /// bucket first, then `fetcher`; see `SharedTierFetcher`), else `fetcher` itself; `observer`
+    /// hears what the tier did. A tier that cannot be set up is a `JobError.config`.
+    public func mediaFetcher(
+        over fetcher: any MediaResourceFetcher, observer: @escaping @Sendable (SharedMediaTierEvent) -> Void = { _ in }
+    ) throws -> any MediaResourceFetcher {
+        try cloud.chained(fetcher, observer: observer)
+    }
+
     /// Opens the account's stores (Postbox where `cluster` puts it); its MediaBox downloads
-    /// through `fetcher()`.
+    /// through `fetcher()`, behind the shared media tier when the cluster has one.
     ///
     /// The Postbox file is not checkpointed when the process closes it: every job run ends with
     /// its record written in a durable transaction, which makes everything the process

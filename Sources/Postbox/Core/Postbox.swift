@@ -39,6 +39,7 @@ public final class Postbox: @unchecked Sendable {
     let revalidationLeaseTable: RevalidationLeaseTable
     let uploadQueueTable: UploadQueueTable
     let jobRunTable: JobRunTable
+    let sharedMediaTierTable: SharedMediaTierTable
     private let tables: [Table]
 
     /// Opens the store at `path` (a file; its directory is created 0700), checks the schema
@@ -88,9 +89,10 @@ public final class Postbox: @unchecked Sendable {
         revalidationLeaseTable = RevalidationLeaseTable(valueBox: vb, table: PostboxTableId.revalidationLeases.table, state: st)
         uploadQueueTable = UploadQueueTable(valueBox: vb, state: st)
         jobRunTable = JobRunTable(valueBox: vb, table: PostboxTableId.jobRuns.table, state: st)
+        sharedMediaTierTable = SharedMediaTierTable(valueBox: vb, table: PostboxTableId.sharedMediaTier.table, state: st)
         tables = [
             metadataTable, peerTable, messageHistoryTable, peerSyncStateTable, historyHoleTable,
-            mediaReferenceTable, revalidationLeaseTable, uploadQueueTable, jobRunTable,
+            mediaReferenceTable, revalidationLeaseTable, uploadQueueTable, jobRunTable, sharedMediaTierTable,
         ]
         try queue.sync { try self.migrate(migrations) }
     }

@@ -16,6 +16,7 @@ public enum PostboxTableId: Int32, CaseIterable, Sendable {
     case uploadQueue = 11
     case uploadParts = 12
     case jobRuns = 13
+    case sharedMediaTier = 14
 
     public var keyType: ValueBoxKeyType {
         switch self {

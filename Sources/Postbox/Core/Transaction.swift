@@ -30,6 +30,7 @@ public final class Transaction {
     public var revalidationLeases: RevalidationLeaseTable { get throws { try table(postbox.revalidationLeaseTable) } }
     public var uploadQueue: UploadQueueTable { get throws { try table(postbox.uploadQueueTable) } }
     public var jobRuns: JobRunTable { get throws { try table(postbox.jobRunTable) } }
+    public var sharedMediaTier: SharedMediaTierTable { get throws { try table(postbox.sharedMediaTierTable) } }
 
     /// The changes recorded so far in this transaction.
     public var changes: PostboxChanges { state.changes }

@@ -3,7 +3,8 @@ import Synchronization
 
 /// A fetcher that passes another's events through unchanged and counts the bytes of each data
 /// part into a `TransferProgress` as it lands, so progress moves while a large file downloads.
-/// One per file: `counted` is what this file's parts added.
+/// One per file: `counted` is what this file's parts added. A completed file is handed on to the
+/// inner fetcher (the shared media tier publishes it there).
 final class ProgressCountingFetcher: MediaResourceFetcher {
     private let inner: any MediaResourceFetcher
     private let progress: TransferProgress
@@ -20,6 +21,10 @@ final class ProgressCountingFetcher: MediaResourceFetcher {
     private func count(_ bytes: Int64) {
         total.add(bytes, ordering: .relaxed)
         progress.moved(bytes: bytes)
+    }
+
+    func fetchCompleted(_ resource: any MediaResource, data: MediaResourceData) async {
+        await inner.fetchCompleted(resource, data: data)
     }
 
     func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error> {
