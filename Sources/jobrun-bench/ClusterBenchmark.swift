@@ -1,0 +1,366 @@
+import ArgumentParser
+import CloudProtocol
+import Foundation
+import ServerFixtures
+
+/// `jobrun-bench cluster`: the fleet's throughput with 1, 2 and 3 hosts sharing one PostgreSQL
+/// and one `cloudd` — hosts in network namespaces when this process may create them, plain
+/// processes otherwise. Two workloads per host count: single-account `sync-history` jobs over
+/// distinct accounts split evenly between the hosts (jobs per minute), and one account's
+/// `revalidate-references` run by every host at once over the same expired parents (parents
+/// per second). Each figure is set against the 1-host figure of the same invocation, and the
+/// CPU used by PostgreSQL, cloudd and the hosts' processes during each run says what saturated.
+struct ClusterBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cluster",
+        abstract: "Cluster throughput with 1…3 hosts on one PostgreSQL and one cloudd: jobs per minute and revalidated parents per second.")
+    @Option(help: "Largest number of hosts (runs 1, 2, … up to it).") var hosts = 3
+    @Option(help: "Single-account sync jobs per host count.") var jobs = 18
+    @Option(help: "Peers in cloudd's dataset (each synced account lists them all).") var peers = 40
+    @Option(help: "Messages per peer: the revalidated account's parents are peers × this.") var messagesPerPeer = 100
+    @Option(help: "Messages each sync job stores per peer.") var syncMessages = 10
+    @Flag(help: "A small run (6 jobs, 10 × 20 parents) for a smoke test.") var quick = false
+    @Option(help: "A cloudd executable (default: the one next to this binary).") var cloudd: String?
+    @Option(help: "A jobrun executable (default: the one next to this binary).") var jobrun: String?
+    @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-cluster"
+
+    func run() throws {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let benchmark = ClusterBenchmark(
+            maxHosts: max(1, hosts), jobs: quick ? 6 : jobs, peers: quick ? 10 : peers, messagesPerPeer: quick ? 20 : messagesPerPeer,
+            syncMessages: quick ? 5 : syncMessages, clouddPath: cloudd ?? here.appendingPathComponent("cloudd").path,
+            jobrunPath: jobrun ?? here.appendingPathComponent("jobrun").path, workDir: workDir)
+        defer { try? FileManager.default.removeItem(atPath: workDir) }
+        try benchmark.run()
+    }
+}
+
+struct ClusterBenchmark {
+    var maxHosts: Int
+    var jobs: Int
+    var peers: Int
+    var messagesPerPeer: Int
+    var syncMessages: Int
+    var clouddPath: String
+    var jobrunPath: String
+    var workDir: String
+
+    /// One host count's figures.
+    struct Round {
+        var hosts: Int
+        var jobs: Int
+        var jobsSeconds: Double
+        var jobsLoad: CPULoad
+        var parents: Int
+        var parentsAskedTwice: Int
+        var revalidationSeconds: Double
+        var revalidationLoad: CPULoad
+        var jobsPerMinute: Double { Double(jobs) / jobsSeconds * 60 }
+        var parentsPerSecond: Double { Double(parents) / revalidationSeconds }
+    }
+
+    func run() throws {
+        for path in [clouddPath, jobrunPath] where !FileManager.default.isExecutableFile(atPath: path) {
+            throw BenchError("no executable at \(path) (swift build, or pass --cloudd / --jobrun)")
+        }
+        try? FileManager.default.removeItem(atPath: workDir)
+        try FileManager.default.createDirectory(atPath: workDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let network = try HostNetwork(hosts: maxHosts)
+        defer { network.tearDown() }
+        let postgres = try PostgresServer(listenAddresses: [network.serverAddress], port: try FreePort.pick(), clientSubnets: [network.subnet])
+        defer { postgres.stop() }
+        let database = try postgres.createDatabase("bench_cluster")
+        let (cloud, dcs) = try launchCloudd(
+            clouddPath,
+            [
+                "--host", network.serverAddress, "--port-base", "0", "--seed", "7", "--dcs", "2", "--peers", "\(peers)",
+                "--messages-per-peer", "\(messagesPerPeer)", "--cdn-fraction", "0",
+            ])
+        defer {
+            cloud.terminate()
+            cloud.waitUntilExit()
+        }
+        let admin = ClouddAdmin(base: dcs[0])
+        let hosts = try network.hosts.map { host in
+            try BenchHost(
+                host: host, directory: workDir + "/\(host.name)", jobrun: jobrunPath,
+                postgresURL: "postgresql://\(postgres.user)@\(network.serverAddress):\(postgres.port)/\(database)", dcs: dcs,
+                jobAccounts: Array(1...Int64(jobs * maxHosts)), syncMessages: syncMessages, parentMessages: messagesPerPeer)
+        }
+        let postmaster = try postmasterPid(postgres)
+        print(
+            "cluster: \(maxHosts) host(s) \(network.isolated ? "in network namespaces" : "as plain processes (\(network.fallbackReason ?? ""))"); PostgreSQL and cloudd on \(network.serverAddress); \(ProcessInfo.processInfo.activeProcessorCount) CPU cores"
+        )
+
+        // The revalidated account: every message of every peer, synced once before the rounds.
+        try hosts[0].run("sync-0")
+        var rounds: [Round] = []
+        for count in 1...maxHosts {
+            let active = Array(hosts.prefix(count))
+            // Jobs: distinct accounts per round (a fresh sync each), split evenly between hosts.
+            let accounts = (0..<jobs).map { Int64(1 + (count - 1) * jobs + $0) }
+            let jobsLoad = CPULoad.Sampler(postmaster: postmaster, cloudd: cloud.processIdentifier)
+            let jobsSeconds = try measure {
+                try inParallel(active) { host in
+                    for (i, id) in accounts.enumerated() where i % count == host.index { try host.run("sync-\(id)") }
+                }
+            }
+            // Revalidation: every parent of account 0 due again, then every host at once.
+            Thread.sleep(forTimeInterval: BenchHost.referenceTTL + 0.3)
+            try admin.expireReferences()
+            try admin.resetCounters()
+            let revalidationLoad = CPULoad.Sampler(postmaster: postmaster, cloudd: cloud.processIdentifier)
+            let revalidationSeconds = try measure { try inParallel(active) { try $0.run("revalidate") } }
+            let counters = try admin.counters()
+            let round = Round(
+                hosts: count, jobs: jobs, jobsSeconds: jobsSeconds, jobsLoad: jobsLoad.finish(seconds: jobsSeconds), parents: counters.parents.count,
+                parentsAskedTwice: counters.parents.values.filter { $0 > 1 }.count, revalidationSeconds: revalidationSeconds,
+                revalidationLoad: revalidationLoad.finish(seconds: revalidationSeconds))
+            rounds.append(round)
+        }
+        report(rounds)
+    }
+
+    private func report(_ rounds: [Round]) {
+        guard let one = rounds.first else { return }
+        var table = BenchTable(
+            title: "Cluster throughput: \(jobs) single-account sync jobs per round; one account's \(one.parents) parents revalidated by every host at once",
+            columns: ["hosts", "jobs/min", "× 1 host", "parents/s", "× 1 host", "asked twice", "CPU jobs: pg/cloudd/hosts", "CPU reval: pg/cloudd/hosts"])
+        for r in rounds {
+            table.add([
+                "\(r.hosts)", fmt(r.jobsPerMinute, 1), fmt(r.jobsPerMinute / one.jobsPerMinute), fmt(r.parentsPerSecond, 0),
+                fmt(r.parentsPerSecond / one.parentsPerSecond), "\(r.parentsAskedTwice)", r.jobsLoad.summary, r.revalidationLoad.summary,
+            ])
+        }
+        table.print()
+        if let last = rounds.last, rounds.count > 1 {
+            BenchRatios.record(
+                "cluster", "jobs per minute, \(last.hosts) hosts vs 1", product: fmt(last.jobsPerMinute, 1) + " jobs/min",
+                peer: fmt(one.jobsPerMinute, 1) + " jobs/min (1 host)", ratio: last.jobsPerMinute / one.jobsPerMinute, target: 1.0)
+            BenchRatios.record(
+                "cluster", "revalidated parents per second, \(last.hosts) hosts vs 1", product: fmt(last.parentsPerSecond, 0) + " parents/s",
+                peer: fmt(one.parentsPerSecond, 0) + " parents/s (1 host)", ratio: last.parentsPerSecond / one.parentsPerSecond, target: 1.0)
+            print("saturated (jobs, \(last.hosts) hosts): \(last.jobsLoad.verdict)")
+            print("saturated (revalidation, \(last.hosts) hosts): \(last.revalidationLoad.verdict)")
+        }
+    }
+
+    /// Runs `body` for each host on a thread of its own and waits for all; the first error wins.
+    private func inParallel(_ hosts: [BenchHost], _ body: @escaping @Sendable (BenchHost) throws -> Void) throws {
+        let failures = FailureBox()
+        DispatchQueue.concurrentPerform(iterations: hosts.count) { i in
+            do { try body(hosts[i]) } catch { failures.add("\(error)") }
+        }
+        if let first = failures.first { throw BenchError(first) }
+    }
+
+    private func postmasterPid(_ postgres: PostgresServer) throws -> Int32 {
+        let text = try String(contentsOfFile: postgres.dataDirectory + "/postmaster.pid", encoding: .utf8)
+        guard let pid = text.split(separator: "\n").first.flatMap({ Int32($0) }) else { throw BenchError("no pid in postmaster.pid") }
+        return pid
+    }
+}
+
+/// One bench host: a data root whose `cluster.yaml` names the shared server, account configs
+/// naming cloudd, and the job files; `run` runs a job there with `jobrun run`.
+final class BenchHost: Sendable {
+    /// The revalidated account's reference lifetime: a round refreshes every parent, and the
+    /// next round finds them due again this long after.
+    static let referenceTTL = 3.0
+
+    let host: HostNetwork.Host
+    let root: String
+    let jobsDir: String
+    let jobrun: String
+    var index: Int { host.index }
+
+    init(
+        host: HostNetwork.Host, directory: String, jobrun: String, postgresURL: String, dcs: [String], jobAccounts: [Int64], syncMessages: Int,
+        parentMessages: Int
+    ) throws {
+        self.host = host
+        self.jobrun = jobrun
+        root = directory + "/root"
+        jobsDir = directory + "/jobs"
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: jobsDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try fm.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try Self.write(root + "/cluster.yaml", "postgres:\n  url: \(postgresURL)\n")
+        var cloud = "datacenters:\n"
+        for (i, url) in dcs.enumerated() { cloud += "  \(i + 1): \(url)\n" }
+        cloud += "mainDc: 1\nrequestTimeout: 30s\nconnectTimeout: 5s\n"
+        for id in [0] + jobAccounts {
+            let dir = root + "/account-\(id)"
+            try fm.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try Self.write(dir + "/config.yaml", id == 0 ? cloud + "referenceTTL: \(Int(Self.referenceTTL))s\n" : cloud)
+        }
+        for id in [0] + jobAccounts {
+            try Self.write(
+                jobsDir + "/sync-\(id).yaml",
+                """
+                name: sync-\(id)
+                kind: sync-history
+                timeout: 10m
+                accounts: [\(id)]
+                retry:
+                  backoffLimit: 0
+                params:
+                  initialMessages: \(id == 0 ? parentMessages : syncMessages)
+                  requestRate: 1000
+                """)
+        }
+        try Self.write(
+            jobsDir + "/revalidate.yaml",
+            """
+            name: revalidate
+            kind: revalidate-references
+            timeout: 10m
+            concurrencyPolicy: Allow
+            accounts: [0]
+            retry:
+              backoffLimit: 0
+            params:
+              window: 1s
+              batchSize: 100
+              requestRate: 1000
+              concurrency: 8
+              maxParents: 10000000
+            """)
+    }
+
+    /// `jobrun run <job>` on this host; a non-zero exit is an error quoting its stderr.
+    func run(_ job: String) throws {
+        let command = host.command(jobrun, ["run", job, "--root", root, "--jobs-dir", jobsDir])
+        let result = try SystemCommand.status([command.executable] + command.arguments)
+        guard result.status == 0 else { throw BenchError("\(host.name): jobrun run \(job) exited \(result.status): \(result.stderr.suffix(2000))") }
+    }
+
+    private static func write(_ path: String, _ text: String) throws {
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o600)
+    }
+}
+
+/// cloudd's admin routes, through the `curl` command.
+struct ClouddAdmin {
+    var base: String
+
+    func expireReferences() throws { try post("references/expire", try JSONEncoder().encode(ExpireReferencesRequest())) }
+    func resetCounters() throws { try post("counters/reset", Data("{}".utf8)) }
+
+    func counters() throws -> CountersResponse {
+        let text = try SystemCommand.run(["/usr/bin/curl", "-sS", "--fail-with-body", base + "/admin/counters"])
+        return try JSONDecoder().decode(CountersResponse.self, from: Data(text.utf8))
+    }
+
+    private func post(_ path: String, _ body: Data) throws {
+        try SystemCommand.run([
+            "/usr/bin/curl", "-sS", "--fail-with-body", "-X", "POST", "-H", "Content-Type: application/json", "--data-binary",
+            String(decoding: body, as: UTF8.self), base + "/admin/" + path,
+        ])
+    }
+}
+
+/// CPU used during a run, in cores (CPU seconds ÷ wall seconds), by PostgreSQL (the postmaster,
+/// its live backends and the backends it reaped), cloudd, and this benchmark's children (the
+/// hosts' jobrun processes).
+struct CPULoad {
+    var postgres: Double
+    var cloudd: Double
+    var hosts: Double
+    let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
+
+    var summary: String { "\(fmt(postgres))/\(fmt(cloudd))/\(fmt(hosts))" }
+
+    /// Which resource ran out: the machine's cores when the three together use nearly all of
+    /// them, else PostgreSQL or cloudd when one of them keeps a core busy, else none of these
+    /// (waiting on round trips).
+    var verdict: String {
+        let total = postgres + cloudd + hosts
+        let shares = "PostgreSQL \(fmt(postgres)) + cloudd \(fmt(cloudd)) + jobrun processes \(fmt(hosts)) cores"
+        if total >= 0.85 * cores {
+            let top = [("PostgreSQL", postgres), ("cloudd", cloudd), ("the hosts' jobrun processes", hosts)].max { $0.1 < $1.1 }!
+            return "the machine's \(Int(cores)) CPU cores (\(shares)); the largest share is \(top.0)'s"
+        }
+        if postgres >= 0.8 { return "PostgreSQL (\(shares))" }
+        if cloudd >= 0.8 { return "cloudd (\(shares))" }
+        return "neither PostgreSQL nor cloudd: \(shares) of \(Int(cores)); the runs wait on round trips"
+    }
+
+    /// CPU seconds of the processes above, sampled at creation and at `finish`.
+    struct Sampler {
+        let postmaster: Int32
+        let cloudd: Int32
+        let start: (postgres: Double, cloudd: Double, hosts: Double)
+
+        init(postmaster: Int32, cloudd: Int32) {
+            self.postmaster = postmaster
+            self.cloudd = cloudd
+            start = Self.sample(postmaster: postmaster, cloudd: cloudd)
+        }
+
+        func finish(seconds: Double) -> CPULoad {
+            let end = Self.sample(postmaster: postmaster, cloudd: cloudd)
+            return CPULoad(
+                postgres: (end.postgres - start.postgres) / seconds, cloudd: (end.cloudd - start.cloudd) / seconds,
+                hosts: (end.hosts - start.hosts) / seconds)
+        }
+
+        static func sample(postmaster: Int32, cloudd: Int32) -> (postgres: Double, cloudd: Double, hosts: Double) {
+            var postgres = ProcStat(pid: postmaster).map { $0.own + $0.reapedChildren } ?? 0
+            for child in ProcStat.children(of: postmaster) { postgres += child.own }
+            var usage = rusage()
+            getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+            let hosts =
+                Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+            return (postgres, ProcStat(pid: cloudd)?.own ?? 0, hosts)
+        }
+    }
+}
+
+/// CPU times of one process from `/proc/<pid>/stat`, in seconds.
+struct ProcStat {
+    var pid: Int32
+    var parent: Int32
+    /// utime + stime.
+    var own: Double
+    /// cutime + cstime: children this process has waited for.
+    var reapedChildren: Double
+
+    init?(pid: Int32) {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return nil }
+        // Fields after the command name: state ppid … utime(14) stime(15) cutime(16) cstime(17).
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 15, let ppid = Int32(fields[1]) else { return nil }
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        func field(_ n: Int) -> Double { Double(fields[n - 3]) ?? 0 }
+        self.pid = pid
+        parent = ppid
+        own = (field(14) + field(15)) / ticks
+        reapedChildren = (field(16) + field(17)) / ticks
+    }
+
+    static func children(of parent: Int32) -> [ProcStat] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { Int32($0) }.compactMap { ProcStat(pid: $0) }.filter { $0.parent == parent }
+    }
+}
+
+/// Errors from worker threads, first kept.
+private final class FailureBox: @unchecked Sendable {
+    // @unchecked Sendable: `messages` is only touched under `lock`.
+    private let lock = NSLock()
+    private var messages: [String] = []
+    func add(_ message: String) {
+        lock.lock()
+        messages.append(message)
+        lock.unlock()
+    }
+    var first: String? {
+        lock.lock()
+        defer { lock.unlock() }
+        return messages.first
+    }
+}
