@@ -113,12 +113,13 @@ final class MultiHostTests: XCTestCase {
         try cluster.cloud.resetCounters()
 
         // The same account's parents, revalidated by three hosts at once.
-        let runs = try cluster.hosts.map { try cluster.start($0, ["run", "revalidate"]) }
+        let runs = try cluster.hosts.map { try cluster.start($0, ["run", "revalidate", "--json"]) }
         for r in runs { XCTAssertEqual(r.wait(timeout: 120), 0, r.stderr) }
         let counters = try cluster.cloud.counters()
         XCTAssertGreaterThan(counters.parents.count, 30, "\(counters.parents.count) parents")
         XCTAssertEqual(counters.parents.filter { $0.value > 1 }, [:], "each parent once in the whole cluster")
         let refreshed = runs.map { JobrunHarness.counters($0.stdout)["parents_refreshed"] ?? 0 }
+        XCTAssertEqual(refreshed.reduce(0, +), counters.parents.count, "the hosts' reports add up to what cloudd saw: \(refreshed)")
         print("MultiHostTests: parents refreshed per host \(refreshed) of \(counters.parents.count)")
     }
 
