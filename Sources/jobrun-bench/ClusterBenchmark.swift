@@ -7,17 +7,18 @@ import ServerFixtures
 /// and one `cloudd` — hosts in network namespaces when this process may create them, plain
 /// processes otherwise. Two workloads per host count: single-account `sync-history` jobs over
 /// distinct accounts split evenly between the hosts (jobs per minute), and one account's
-/// `revalidate-references` run by every host at once over the same expired parents (parents
-/// per second). Each figure is set against the 1-host figure of the same invocation, and the
+/// `revalidate-references` run by every host at once over the same due parents (parents per
+/// second; each round has an account of its own, synced before the rounds, whose references
+/// fall due a minute later and do not fall due again during the run). Each figure is set against the 1-host figure of the same invocation, and the
 /// CPU used by PostgreSQL, cloudd and the hosts' processes during each run says what saturated.
 struct ClusterBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cluster",
         abstract: "Cluster throughput with 1…3 hosts on one PostgreSQL and one cloudd: jobs per minute and revalidated parents per second.")
     @Option(help: "Largest number of hosts (runs 1, 2, … up to it).") var hosts = 3
-    @Option(help: "Single-account sync jobs per host count.") var jobs = 18
-    @Option(help: "Peers in cloudd's dataset (each synced account lists them all).") var peers = 40
-    @Option(help: "Messages per peer: the revalidated account's parents are peers × this.") var messagesPerPeer = 100
+    @Option(help: "Single-account sync jobs per host count.") var jobs = 12
+    @Option(help: "Peers in cloudd's dataset (each synced account lists them all).") var peers = 20
+    @Option(help: "Messages per peer: a revalidated account's parents are peers × this.") var messagesPerPeer = 50
     @Option(help: "Messages each sync job stores per peer.") var syncMessages = 10
     @Flag(help: "A small run (6 jobs, 10 × 20 parents) for a smoke test.") var quick = false
     @Option(help: "A cloudd executable (default: the one next to this binary).") var cloudd: String?
@@ -84,7 +85,7 @@ struct ClusterBenchmark {
         let hosts = try network.hosts.map { host in
             try BenchHost(
                 host: host, directory: workDir + "/\(host.name)", jobrun: jobrunPath,
-                postgresURL: "postgresql://\(postgres.user)@\(network.serverAddress):\(postgres.port)/\(database)", dcs: dcs,
+                postgresURL: "postgresql://\(postgres.user)@\(network.serverAddress):\(postgres.port)/\(database)", dcs: dcs, rounds: maxHosts,
                 jobAccounts: Array(1...Int64(jobs * maxHosts)), syncMessages: syncMessages, parentMessages: messagesPerPeer)
         }
         let postmaster = try postmasterPid(postgres)
@@ -92,8 +93,13 @@ struct ClusterBenchmark {
             "cluster: \(maxHosts) host(s) \(network.isolated ? "in network namespaces" : "as plain processes (\(network.fallbackReason ?? ""))"); PostgreSQL and cloudd on \(network.serverAddress); \(ProcessInfo.processInfo.activeProcessorCount) CPU cores"
         )
 
-        // The revalidated account: every message of every peer, synced once before the rounds.
-        try hosts[0].run("sync-0")
+        // The revalidated accounts, one per round: every message of every peer, synced before
+        // the rounds; their references fall due `BenchHost.dueAfter` after the sync.
+        var synced: [Date] = []
+        for count in 1...maxHosts {
+            try hosts[0].run("sync-\(BenchHost.revalidatedAccount(count))")
+            synced.append(Date())
+        }
         var rounds: [Round] = []
         for count in 1...maxHosts {
             let active = Array(hosts.prefix(count))
@@ -105,15 +111,17 @@ struct ClusterBenchmark {
                     for (i, id) in accounts.enumerated() where i % count == host.index { try host.run("sync-\(id)") }
                 }
             }
-            // Revalidation: every parent of account 0 due again, then every host at once.
-            Thread.sleep(forTimeInterval: BenchHost.referenceTTL + 0.3)
+            let jobsCPU = jobsLoad.finish(seconds: jobsSeconds)
+            // Revalidation: this round's account, due by now, by every host at once.
+            let due = synced[count - 1].addingTimeInterval(BenchHost.dueAfter + 1).timeIntervalSinceNow
+            if due > 0 { Thread.sleep(forTimeInterval: due) }
             try admin.expireReferences()
             try admin.resetCounters()
             let revalidationLoad = CPULoad.Sampler(postmaster: postmaster, cloudd: cloud.processIdentifier)
-            let revalidationSeconds = try measure { try inParallel(active) { try $0.run("revalidate") } }
+            let revalidationSeconds = try measure { try inParallel(active) { try $0.run("revalidate-\(count)") } }
             let counters = try admin.counters()
             let round = Round(
-                hosts: count, jobs: jobs, jobsSeconds: jobsSeconds, jobsLoad: jobsLoad.finish(seconds: jobsSeconds), parents: counters.parents.count,
+                hosts: count, jobs: jobs, jobsSeconds: jobsSeconds, jobsLoad: jobsCPU, parents: counters.parents.count,
                 parentsAskedTwice: counters.parents.values.filter { $0 > 1 }.count, revalidationSeconds: revalidationSeconds,
                 revalidationLoad: revalidationLoad.finish(seconds: revalidationSeconds))
             rounds.append(round)
@@ -167,9 +175,15 @@ struct ClusterBenchmark {
 /// One bench host: a data root whose `cluster.yaml` names the shared server, account configs
 /// naming cloudd, and the job files; `run` runs a job there with `jobrun run`.
 final class BenchHost: Sendable {
-    /// The revalidated account's reference lifetime: a round refreshes every parent, and the
-    /// next round finds them due again this long after.
-    static let referenceTTL = 3.0
+    /// The revalidated accounts' reference lifetime, and the window of their revalidation (the
+    /// longest the lifetime allows: all of it but half, for a lifetime under two minutes). A reference falls due `dueAfter`
+    /// seconds after it was obtained, so a round's run, shorter than that, asks each parent once.
+    static let referenceTTL = 90
+    static let window = 45
+    static var dueAfter: Double { Double(referenceTTL - window) }
+
+    /// The account whose parents the round with `hosts` hosts revalidates.
+    static func revalidatedAccount(_ hosts: Int) -> Int64 { Int64(1000 + hosts) }
 
     let host: HostNetwork.Host
     let root: String
@@ -178,8 +192,8 @@ final class BenchHost: Sendable {
     var index: Int { host.index }
 
     init(
-        host: HostNetwork.Host, directory: String, jobrun: String, postgresURL: String, dcs: [String], jobAccounts: [Int64], syncMessages: Int,
-        parentMessages: Int
+        host: HostNetwork.Host, directory: String, jobrun: String, postgresURL: String, dcs: [String], rounds: Int, jobAccounts: [Int64],
+        syncMessages: Int, parentMessages: Int
     ) throws {
         self.host = host
         self.jobrun = jobrun
@@ -192,12 +206,11 @@ final class BenchHost: Sendable {
         var cloud = "datacenters:\n"
         for (i, url) in dcs.enumerated() { cloud += "  \(i + 1): \(url)\n" }
         cloud += "mainDc: 1\nrequestTimeout: 30s\nconnectTimeout: 5s\n"
-        for id in [0] + jobAccounts {
+        let revalidated = (1...rounds).map(Self.revalidatedAccount)
+        for id in revalidated + jobAccounts {
             let dir = root + "/account-\(id)"
             try fm.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            try Self.write(dir + "/config.yaml", id == 0 ? cloud + "referenceTTL: \(Int(Self.referenceTTL))s\n" : cloud)
-        }
-        for id in [0] + jobAccounts {
+            try Self.write(dir + "/config.yaml", revalidated.contains(id) ? cloud + "referenceTTL: \(Self.referenceTTL)s\n" : cloud)
             try Self.write(
                 jobsDir + "/sync-\(id).yaml",
                 """
@@ -208,27 +221,29 @@ final class BenchHost: Sendable {
                 retry:
                   backoffLimit: 0
                 params:
-                  initialMessages: \(id == 0 ? parentMessages : syncMessages)
+                  initialMessages: \(revalidated.contains(id) ? parentMessages : syncMessages)
                   requestRate: 1000
                 """)
         }
-        try Self.write(
-            jobsDir + "/revalidate.yaml",
-            """
-            name: revalidate
-            kind: revalidate-references
-            timeout: 10m
-            concurrencyPolicy: Allow
-            accounts: [0]
-            retry:
-              backoffLimit: 0
-            params:
-              window: 1s
-              batchSize: 100
-              requestRate: 1000
-              concurrency: 8
-              maxParents: 10000000
-            """)
+        for (round, id) in revalidated.enumerated() {
+            try Self.write(
+                jobsDir + "/revalidate-\(round + 1).yaml",
+                """
+                name: revalidate-\(round + 1)
+                kind: revalidate-references
+                timeout: 10m
+                concurrencyPolicy: Allow
+                accounts: [\(id)]
+                retry:
+                  backoffLimit: 0
+                params:
+                  window: \(Self.window)s
+                  batchSize: 100
+                  requestRate: 1000
+                  concurrency: 8
+                  maxParents: 10000000
+                """)
+        }
     }
 
     /// `jobrun run <job>` on this host; a non-zero exit is an error quoting its stderr.
