@@ -111,7 +111,7 @@ public final class HostNetwork: @unchecked Sendable {
                 try SystemCommand.run([ip, "-n", namespace, "link", "set", "lo", "up"])
             }
         } catch {
-            Self.remove(namespaces: made.compactMap(\.namespace), bridge: bridge)
+            Self.remove(namespaces: made.compactMap(\.namespace), ports: made.compactMap(\.bridgePort), bridge: bridge)
             throw error
         }
         self.init(hosts: made, isolated: true, fallbackReason: nil, serverAddress: "\(prefix).1", subnet: "\(prefix).0/24", bridge: bridge)
@@ -160,12 +160,14 @@ public final class HostNetwork: @unchecked Sendable {
         tornDown = true
         lock.unlock()
         guard !done, isolated else { return }
-        Self.remove(namespaces: hosts.compactMap(\.namespace), bridge: bridge)
+        Self.remove(namespaces: hosts.compactMap(\.namespace), ports: hosts.compactMap(\.bridgePort), bridge: bridge)
     }
 
-    private static func remove(namespaces: [String], bridge: String?) {
+    private static func remove(namespaces: [String], ports: [String] = [], bridge: String?) {
         guard let ip = ipCommand else { return }
-        // Deleting a namespace deletes its eth0 and so the whole veth pair.
+        // Deleting a veth end deletes the pair at once; a namespace's own links go when the
+        // kernel gets round to cleaning it up, so the ports are deleted first.
+        for port in ports { _ = try? SystemCommand.status([ip, "link", "delete", port]) }
         for namespace in namespaces { _ = try? SystemCommand.status([ip, "netns", "delete", namespace]) }
         if let bridge { _ = try? SystemCommand.status([ip, "link", "delete", bridge]) }
     }
