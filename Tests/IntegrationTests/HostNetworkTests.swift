@@ -29,15 +29,8 @@ final class HostNetworkTests: XCTestCase {
         let listener = try LoopbackListener(handler: { _ in })
         defer { listener.stop() }
         // A server on the bridge address, as PostgreSQL and cloudd listen in the tests.
-        let server = try ChildProcess(
-            "/usr/bin/python3",
-            ["-c", "import socket,time;s=socket.create_server(('\(network.serverAddress)',0));print(s.getsockname()[1],flush=True);time.sleep(120)"])
-        defer {
-            server.signal(SIGKILL)
-            server.wait(timeout: 5)
-        }
-        XCTAssertTrue(server.waitForOutput("\n", timeout: 20), server.stderr)
-        let port = try XCTUnwrap(Int(server.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let cloud = try startCloudd(["--host", network.serverAddress, "--dcs", "1", "--peers", "1"])
+        let port = try XCTUnwrap(URL(string: cloud.ready.dcs[0].url)?.port)
         let (a, b) = (network.hosts[0], network.hosts[1])
         XCTAssertNotEqual(a.address, b.address)
         XCTAssertTrue(try connects(a, network.serverAddress, port), "\(a) reaches the bridge address")
