@@ -83,14 +83,16 @@ let package = Package(
         .executableTarget(
             name: "jobrun-bench",
             dependencies: [
-                "Jobs", "CloudCore", "MediaBox", "Postbox", "PostboxPostgres", "CSQLite", "CloudServer",
+                "Jobs", "CloudCore", "MediaBox", "Postbox", "PostboxPostgres", "CSQLite", "CloudServer", "ServerFixtures",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // Child processes for crash and concurrency tests (SIGKILL mid-transaction, two writers).
         .executableTarget(name: "jobrun-testkit", dependencies: ["Postbox", "PostboxPostgres", "MediaBox", "CloudCore", "CloudProtocol"]),
 
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // Real servers and hosts (PostgreSQL, network namespaces) for tests and the cluster bench; no XCTest.
+        .target(name: "ServerFixtures", path: "Tests/ServerFixtures"),
+        .target(name: "TestSupport", dependencies: ["ServerFixtures"], path: "Tests/TestSupport"),
         .testTarget(name: "PostboxTests", dependencies: ["Postbox", "PostboxPostgres", "CSQLite", "TestSupport"]),
         .testTarget(name: "MediaBoxTests", dependencies: ["MediaBox", "TestSupport"]),
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore", "CloudCrypto", "CloudServer", "TestSupport"]),

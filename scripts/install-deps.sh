@@ -4,13 +4,14 @@
 #   build:      libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config
 #   tests:      nginx-light (plain-URL downloads), openssl (test TLS certificates), sqlite3, systemd (systemd-analyze verify),
 #               prometheus (promtool check metrics), prometheus-node-exporter (textfile scrape),
-#               postgresql (initdb/pg_ctl: the tests start their own server in a temp folder)
+#               postgresql (initdb/pg_ctl: the tests start their own server in a temp folder),
+#               iproute2 (ip netns, veth, bridge: the multi-host tests give each host its own network)
 #   benchmarks: aria2 curl hyperfine time
 #   from PyPI:  moto[server] (the S3 server tests start), awscli (the S3 benchmark's peer),
 #               kubernetes-validate (the tests check generated CronJobs against Kubernetes' schemas)
 set -euo pipefail
 
-packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config sqlite3 curl openssl nginx-light aria2 time systemd prometheus prometheus-node-exporter)
+packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config sqlite3 curl openssl nginx-light aria2 time systemd prometheus prometheus-node-exporter iproute2)
 [ "${1:-}" = "--bench" ] && packages+=(hyperfine)
 
 missing=()

@@ -16,9 +16,15 @@ final class UploadCloudd: @unchecked Sendable {
     let uploadDirectory: String
     var process: ChildProcess { cloud.process }
 
-    init(uploadDirectory: String) throws {
+    convenience init(uploadDirectory: String) throws {
+        try self.init(
+            cloud: ClouddProcess(["--seed", "3", "--dcs", "2", "--cdn-fraction", "0", "--upload-dir", uploadDirectory]), uploadDirectory: uploadDirectory)
+    }
+
+    /// Wraps a `cloudd` started with `--upload-dir uploadDirectory`.
+    init(cloud: ClouddProcess, uploadDirectory: String) {
         self.uploadDirectory = uploadDirectory
-        cloud = try ClouddProcess(["--seed", "3", "--dcs", "2", "--cdn-fraction", "0", "--upload-dir", uploadDirectory])
+        self.cloud = cloud
         dcs = cloud.ready.dcs.sorted { $0.id < $1.id }.map(\.url)
     }
 

@@ -12,6 +12,8 @@ import XCTest
 public final class MotoServer: @unchecked Sendable {
     // @unchecked Sendable: immutable except `process`, which only `stop()` touches, under `lock`.
     public let port: Int
+    /// The address it listens on (127.0.0.1 unless asked otherwise).
+    public let host: String
     /// Access key id and secret that the server accepts.
     public let credentials: (accessKeyId: String, secretAccessKey: String)
     public let authenticated: Bool
@@ -19,8 +21,8 @@ public final class MotoServer: @unchecked Sendable {
     private var process: Process?
     private let logURL: URL
 
-    /// `http://127.0.0.1:PORT`.
-    public var endpoint: String { "http://127.0.0.1:\(port)" }
+    /// `http://HOST:PORT`.
+    public var endpoint: String { "http://\(host):\(port)" }
 
     /// The moto server command, if installed: `moto_server`, or `python3 -m moto.server`.
     public static func command() -> [String]? {
@@ -31,8 +33,10 @@ public final class MotoServer: @unchecked Sendable {
         return nil
     }
 
-    /// Starts a server; `logDirectory` keeps its output for diagnostics.
-    public static func start(logDirectory: URL, authenticated: Bool = false) throws -> MotoServer {
+    /// Starts a server; `logDirectory` keeps its output for diagnostics. `host` is the address
+    /// it listens on: loopback, or e.g. the bridge address that test hosts in network namespaces
+    /// reach (`HostNetwork.serverAddress`).
+    public static func start(logDirectory: URL, authenticated: Bool = false, host: String = "127.0.0.1") throws -> MotoServer {
         guard let command = command() else {
             throw FixtureMissing("moto_server is not on PATH: run scripts/install-deps.sh (pip install 'moto[server]')")
         }
@@ -43,7 +47,7 @@ public final class MotoServer: @unchecked Sendable {
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: command[0])
-            process.arguments = Array(command.dropFirst()) + ["-H", "127.0.0.1", "-p", String(port)]
+            process.arguments = Array(command.dropFirst()) + ["-H", host, "-p", String(port)]
             var env = ProcessInfo.processInfo.environment
             for name in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"] { env[name] = nil }
             if authenticated { env["INITIAL_NO_AUTH_ACTION_COUNT"] = "3" }
@@ -56,7 +60,7 @@ public final class MotoServer: @unchecked Sendable {
             let deadline = Date().addingTimeInterval(30)
             var up = false
             while Date() < deadline && process.isRunning {
-                if NginxServer.canConnect(port: port) {
+                if NginxServer.canConnect(port: port, host: host) {
                     up = true
                     break
                 }
@@ -65,8 +69,8 @@ public final class MotoServer: @unchecked Sendable {
             lastLog = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             if up {
                 let credentials =
-                    authenticated ? try createAccessKey(port: port) : (accessKeyId: "AKIDMOTOTEST", secretAccessKey: "moto-test-secret")
-                return MotoServer(port: port, credentials: credentials, authenticated: authenticated, process: process, log: log)
+                    authenticated ? try createAccessKey(host: host, port: port) : (accessKeyId: "AKIDMOTOTEST", secretAccessKey: "moto-test-secret")
+                return MotoServer(port: port, host: host, credentials: credentials, authenticated: authenticated, process: process, log: log)
             }
             if process.isRunning {
                 kill(process.processIdentifier, SIGKILL)
@@ -78,10 +82,11 @@ public final class MotoServer: @unchecked Sendable {
     }
 
     private init(
-        port: Int, credentials: (accessKeyId: String, secretAccessKey: String), authenticated: Bool,
+        port: Int, host: String, credentials: (accessKeyId: String, secretAccessKey: String), authenticated: Bool,
         process: Process, log: URL
     ) {
         self.port = port
+        self.host = host
         self.credentials = credentials
         self.authenticated = authenticated
         self.process = process
@@ -107,7 +112,7 @@ public final class MotoServer: @unchecked Sendable {
 
     /// IAM calls through the `curl` command (its own SigV4 signing), the three the server lets
     /// through unauthenticated: user, allow-all policy, access key.
-    private static func createAccessKey(port: Int) throws -> (accessKeyId: String, secretAccessKey: String) {
+    private static func createAccessKey(host: String, port: Int) throws -> (accessKeyId: String, secretAccessKey: String) {
         let policy = #"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}"#
         let policyEncoded = policy.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? policy
         let calls = [
@@ -119,7 +124,7 @@ public final class MotoServer: @unchecked Sendable {
         for call in calls {
             let result = try ChildProcess.run(
                 "/usr/bin/curl",
-                ["-sS", "--fail-with-body", "--aws-sigv4", "aws:amz:us-east-1:iam", "--user", "bootstrap:bootstrap", "-d", call, "http://127.0.0.1:\(port)/"],
+                ["-sS", "--fail-with-body", "--aws-sigv4", "aws:amz:us-east-1:iam", "--user", "bootstrap:bootstrap", "-d", call, "http://\(host):\(port)/"],
                 timeout: 30)
             guard result.status == 0 else { throw FixtureMissing("moto IAM setup failed: \(result.stdout) \(result.stderr)") }
             last = result.stdout

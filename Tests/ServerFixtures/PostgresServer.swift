@@ -5,8 +5,8 @@ import Foundation
 #endif
 
 /// A real PostgreSQL server for tests: `initdb` into a temporary folder, `pg_ctl start` listening
-/// on a Unix socket in that folder only (no TCP unless a loopback port is asked for), stopped with
-/// `pg_ctl stop -m fast` and removed when the value is released.
+/// on a Unix socket in that folder only (no TCP unless a loopback port or listen addresses are
+/// asked for), stopped with `pg_ctl stop -m fast` and removed when the value is released.
 ///
 /// `initdb` refuses to run as root, so a root test process hands the folder to the `postgres`
 /// user and runs the server's tools through `runuser`. `scripts/install-deps.sh` installs
@@ -28,19 +28,29 @@ public final class PostgresServer: @unchecked Sendable {
     public var logPath: String { directory.file("server.log") }
     /// Whether the server also listens on 127.0.0.1:`port`.
     public let listensOnLoopback: Bool
+    /// The TCP addresses the server listens on (`listen_addresses`), empty for the socket only.
+    public let listenAddresses: [String]
     private let binDirectory: String
     private let runAsUser: String?
     private var stopped = false
 
     /// Starts a server. `loopbackPort` (0: none) also opens 127.0.0.1 on that port.
-    public init(loopbackPort: Int = 0) throws {
+    public convenience init(loopbackPort: Int = 0) throws {
+        try self.init(listenAddresses: loopbackPort != 0 ? ["127.0.0.1"] : [], port: loopbackPort != 0 ? loopbackPort : 5432)
+    }
+
+    /// Starts a server listening on TCP `listenAddresses`:`port` besides its socket, trusting
+    /// connections from `clientSubnets` (CIDR, e.g. the private subnet of test hosts in network
+    /// namespaces) as well as from the socket and loopback.
+    public init(listenAddresses: [String], port: Int, clientSubnets: [String] = []) throws {
         guard let bin = Self.findBinaries() else {
             throw Unavailable(description: "PostgreSQL's initdb/pg_ctl were not found; run scripts/install-deps.sh")
         }
         binDirectory = bin
         directory = TemporaryDirectory(prefix: "jobrun-pg")
-        listensOnLoopback = loopbackPort != 0
-        port = loopbackPort != 0 ? loopbackPort : 5432
+        listensOnLoopback = listenAddresses.contains("127.0.0.1")
+        self.listenAddresses = listenAddresses
+        self.port = port
         socketDirectory = directory.file("sock")
         let isRoot = getuid() == 0
         runAsUser = isRoot ? "postgres" : nil
@@ -54,7 +64,15 @@ public final class PostgresServer: @unchecked Sendable {
         try run(
             bin + "/initdb",
             ["-D", dataDirectory, "-A", "trust", "-U", user, "--no-sync", "-E", "UTF8", "--locale=C"])
-        let listen = listensOnLoopback ? "127.0.0.1" : "''"
+        if !clientSubnets.isEmpty {
+            let hba = dataDirectory + "/pg_hba.conf"
+            let lines = clientSubnets.map { "host all all \($0) trust\n" }.joined()
+            guard let handle = FileHandle(forWritingAtPath: hba) else { throw Unavailable(description: "cannot open \(hba)") }
+            handle.seekToEndOfFile()
+            handle.write(Data(lines.utf8))
+            handle.closeFile()
+        }
+        let listen = listenAddresses.isEmpty ? "''" : listenAddresses.joined(separator: ",")
         // Small and fast: no fsync (the data is thrown away), short checkpoints.
         let options =
             "-k \(socketDirectory) -c listen_addresses=\(listen) -p \(port) -c fsync=off -c synchronous_commit=off"

@@ -1,0 +1,397 @@
+import ArgumentParser
+import CloudProtocol
+import Foundation
+import ServerFixtures
+
+/// `jobrun-bench cluster`: the fleet's throughput with 1, 2 and 3 hosts sharing one PostgreSQL
+/// and one `cloudd` — hosts in network namespaces when this process may create them, plain
+/// processes otherwise. Two workloads per host count: single-account `sync-history` jobs over
+/// distinct accounts split evenly between the hosts (jobs per minute), and one account's
+/// `revalidate-references` run by every host at once over the same due parents (parents per
+/// second; each round has an account of its own, synced before the rounds, whose references
+/// fall due a minute later and do not fall due again during the run). Each figure is set against the 1-host figure of the same invocation, and the
+/// CPU used by PostgreSQL, cloudd and the hosts' processes during each run says what saturated.
+struct ClusterBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cluster",
+        abstract: "Cluster throughput with 1…3 hosts on one PostgreSQL and one cloudd: jobs per minute and revalidated parents per second.")
+    @Option(help: "Largest number of hosts (runs 1, 2, … up to it).") var hosts = 3
+    @Option(help: "Single-account sync jobs per host count.") var jobs = 12
+    @Option(help: "Peers in cloudd's dataset (each synced account lists them all).") var peers = 20
+    @Option(help: "Messages per peer: a revalidated account's parents are peers × this.") var messagesPerPeer = 50
+    @Option(help: "Messages each sync job stores per peer.") var syncMessages = 10
+    @Flag(help: "A small run (6 jobs, 10 × 20 parents) for a smoke test.") var quick = false
+    @Option(help: "A cloudd executable (default: the one next to this binary).") var cloudd: String?
+    @Option(help: "A jobrun executable (default: the one next to this binary).") var jobrun: String?
+    @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-cluster"
+
+    func run() throws {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let benchmark = ClusterBenchmark(
+            maxHosts: max(1, hosts), jobs: quick ? 6 : jobs, peers: quick ? 10 : peers, messagesPerPeer: quick ? 20 : messagesPerPeer,
+            syncMessages: quick ? 5 : syncMessages, clouddPath: cloudd ?? here.appendingPathComponent("cloudd").path,
+            jobrunPath: jobrun ?? here.appendingPathComponent("jobrun").path, workDir: workDir)
+        defer { try? FileManager.default.removeItem(atPath: workDir) }
+        try benchmark.run()
+    }
+}
+
+struct ClusterBenchmark {
+    var maxHosts: Int
+    var jobs: Int
+    var peers: Int
+    var messagesPerPeer: Int
+    var syncMessages: Int
+    var clouddPath: String
+    var jobrunPath: String
+    var workDir: String
+
+    /// One host count's figures.
+    struct Round {
+        var hosts: Int
+        var jobs: Int
+        var jobsSeconds: Double
+        var jobsLoad: CPULoad
+        var parents: Int
+        var parentsAskedTwice: Int
+        var revalidationSeconds: Double
+        var revalidationLoad: CPULoad
+        var jobsPerMinute: Double { Double(jobs) / jobsSeconds * 60 }
+        var parentsPerSecond: Double { Double(parents) / revalidationSeconds }
+    }
+
+    func run() throws {
+        for path in [clouddPath, jobrunPath] where !FileManager.default.isExecutableFile(atPath: path) {
+            throw BenchError("no executable at \(path) (swift build, or pass --cloudd / --jobrun)")
+        }
+        try? FileManager.default.removeItem(atPath: workDir)
+        try FileManager.default.createDirectory(atPath: workDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let network = try HostNetwork(hosts: maxHosts)
+        defer { network.tearDown() }
+        let postgres = try PostgresServer(listenAddresses: [network.serverAddress], port: try FreePort.pick(), clientSubnets: [network.subnet])
+        defer { postgres.stop() }
+        let database = try postgres.createDatabase("bench_cluster")
+        let (cloud, dcs) = try launchCloudd(
+            clouddPath,
+            [
+                "--host", network.serverAddress, "--port-base", "0", "--seed", "7", "--dcs", "2", "--peers", "\(peers)",
+                "--messages-per-peer", "\(messagesPerPeer)", "--cdn-fraction", "0",
+            ])
+        defer {
+            cloud.terminate()
+            cloud.waitUntilExit()
+        }
+        let admin = ClouddAdmin(base: dcs[0])
+        let hosts = try network.hosts.map { host in
+            try BenchHost(
+                host: host, directory: workDir + "/\(host.name)", jobrun: jobrunPath,
+                postgresURL: "postgresql://\(postgres.user)@\(network.serverAddress):\(postgres.port)/\(database)", dcs: dcs, rounds: maxHosts,
+                jobAccounts: Array(1...Int64(jobs * maxHosts)), syncMessages: syncMessages, parentMessages: messagesPerPeer)
+        }
+        let postmaster = try postmasterPid(postgres)
+        print(
+            "cluster: \(maxHosts) host(s) \(network.isolated ? "in network namespaces" : "as plain processes (\(network.fallbackReason ?? ""))"); PostgreSQL and cloudd on \(network.serverAddress); \(ProcessInfo.processInfo.activeProcessorCount) CPU cores"
+        )
+
+        // The revalidated accounts, one per round: every message of every peer, synced before
+        // the rounds; their references fall due `BenchHost.dueAfter` after the sync.
+        var synced: [Date] = []
+        for count in 1...maxHosts {
+            try hosts[0].run("sync-\(BenchHost.revalidatedAccount(count))")
+            synced.append(Date())
+        }
+        var rounds: [Round] = []
+        for count in 1...maxHosts {
+            let active = Array(hosts.prefix(count))
+            // Jobs: distinct accounts per round (a fresh sync each), split evenly between hosts.
+            let accounts = (0..<jobs).map { Int64(1 + (count - 1) * jobs + $0) }
+            let jobsLoad = CPULoad.Sampler(postmaster: postmaster, cloudd: cloud.processIdentifier)
+            let jobsSeconds = try measure {
+                try inParallel(active) { host in
+                    for (i, id) in accounts.enumerated() where i % count == host.index { try host.run("sync-\(id)") }
+                }
+            }
+            let jobsCPU = jobsLoad.finish(seconds: jobsSeconds)
+            // Revalidation: this round's account, due by now, by every host at once.
+            let due = synced[count - 1].addingTimeInterval(BenchHost.dueAfter + 1).timeIntervalSinceNow
+            if due > 0 { Thread.sleep(forTimeInterval: due) }
+            try admin.expireReferences()
+            try admin.resetCounters()
+            let revalidationLoad = CPULoad.Sampler(postmaster: postmaster, cloudd: cloud.processIdentifier)
+            let revalidationSeconds = try measure { try inParallel(active) { try $0.run("revalidate-\(count)") } }
+            let counters = try admin.counters()
+            let round = Round(
+                hosts: count, jobs: jobs, jobsSeconds: jobsSeconds, jobsLoad: jobsCPU, parents: counters.parents.count,
+                parentsAskedTwice: counters.parents.values.filter { $0 > 1 }.count, revalidationSeconds: revalidationSeconds,
+                revalidationLoad: revalidationLoad.finish(seconds: revalidationSeconds))
+            rounds.append(round)
+        }
+        report(rounds)
+    }
+
+    private func report(_ rounds: [Round]) {
+        guard let one = rounds.first else { return }
+        var table = BenchTable(
+            title: "Cluster throughput: \(jobs) single-account sync jobs per round; one account's \(one.parents) parents revalidated by every host at once",
+            columns: [
+                "hosts", "jobs/min", "× 1 host", "parents/s", "× 1 host", "asked twice", "CPU jobs: pg/cloudd/hosts/machine",
+                "CPU reval: pg/cloudd/hosts/machine",
+            ])
+        for r in rounds {
+            table.add([
+                "\(r.hosts)", fmt(r.jobsPerMinute, 1), fmt(r.jobsPerMinute / one.jobsPerMinute), fmt(r.parentsPerSecond, 0),
+                fmt(r.parentsPerSecond / one.parentsPerSecond), "\(r.parentsAskedTwice)", r.jobsLoad.summary, r.revalidationLoad.summary,
+            ])
+        }
+        table.print()
+        if let last = rounds.last, rounds.count > 1 {
+            // Near-linear in hosts: 80% of one host's figure per host.
+            let nearLinear = 0.8 * Double(last.hosts)
+            BenchRatios.record(
+                "cluster", "jobs per minute, \(last.hosts) hosts vs 1", product: fmt(last.jobsPerMinute, 1) + " jobs/min",
+                peer: fmt(one.jobsPerMinute, 1) + " jobs/min (1 host)", ratio: last.jobsPerMinute / one.jobsPerMinute, target: nearLinear)
+            BenchRatios.record(
+                "cluster", "revalidated parents per second, \(last.hosts) hosts vs 1", product: fmt(last.parentsPerSecond, 0) + " parents/s",
+                peer: fmt(one.parentsPerSecond, 0) + " parents/s (1 host)", ratio: last.parentsPerSecond / one.parentsPerSecond, target: nearLinear)
+            print("saturated (jobs, \(last.hosts) hosts): \(last.jobsLoad.verdict)")
+            print("saturated (revalidation, \(last.hosts) hosts): \(last.revalidationLoad.verdict)")
+        }
+    }
+
+    /// Runs `body` for each host on a thread of its own and waits for all; the first error wins.
+    private func inParallel(_ hosts: [BenchHost], _ body: @escaping @Sendable (BenchHost) throws -> Void) throws {
+        let failures = FailureBox()
+        DispatchQueue.concurrentPerform(iterations: hosts.count) { i in
+            do { try body(hosts[i]) } catch { failures.add("\(error)") }
+        }
+        if let first = failures.first { throw BenchError(first) }
+    }
+
+    private func postmasterPid(_ postgres: PostgresServer) throws -> Int32 {
+        let text = try String(contentsOfFile: postgres.dataDirectory + "/postmaster.pid", encoding: .utf8)
+        guard let pid = text.split(separator: "\n").first.flatMap({ Int32($0) }) else { throw BenchError("no pid in postmaster.pid") }
+        return pid
+    }
+}
+
+/// One bench host: a data root whose `cluster.yaml` names the shared server, account configs
+/// naming cloudd, and the job files; `run` runs a job there with `jobrun run`.
+final class BenchHost: Sendable {
+    /// The revalidated accounts' reference lifetime, and the window of their revalidation (the
+    /// longest the lifetime allows: all of it but half, for a lifetime under two minutes). A reference falls due `dueAfter`
+    /// seconds after it was obtained, so a round's run, shorter than that, asks each parent once.
+    static let referenceTTL = 90
+    static let window = 45
+    static var dueAfter: Double { Double(referenceTTL - window) }
+
+    /// The account whose parents the round with `hosts` hosts revalidates.
+    static func revalidatedAccount(_ hosts: Int) -> Int64 { Int64(1000 + hosts) }
+
+    let host: HostNetwork.Host
+    let root: String
+    let jobsDir: String
+    let jobrun: String
+    var index: Int { host.index }
+
+    init(
+        host: HostNetwork.Host, directory: String, jobrun: String, postgresURL: String, dcs: [String], rounds: Int, jobAccounts: [Int64],
+        syncMessages: Int, parentMessages: Int
+    ) throws {
+        self.host = host
+        self.jobrun = jobrun
+        root = directory + "/root"
+        jobsDir = directory + "/jobs"
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: jobsDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try fm.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try Self.write(root + "/cluster.yaml", "postgres:\n  url: \(postgresURL)\n")
+        var cloud = "datacenters:\n"
+        for (i, url) in dcs.enumerated() { cloud += "  \(i + 1): \(url)\n" }
+        cloud += "mainDc: 1\nrequestTimeout: 30s\nconnectTimeout: 5s\n"
+        let revalidated = (1...rounds).map(Self.revalidatedAccount)
+        for id in revalidated + jobAccounts {
+            let dir = root + "/account-\(id)"
+            try fm.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try Self.write(dir + "/config.yaml", revalidated.contains(id) ? cloud + "referenceTTL: \(Self.referenceTTL)s\n" : cloud)
+            try Self.write(
+                jobsDir + "/sync-\(id).yaml",
+                """
+                name: sync-\(id)
+                kind: sync-history
+                timeout: 10m
+                accounts: [\(id)]
+                retry:
+                  backoffLimit: 0
+                params:
+                  initialMessages: \(revalidated.contains(id) ? parentMessages : syncMessages)
+                  requestRate: 1000
+                """)
+        }
+        for (round, id) in revalidated.enumerated() {
+            try Self.write(
+                jobsDir + "/revalidate-\(round + 1).yaml",
+                """
+                name: revalidate-\(round + 1)
+                kind: revalidate-references
+                timeout: 10m
+                concurrencyPolicy: Allow
+                accounts: [\(id)]
+                retry:
+                  backoffLimit: 0
+                params:
+                  window: \(Self.window)s
+                  batchSize: 100
+                  requestRate: 1000
+                  concurrency: 8
+                  maxParents: 10000000
+                """)
+        }
+    }
+
+    /// `jobrun run <job>` on this host; a non-zero exit is an error quoting its stderr.
+    func run(_ job: String) throws {
+        let command = host.command(jobrun, ["run", job, "--root", root, "--jobs-dir", jobsDir])
+        let result = try SystemCommand.status([command.executable] + command.arguments)
+        guard result.status == 0 else { throw BenchError("\(host.name): jobrun run \(job) exited \(result.status): \(result.stderr.suffix(2000))") }
+    }
+
+    private static func write(_ path: String, _ text: String) throws {
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o600)
+    }
+}
+
+/// cloudd's admin routes, through the `curl` command.
+struct ClouddAdmin {
+    var base: String
+
+    func expireReferences() throws { try post("references/expire", try JSONEncoder().encode(ExpireReferencesRequest())) }
+    func resetCounters() throws { try post("counters/reset", Data("{}".utf8)) }
+
+    func counters() throws -> CountersResponse {
+        let text = try SystemCommand.run(["/usr/bin/curl", "-sS", "--fail-with-body", base + "/admin/counters"])
+        return try JSONDecoder().decode(CountersResponse.self, from: Data(text.utf8))
+    }
+
+    private func post(_ path: String, _ body: Data) throws {
+        try SystemCommand.run([
+            "/usr/bin/curl", "-sS", "--fail-with-body", "-X", "POST", "-H", "Content-Type: application/json", "--data-binary",
+            String(decoding: body, as: UTF8.self), base + "/admin/" + path,
+        ])
+    }
+}
+
+/// CPU used during a run, in cores (CPU seconds ÷ wall seconds), by PostgreSQL (the postmaster,
+/// its live backends and the backends it reaped), cloudd, this benchmark's children (the hosts'
+/// jobrun processes), and the whole machine (`/proc/stat`, so other users' load shows too).
+struct CPULoad {
+    var postgres: Double
+    var cloudd: Double
+    var hosts: Double
+    var machine: Double
+    let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
+
+    var summary: String { "\(fmt(postgres))/\(fmt(cloudd))/\(fmt(hosts))/\(fmt(machine))" }
+
+    /// Which resource ran out: the machine's cores when the three together use nearly all of
+    /// them, else PostgreSQL or cloudd when one of them keeps a core busy, else none of these
+    /// (waiting on round trips).
+    var verdict: String {
+        let shares =
+            "PostgreSQL \(fmt(postgres)) + cloudd \(fmt(cloudd)) + jobrun processes \(fmt(hosts)) cores, the machine \(fmt(machine)) of \(Int(cores))"
+        if machine >= 0.85 * cores {
+            let top = [("PostgreSQL", postgres), ("cloudd", cloudd), ("the hosts' jobrun processes", hosts)].max { $0.1 < $1.1 }!
+            return "the machine's CPU cores (\(shares)); of this benchmark's processes \(top.0) used the most"
+        }
+        if postgres >= 0.8 { return "PostgreSQL (\(shares))" }
+        if cloudd >= 0.8 { return "cloudd (\(shares))" }
+        return "neither PostgreSQL nor cloudd: \(shares); the runs wait on round trips"
+    }
+
+    /// CPU seconds of the processes above, sampled at creation and at `finish`.
+    struct Sampler {
+        let postmaster: Int32
+        let cloudd: Int32
+        let start: (postgres: Double, cloudd: Double, hosts: Double, machine: Double)
+
+        init(postmaster: Int32, cloudd: Int32) {
+            self.postmaster = postmaster
+            self.cloudd = cloudd
+            start = Self.sample(postmaster: postmaster, cloudd: cloudd)
+        }
+
+        func finish(seconds: Double) -> CPULoad {
+            let end = Self.sample(postmaster: postmaster, cloudd: cloudd)
+            return CPULoad(
+                postgres: (end.postgres - start.postgres) / seconds, cloudd: (end.cloudd - start.cloudd) / seconds,
+                hosts: (end.hosts - start.hosts) / seconds, machine: (end.machine - start.machine) / seconds)
+        }
+
+        static func sample(postmaster: Int32, cloudd: Int32) -> (postgres: Double, cloudd: Double, hosts: Double, machine: Double) {
+            var postgres = ProcStat(pid: postmaster).map { $0.own + $0.reapedChildren } ?? 0
+            for child in ProcStat.children(of: postmaster) { postgres += child.own }
+            var usage = rusage()
+            getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+            let hosts =
+                Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+            return (postgres, ProcStat(pid: cloudd)?.own ?? 0, hosts, machineBusySeconds())
+        }
+
+        /// Busy CPU seconds of all cores since boot: `/proc/stat`'s first line minus idle and iowait.
+        static func machineBusySeconds() -> Double {
+            guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8), let line = text.split(separator: "\n").first else { return 0 }
+            let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+            guard ticks.count >= 5 else { return 0 }
+            // user nice system idle iowait irq softirq steal (guest time is inside user already).
+            let busy = ticks.prefix(8).enumerated().filter { $0.offset != 3 && $0.offset != 4 }.map(\.element).reduce(0, +)
+            return busy / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
+    }
+}
+
+/// CPU times of one process from `/proc/<pid>/stat`, in seconds.
+struct ProcStat {
+    var pid: Int32
+    var parent: Int32
+    /// utime + stime.
+    var own: Double
+    /// cutime + cstime: children this process has waited for.
+    var reapedChildren: Double
+
+    init?(pid: Int32) {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return nil }
+        // Fields after the command name: state ppid … utime(14) stime(15) cutime(16) cstime(17).
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 15, let ppid = Int32(fields[1]) else { return nil }
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        func field(_ n: Int) -> Double { Double(fields[n - 3]) ?? 0 }
+        self.pid = pid
+        parent = ppid
+        own = (field(14) + field(15)) / ticks
+        reapedChildren = (field(16) + field(17)) / ticks
+    }
+
+    static func children(of parent: Int32) -> [ProcStat] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { Int32($0) }.compactMap { ProcStat(pid: $0) }.filter { $0.parent == parent }
+    }
+}
+
+/// Errors from worker threads, first kept.
+private final class FailureBox: @unchecked Sendable {
+    // @unchecked Sendable: `messages` is only touched under `lock`.
+    private let lock = NSLock()
+    private var messages: [String] = []
+    func add(_ message: String) {
+        lock.lock()
+        messages.append(message)
+        lock.unlock()
+    }
+    var first: String? {
+        lock.lock()
+        defer { lock.unlock() }
+        return messages.first
+    }
+}
