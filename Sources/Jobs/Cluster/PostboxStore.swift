@@ -5,15 +5,10 @@ import PostboxPostgres
 /// Where an account's Postbox lives: the SQLite file under its account folder, or — when
 /// `cluster.yaml` shares the stores — its own schema on the cluster's PostgreSQL server.
 public enum PostboxStore {
-    /// Opens (creating unless `readOnly`) account `id`'s Postbox. `checkpointOnClose: false`
-    /// is for the job runner, which ends every run with a durable commit (an SQLite file only).
-    public static func open(
-        account id: Int64, paths: AccountPaths, cluster: ClusterConfig, readOnly: Bool = false, checkpointOnClose: Bool = true
-    ) throws -> Postbox {
+    /// Opens (creating unless `readOnly`) account `id`'s Postbox.
+    public static func open(account id: Int64, paths: AccountPaths, cluster: ClusterConfig, readOnly: Bool = false) throws -> Postbox {
         guard let pg = cluster.postgres else {
-            return readOnly
-                ? try StoreInspection.openPostbox(paths.postboxFile.path)
-                : try Postbox(directory: paths.postboxDatabase.path, checkpointOnClose: checkpointOnClose)
+            return readOnly ? try StoreInspection.openPostbox(paths.postboxFile.path) : try Postbox(directory: paths.postboxDatabase.path)
         }
         let schema = pg.schema(account: id)
         let box = try PostgresValueBox(endpoint: try pg.endpoint(), schema: schema, readOnly: readOnly)

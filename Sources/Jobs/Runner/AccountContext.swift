@@ -38,15 +38,10 @@ public final class AccountContext: Sendable {
 
     /// Opens the account's stores (Postbox where `cluster` puts it); its MediaBox downloads
     /// through `fetcher()`, behind the shared media tier when the cluster has one.
-    ///
-    /// The Postbox file is not checkpointed when the process closes it: every job run ends with
-    /// its record written in a durable transaction, which makes everything the process
-    /// committed before it safe from a power loss with one WAL fsync, where a checkpoint at
-    /// close cost two, plus two more for the WAL created anew by the next process.
     init(id: Int64, paths: AccountPaths, cluster: ClusterConfig) throws {
         self.id = id
         self.paths = paths
-        self.postbox = try PostboxStore.open(account: id, paths: paths, cluster: cluster, checkpointOnClose: false)
+        self.postbox = try PostboxStore.open(account: id, paths: paths, cluster: cluster)
         self.cloud = AccountCloud(accountId: id, paths: paths, postbox: postbox)
         self.mediaBox = try MediaBox(basePath: paths.media.path, fetcher: AccountFetcher(cloud: cloud))
     }

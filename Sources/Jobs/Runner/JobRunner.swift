@@ -271,14 +271,12 @@ public struct JobRunner: Sendable {
         log: JobLogger, result: inout RunResult
     ) async {
         result.finished = Date()
-        let ended = result
-        // The closing records and the metrics file do not depend on each other: the file is
-        // written while the stores commit, so the two fsyncs overlap instead of queuing.
-        async let recordedAll = recordEnds(contexts, job: job, runId: runId, started: started, origin: origin, attempts: attempts, dryRun: dryRun, end: ended)
-        // A dry run changes nothing of production: the metrics file (and the last-success time
-        // alerts read) stays as the last real run left it.
-        if !dryRun { writeMetrics(job: job, result: ended, log: log) }
-        if !(await recordedAll) {
+        var recorded = true
+        for context in contexts
+        where await record(context, job: job, runId: runId, started: started, origin: origin, attempt: attempts, dryRun: dryRun, end: result) != nil {
+            recorded = false
+        }
+        if !recorded {
             // The store cannot take the closing write (a full disk): leave the outcome in the
             // lock file's allocated bytes so the next run records it instead of "abandoned".
             let kept = fileLock.recordPendingOutcome(
@@ -289,6 +287,9 @@ public struct JobRunner: Sendable {
                     attempts: Int32(attempts), message: result.message ?? ""))
             log.warning("run.record_deferred", ["kept_in_lock_file": .bool(kept)])
         }
+        // A dry run changes nothing of production: the metrics file (and the last-success time
+        // alerts read) stays as the last real run left it.
+        if !dryRun { writeMetrics(job: job, result: result, log: log) }
         var fields: [String: LogValue] = [
             "outcome": .string(result.outcome.rawValue), "exit_code": .int(Int64(result.exitCode.rawValue)),
             "duration_ms": .int(Int64(result.duration * 1000)), "attempts": .int(Int64(attempts)), "dry_run": .bool(dryRun),
@@ -307,19 +308,6 @@ public struct JobRunner: Sendable {
         let accounts = job.accounts.count == 1 ? "account \(job.accounts[0])" : "accounts \(job.accounts.map(String.init).joined(separator: ", "))"
         return "\(job.name) started\(dryRun ? " (dry run)" : ""), kind \(job.kind), \(accounts)"
             + (params.isEmpty ? "" : ": " + params.joined(separator: " "))
-    }
-
-    /// Writes the closing record in every account; false if a store could not take it.
-    private func recordEnds(
-        _ contexts: [AccountContext], job: JobFile, runId: String, started: Date, origin: RunOrigin, attempts: Int, dryRun: Bool,
-        end: RunResult
-    ) async -> Bool {
-        var recorded = true
-        for context in contexts
-        where await record(context, job: job, runId: runId, started: started, origin: origin, attempt: attempts, dryRun: dryRun, end: end) != nil {
-            recorded = false
-        }
-        return recorded
     }
 
     /// The file lock, or the cluster lock of the job's accounts when `cluster.yaml` shares the store.
@@ -371,11 +359,7 @@ public struct JobRunner: Sendable {
         let limit = historyLimit
         let record = run
         do {
-            // The closing record is durable, and with it everything the run committed before it
-            // (the start record and the kind's own writes: one WAL fsync covers them all). A
-            // start record lost to a power cut costs nothing: the run then has no record, where
-            // it would otherwise have been closed as abandoned by the next run.
-            try await context.postbox.transaction(durable: end != nil) { tx in
+            try await context.postbox.transaction { tx in
                 try tx.jobRuns.set(record)
                 if end != nil { try tx.jobRuns.prune(job: record.job, keep: limit) }
             }

@@ -46,19 +46,16 @@ public final class Postbox: @unchecked Sendable {
     /// version and runs pending migrations. A read-only store never writes, never blocks a
     /// writer, and fails with a clear error if the file does not exist.
     /// `immutable` (read-only only) opens a file nobody can be writing without the WAL's
-    /// shared-memory file, e.g. on a read-only mount. `checkpointOnClose: false` leaves the WAL
-    /// in place when the store closes (see `SqliteValueBox.Options.checkpointOnClose`): for an
-    /// owner that ends its work with a `transaction(durable: true)`.
+    /// shared-memory file, e.g. on a read-only mount.
     public convenience init(
         path: String, readOnly: Bool = false, synchronous: SqliteValueBox.Synchronous = .normal,
-        migrations: [PostboxMigration] = PostboxMigration.all, immutable: Bool = false, checkpointOnClose: Bool = true
+        migrations: [PostboxMigration] = PostboxMigration.all, immutable: Bool = false
     ) throws {
         if readOnly && !FileManager.default.fileExists(atPath: path) {
             throw PostboxError.sqlite(path: path, code: 14, message: "no database here yet (run a job first)")
         }
         var options = SqliteValueBox.Options(readOnly: readOnly, synchronous: synchronous)
         options.immutable = immutable
-        options.checkpointOnClose = checkpointOnClose
         let box = try SqliteValueBox(path: path, options: options)
         try self.init(valueBox: box, sqlite: box, name: path, readOnly: readOnly, migrations: migrations)
     }
@@ -107,9 +104,8 @@ public final class Postbox: @unchecked Sendable {
     public static let databaseFileName = "db.sqlite"
 
     /// Opens `<dir>/db.sqlite`: the layout of `account-<id>/postbox/db/`.
-    public convenience init(directory: String, readOnly: Bool = false, checkpointOnClose: Bool = true) throws {
-        try self.init(
-            path: (directory as NSString).appendingPathComponent(Postbox.databaseFileName), readOnly: readOnly, checkpointOnClose: checkpointOnClose)
+    public convenience init(directory: String, readOnly: Bool = false) throws {
+        try self.init(path: (directory as NSString).appendingPathComponent(Postbox.databaseFileName), readOnly: readOnly)
     }
 
     deinit {
@@ -138,15 +134,10 @@ public final class Postbox: @unchecked Sendable {
 
     /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`) on the store's queue. Commits if
     /// it returns, rolls back if it throws. Observers receive the change record after COMMIT.
-    ///
-    /// A `durable` transaction is safe from a power loss once it returns, and so is every
-    /// transaction committed before it (on an SQLite file its COMMIT fsyncs the WAL; other
-    /// commits only survive a process crash until the next checkpoint). A server's commits are
-    /// durable as they are.
-    public func transaction<T: Sendable>(durable: Bool = false, _ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             queue.async {
-                continuation.resume(with: Result { try self.runWrite(durable: durable, body) })
+                continuation.resume(with: Result { try self.runWrite(body) })
             }
         }
     }
@@ -179,9 +170,9 @@ public final class Postbox: @unchecked Sendable {
         }
     }
 
-    private func runWrite<T>(durable: Bool = false, _ body: (Transaction) throws -> T) throws -> T {
+    private func runWrite<T>(_ body: (Transaction) throws -> T) throws -> T {
         if isReadOnly { throw PostboxError.readOnly(path: path) }
-        if durable, let sqliteValueBox { try sqliteValueBox.beginDurable() } else { try valueBox.begin() }
+        try valueBox.begin()
         state.isActive = true
         state.isWrite = true
         state.changes = PostboxChanges()

@@ -25,13 +25,6 @@ public final class SqliteValueBox: ValueBox {
         /// Read-only without the WAL's shared-memory file (`immutable=1`): only for a file
         /// nobody can be writing, e.g. on a read-only mount.
         public var immutable = false
-        /// Whether closing the last connection checkpoints the WAL into the database and removes
-        /// it (SQLite's default: two fsyncs, and the next process creates the WAL anew, which
-        /// costs its first commit a header fsync and a directory fsync). Off, the WAL stays and
-        /// is checkpointed when it grows past SQLite's auto-checkpoint size; only for an owner
-        /// that makes its own last commit durable (`beginDurable()`), since with
-        /// `synchronous=NORMAL` the commits still in the WAL are not yet safe from a power loss.
-        public var checkpointOnClose = true
         public init(readOnly: Bool = false, synchronous: Synchronous = .normal, busyTimeoutMilliseconds: Int32 = 60_000, cacheSizeKiB: Int = 16 * 1024) {
             self.readOnly = readOnly
             self.synchronous = synchronous
@@ -50,24 +43,19 @@ public final class SqliteValueBox: ValueBox {
     /// Transaction control, prepared once: a single-row transaction runs four of these, and
     /// finding them in `statements` hashed the SQL text each time.
     private enum Control: Int, CaseIterable {
-        case beginWrite, beginRead, commit, rollback, dataVersion, synchronousFull, synchronousConfigured
-        func sql(_ options: Options) -> String {
+        case beginWrite, beginRead, commit, rollback, dataVersion
+        var sql: String {
             switch self {
             case .beginWrite: return "BEGIN IMMEDIATE"
             case .beginRead: return "BEGIN DEFERRED"
             case .commit: return "COMMIT"
             case .rollback: return "ROLLBACK"
             case .dataVersion: return "PRAGMA data_version"
-            case .synchronousFull: return "PRAGMA synchronous=FULL"
-            case .synchronousConfigured: return "PRAGMA synchronous=\(options.synchronous.rawValue)"
             }
         }
     }
     private var controlStatements = [OpaquePointer?](repeating: nil, count: Control.allCases.count)
     private var inTransaction = false
-    /// `beginDurable()` switched to `synchronous=FULL`: the configured level is restored once
-    /// the transaction ends.
-    private var restoreSynchronous = false
     /// Tables created by the open transaction: a rollback un-creates them.
     private var createdInTransaction = Set<Int32>()
 
@@ -100,12 +88,6 @@ public final class SqliteValueBox: ValueBox {
         }
         self.db = handle
         sqlite3_busy_timeout(handle, options.busyTimeoutMilliseconds)
-        if !options.readOnly && !options.checkpointOnClose {
-            _ = jobrun_sqlite3_db_config_int(handle, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
-        }
-        // A WAL that outlives its process must not keep the high-water size of a large
-        // transaction: each checkpoint that restarts it cuts it back to the auto-checkpoint size.
-        let walLimit = !options.readOnly && !options.checkpointOnClose ? "; PRAGMA journal_size_limit=\(Self.persistentWalLimit)" : ""
         do {
             // Reading the schema is what makes SQLite notice a damaged or foreign file.
             try exec("PRAGMA schema_version")
@@ -116,7 +98,7 @@ public final class SqliteValueBox: ValueBox {
                 if names.isEmpty { try exec("PRAGMA auto_vacuum=INCREMENTAL") }
                 try exec("PRAGMA journal_mode=WAL")
             }
-            try exec("PRAGMA synchronous=\(options.synchronous.rawValue); PRAGMA cache_size=-\(options.cacheSizeKiB); PRAGMA temp_store=MEMORY\(walLimit)")
+            try exec("PRAGMA synchronous=\(options.synchronous.rawValue); PRAGMA cache_size=-\(options.cacheSizeKiB); PRAGMA temp_store=MEMORY")
             for name in names where name.hasPrefix("t") {
                 if let id = Int32(name.dropFirst()) { knownTables.insert(id) }
             }
@@ -125,10 +107,6 @@ public final class SqliteValueBox: ValueBox {
             throw error
         }
     }
-
-    /// `journal_size_limit` of a store that keeps its WAL at close: SQLite's auto-checkpoint
-    /// size (1,000 pages of 4 KiB).
-    static let persistentWalLimit = 4 << 20
 
     deinit { close() }
 
@@ -264,7 +242,7 @@ public final class SqliteValueBox: ValueBox {
     @inline(__always)
     private func control(_ c: Control) throws -> OpaquePointer {
         if let s = controlStatements[c.rawValue] { return s }
-        let s = try prepare(c.sql(options))
+        let s = try prepare(c.sql)
         controlStatements[c.rawValue] = s
         return s
     }
@@ -291,34 +269,11 @@ public final class SqliteValueBox: ValueBox {
         try run(.commit)
         inTransaction = false
         if !createdInTransaction.isEmpty { createdInTransaction.removeAll() }
-        restoreConfiguredSynchronous()
-    }
-
-    /// Begins a write transaction whose COMMIT also fsyncs the WAL (`synchronous=FULL` for this
-    /// transaction alone; SQLite refuses the change inside a transaction, so it is made before
-    /// BEGIN and undone after COMMIT or ROLLBACK). That makes this transaction and every one
-    /// committed before it survive a power loss: WAL frames are appended in order, so one sync
-    /// covers all of them.
-    public func beginDurable() throws {
-        guard options.synchronous != .full else { return try begin() }
-        try run(.synchronousFull)
-        restoreSynchronous = true
-        do { try begin() } catch {
-            restoreConfiguredSynchronous()
-            throw error
-        }
-    }
-
-    private func restoreConfiguredSynchronous() {
-        guard restoreSynchronous else { return }
-        restoreSynchronous = false
-        try? run(.synchronousConfigured)
     }
 
     public func rollback() {
         if inTransaction { try? run(.rollback) }
         inTransaction = false
-        restoreConfiguredSynchronous()
         if !createdInTransaction.isEmpty {
             // Those tables no longer exist: forget them and every statement that names them.
             knownTables.subtract(createdInTransaction)
