@@ -100,7 +100,7 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
 
         let other = try b.run(["run", "cleanup"])
         XCTAssertEqual(other.status, 0, "another account of the same job runs at the same time: \(other.stderr)")
-        let overlapping = try c.run(["run", "cleanup"])
+        let overlapping = try c.run(["run", "cleanup", "-v"])
         XCTAssertEqual(overlapping.status, 75, "a run sharing account 1 is refused: \(overlapping.stderr)")
         XCTAssertTrue(overlapping.stderr.contains("already running (pid \(holder.pid) on "), overlapping.stderr)
         XCTAssertTrue(overlapping.stderr.contains("account 1"), "the message names the account held: \(overlapping.stderr)")

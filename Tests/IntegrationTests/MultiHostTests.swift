@@ -64,6 +64,17 @@ final class MultiHostTests: XCTestCase {
         // A sync run lists the dialogs once (4 peers fit one page): cloudd saw one listing per
         // recorded run, so no host ran a fire that the records do not show.
         XCTAssertEqual(try cluster.cloud.counters().methods[CloudMethod.getDialogs.rawValue], total)
+
+        // The accounts of the fire were spread over the hosts, not run by one of them: each run
+        // names the scheduler process that ran it.
+        let pids = Set(schedulers.map { Int64($0.pid) })
+        let all = runs.values.flatMap { $0 }
+        XCTAssertTrue(all.allSatisfy { pids.contains(Int64($0.pid)) }, "every run was a scheduler's: \(all.map(\.pid)) vs \(pids)")
+        let byFire = Dictionary(grouping: all) { $0.fireAt ?? $0.startedAt / 60_000 }
+        for (fire, fireRuns) in byFire {
+            let hostsOfFire = Set(fireRuns.map(\.pid))
+            XCTAssertGreaterThan(hostsOfFire.count, 1, "fire \(fire): \(fireRuns.count) accounts, all on one host")
+        }
     }
 
     func testRevalidationAsksEachParentOnceAcrossThreeHosts() throws {
