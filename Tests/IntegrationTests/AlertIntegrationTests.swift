@@ -113,7 +113,7 @@ final class AlertIntegrationTests: XCTestCase {
 
     func testAHeartbeatEndpointThatIsDownOrHangsNeitherFailsNorStallsTheJob() throws {
         let h = JobrunHarness()
-        let closed = try MetricsConventionTests.freePort()
+        let closed = try FreePort.pick()
         try h.writeJob("down", "name: down\nkind: time-based-cleanup\nheartbeat: http://127.0.0.1:\(closed)/ping/x\nparams:\n  maxSize: 1GiB\n")
         let started = Date()
         let down = try h.run(["run", "down", "--scheduled"])

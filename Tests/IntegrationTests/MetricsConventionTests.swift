@@ -50,7 +50,7 @@ final class MetricsConventionTests: XCTestCase {
         for family in Self.fixedFamilies { XCTAssertTrue(families.contains(family), "\(family) is missing from the files") }
 
         // The textfile collector, on a loopback port, serves them.
-        let port = try Self.freePort()
+        let port = try FreePort.pick()
         let exporter = try ChildProcess(
             nodeExporter,
             [
@@ -100,13 +100,5 @@ final class MetricsConventionTests: XCTestCase {
             return "\(directory)/\(name)"
         }
         throw FixtureMissing("\(name) is not installed: run scripts/install-deps.sh")
-    }
-
-    /// A port nothing listens on right now (the kernel's pick, released for the child to bind).
-    static func freePort() throws -> Int {
-        let listener = try LoopbackListener { _ in }
-        let port = listener.port
-        listener.stop()
-        return port
     }
 }

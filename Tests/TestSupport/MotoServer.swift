@@ -42,7 +42,7 @@ public final class MotoServer: @unchecked Sendable {
         }
         var lastLog = ""
         for _ in 0..<5 {
-            let port = try NginxServer.freePort()
+            let port = try FreePort.pick()
             let log = logDirectory.appendingPathComponent("moto-\(port).log")
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             let process = Process()

@@ -64,7 +64,7 @@ public final class NginxServer: @unchecked Sendable {
         }
         var lastError = ""
         for _ in 0..<5 {
-            let port = try freePort()
+            let port = try FreePort.pick()
             let work = root.deletingLastPathComponent()
                 .appendingPathComponent(".nginx-\(port)-\(UUID().uuidString.prefix(8))", isDirectory: true)
             try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -166,25 +166,6 @@ public final class NginxServer: @unchecked Sendable {
                 }
             }
             """
-    }
-
-    /// A port the kernel just handed out on 127.0.0.1 (closed again; the caller retries on a race).
-    static func freePort() throws -> Int {
-        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard s >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        defer { close(s) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard ok == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     static func canConnect(port: Int, host: String = "127.0.0.1") -> Bool {
