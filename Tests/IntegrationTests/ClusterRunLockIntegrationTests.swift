@@ -17,6 +17,19 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
         return h
     }
 
+    /// A fresh database, two hosts on it whose `cleanup` job has `policy`, and the first host's
+    /// run of it holding the cluster lock (asleep just after taking it): the second host and the
+    /// holder.
+    private func twoHostsWithAHolder(policy: String) throws -> (b: JobrunHarness, holder: ChildProcess) {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase("lock_\(UUID().uuidString.prefix(8).lowercased())")
+        let a = try host(database, server: server, policy: policy)
+        let b = try host(database, server: server, policy: policy)
+        let holder = try a.start(["run", "cleanup"], failpoints: "after-lock=sleep(60000)")
+        XCTAssertTrue(waitForClusterLock(server, database: database), "host a took the cluster lock: \(holder.stderr)")
+        return (b, holder)
+    }
+
     /// Whether some session holds a job's cluster run lock (an advisory lock of the run-lock
     /// class) within 60 s.
     private func waitForClusterLock(_ server: PostgresServer, database: String) -> Bool {
@@ -31,14 +44,8 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
     }
 
     func testForbidAcrossHostsAndAKilledHolderFreesTheLockAtOnce() throws {
-        let server = try PostgresServer.shared()
-        let database = try server.createDatabase("lock_\(UUID().uuidString.prefix(8).lowercased())")
-        let a = try host(database, server: server, policy: "Forbid")
-        let b = try host(database, server: server, policy: "Forbid")
-
-        let holder = try a.start(["run", "cleanup"], failpoints: "after-lock=sleep(60000)")
+        let (b, holder) = try twoHostsWithAHolder(policy: "Forbid")
         defer { holder.signal(SIGKILL) }
-        XCTAssertTrue(waitForClusterLock(server, database: database), "host a took the cluster lock: \(holder.stderr)")
 
         let skipped = try b.run(["run", "cleanup", "-v"])
         XCTAssertEqual(skipped.status, 75, "another host's run holds the lock: \(skipped.stderr)")
@@ -52,13 +59,8 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
     }
 
     func testReplaceAcrossHostsStopsTheHolder() throws {
-        let server = try PostgresServer.shared()
-        let database = try server.createDatabase("lock_\(UUID().uuidString.prefix(8).lowercased())")
-        let a = try host(database, server: server, policy: "Replace")
-        let b = try host(database, server: server, policy: "Replace")
-        let holder = try a.start(["run", "cleanup"], failpoints: "after-lock=sleep(60000)")
+        let (b, holder) = try twoHostsWithAHolder(policy: "Replace")
         defer { holder.signal(SIGKILL) }
-        XCTAssertTrue(waitForClusterLock(server, database: database), "host a took the cluster lock: \(holder.stderr)")
         let started = Date()
         let replacing = try b.run(["run", "cleanup"])
         XCTAssertEqual(replacing.status, 0, replacing.stderr)

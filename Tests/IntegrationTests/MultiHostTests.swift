@@ -148,13 +148,7 @@ final class MultiHostTests: XCTestCase {
         // Each host enqueues three files into the bucket; all three hosts then drain the queue.
         var digests: [String] = []
         for (i, h) in cluster.hosts.enumerated() {
-            for j in 0..<3 {
-                let file = h.harness.dir.file("file-\(i)-\(j).bin")
-                try makeUploadTestFile(file, size: 200_000 + 50_000 * j)
-                digests.append(try sha256(file))
-                let queued = try cluster.run(h, ["enqueue-upload", file, "--peer", String(peer), "--json"])
-                XCTAssertEqual(queued.status, 0, queued.stderr)
-            }
+            digests += try enqueue(cluster, on: h, peer: peer, sizes: (0..<3).map { 200_000 + 50_000 * $0 }, prefix: "file-\(i)-")
         }
         try cluster.cloud.setFaults(FaultConfig(latencyMs: 20))
         try cluster.cloud.resetCounters()
@@ -180,14 +174,7 @@ final class MultiHostTests: XCTestCase {
             try writeUploadJob(h, "upload-b", policy: "Forbid")
         }
         let peer = try cluster.cloud.dataset().peers[1].id
-        var digests: [String] = []
-        for j in 0..<8 {
-            let file = survivor.harness.dir.file("file-\(j).bin")
-            try makeUploadTestFile(file, size: 300_000 + 10_000 * j)
-            digests.append(try sha256(file))
-            let queued = try cluster.run(survivor, ["enqueue-upload", file, "--peer", String(peer), "--json"])
-            XCTAssertEqual(queued.status, 0, queued.stderr)
-        }
+        let digests = try enqueue(cluster, on: survivor, peer: peer, sizes: (0..<8).map { 300_000 + 10_000 * $0 }, prefix: "file-")
         // Slow answers keep host 2 mid-upload when its link goes.
         try cluster.cloud.setFaults(FaultConfig(latencyMs: 800))
         try cluster.cloud.resetCounters()
@@ -240,6 +227,18 @@ final class MultiHostTests: XCTestCase {
     }
 
     // MARK: Helpers
+
+    /// Makes one file per size on `host`, enqueues each there into the bucket, and returns their
+    /// SHA-256 digests in order.
+    private func enqueue(_ cluster: MultiHostCluster, on host: ClusterHost, peer: Int64, sizes: [Int], prefix: String) throws -> [String] {
+        try sizes.enumerated().map { j, size in
+            let file = host.harness.dir.file("\(prefix)\(j).bin")
+            try makeUploadTestFile(file, size: size)
+            let queued = try cluster.run(host, ["enqueue-upload", file, "--peer", String(peer), "--json"])
+            XCTAssertEqual(queued.status, 0, queued.stderr)
+            return try sha256(file)
+        }
+    }
 
     private func writeUploadJob(_ h: ClusterHost, _ name: String, policy: String) throws {
         try h.writeJob(
