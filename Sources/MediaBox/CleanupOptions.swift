@@ -30,11 +30,15 @@ public struct CleanupOptions: Sendable {
     /// Run the reconciliation pass (the only file-system walk) before selecting victims.
     public var reconcile: Bool
     public var reconciliation: ReconciliationOptions
-    /// Threads that unlink in parallel (an unlink costs ~115 µs of mostly kernel time).
+    /// Threads that unlink in parallel.
     public var removalThreads: Int
-    /// Two per core: unlinks in different shard directories proceed in parallel, and they also
-    /// wait on the journal, so a few more threads than cores still help.
-    public static let defaultRemovalThreads = max(2, ProcessInfo.processInfo.activeProcessorCount * 2)
+    /// Sixteen, whatever the core count: an unlink is mostly a wait, not work. Freeing a file's
+    /// blocks waits on the device (ext4 mounted with `discard` sends the discard synchronously
+    /// from the unlink or the last close), and on the journal; the CPU part is ~50–90 µs of
+    /// kernel time. Many threads keep many of those waits in flight, in different shard
+    /// directories; measured on two cores
+    /// with the disk busy, 16 threads removed files 2.4–2.7× faster than 4.
+    public static let defaultRemovalThreads = max(16, ProcessInfo.processInfo.activeProcessorCount * 2)
     /// Victims removed per batch (one index transaction each); bounds memory.
     public var batchSize: Int
     /// "Now" in Unix seconds (tests pin it); nil = the clock.

@@ -1,7 +1,8 @@
 import Foundation
 
-/// Runs `ResourceRemoval.remove` over many files on several threads (unlink is ~115 µs of
-/// kernel time each; one thread per core or a few more keeps the disk and both cores busy).
+/// Runs `ResourceRemoval.remove` over many files on several threads. An unlink mostly waits
+/// (on the device's discard of the freed blocks, on the journal), so more threads than cores
+/// keep more of those waits in flight (`CleanupOptions.defaultRemovalThreads`).
 enum ParallelRemoval {
     /// Each thread writes only its own indices of the buffer.
     private final class Outcomes: @unchecked Sendable {
@@ -19,8 +20,8 @@ enum ParallelRemoval {
         let workers = max(1, min(threads, n))
         if workers == 1 { return paths.map { ResourceRemoval.remove($0, dryRun: dryRun) } }
         let outcomes = Outcomes(count: n)
-        // Plain threads, not concurrentPerform: its width is the core count, and unlinks also
-        // wait on the journal, so a few more threads than cores still help.
+        // Plain threads, not concurrentPerform: its width is the core count, and unlinks mostly
+        // wait, so many more threads than cores help.
         let group = DispatchGroup()
         for worker in 0..<workers {
             group.enter()
