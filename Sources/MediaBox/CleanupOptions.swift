@@ -36,8 +36,8 @@ public struct CleanupOptions: Sendable {
     /// blocks waits on the device (ext4 mounted with `discard` sends the discard synchronously
     /// from the unlink or the last close), and on the journal; the CPU part is ~50–90 µs of
     /// kernel time. Many threads keep many of those waits in flight, in different shard
-    /// directories; measured on two cores
-    /// with the disk busy, 16 threads removed files 2.4–2.7× faster than 4.
+    /// directories. Measured on two cores with the disk busy, 16 threads removed files 2.4–2.7×
+    /// faster than 4.
     public static let defaultRemovalThreads = max(16, ProcessInfo.processInfo.activeProcessorCount * 2)
     /// Victims removed per batch (one index transaction each); bounds memory.
     public var batchSize: Int
