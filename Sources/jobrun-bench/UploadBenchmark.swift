@@ -255,7 +255,11 @@ struct UploadBenchmark {
         print(
             "ratio large, parts phase only (sendMedia then waits for the server to finish hashing the file): \(fmt(best(productLargeParts).mbps / best(curlLarge).mbps))×"
         )
-        print("ratio small files/s (product / curl): \(fmt(best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond))×")
+        BenchRatios.record(
+            "upload", "\(small.count) small files", product: fmt(best(productSmall).filesPerSecond, 0) + " files/s",
+            peer: fmt(best(curlSmall).filesPerSecond, 0) + " files/s curl --parallel \(options.concurrency)",
+            ratio: best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond, target: 1)
+        print("ratio small files/s (product / curl): \(fmt(best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond))× (target ≥ 1.0×)")
         print(
             "peak RSS of this process: \(fmt(rssStart, 1)) MiB before uploading, \(fmt(rssAfterLarge, 1)) MiB after the \(fmt(Double(largeBytes) / 1e6, 0)) MB upload, \(fmt(peakRSSMiB(), 1)) MiB at the end (bounded: parts are sent from the file by region)"
         )
