@@ -156,7 +156,7 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     /// is written. With `sync: false` the caller must sync before (see `MediaBox.completeBatch`).
     public func complete(sync: Bool = true) throws {
         guard let size = knownSize, ranges.contains(0..<size) else { throw MediaBoxError.notComplete(path: paths.partial) }
-        if ftruncate(fd, off_t(size)) != 0 { throw PosixFile.fail(paths.partial, "ftruncate") }
+        try truncateToKnownSize(size)
         if sync { try PosixFile.fsync(fd, path: paths.partial) }
         try publish(syncDirectory: sync)
     }
@@ -177,6 +177,14 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     /// Truncates to the known size without syncing (batch completion syncs once for all).
     func prepareForBatchCompletion() throws {
         guard let size = knownSize, ranges.contains(0..<size) else { throw MediaBoxError.notComplete(path: paths.partial) }
+        try truncateToKnownSize(size)
+    }
+
+    /// Cuts the data file to `size` when it is longer (bytes left beyond the end by an earlier
+    /// writer). A file already of that size is left alone: `ftruncate` to the same size still
+    /// waits for the file's pages under writeback, about a millisecond per just-written file.
+    private func truncateToKnownSize(_ size: Int64) throws {
+        if Int64(try PosixFile.fstat(fd, path: paths.partial).st_size) == size { return }
         if ftruncate(fd, off_t(size)) != 0 { throw PosixFile.fail(paths.partial, "ftruncate") }
     }
 

@@ -13,6 +13,7 @@ struct DownloadBench: ParsableCommand {
         commandName: "download",
         abstract: "MultipartFetch (into MediaBox, durable completion) vs aria2c and curl --parallel from the same cloudd.")
     @Option(help: "Small files (10–200 KB).") var smallFiles = 2000
+    @Option(help: "Rounds of the small-file set (each runs the product, aria2c and curl; the worst ratio counts).") var smallRounds = 3
     @Option(help: "Large files.") var largeFiles = 10
     @Option(help: "Size of each large file in MB (10^6 bytes).") var largeMb = 100
     @Option(help: "Size in GiB of the single file downloaded for peak RSS (0 skips).") var rssGib = 2
@@ -30,7 +31,7 @@ struct DownloadBench: ParsableCommand {
         Task {
             do {
                 try await runDownloadBenchmark(
-                    smallFiles: options.smallFiles, largeFiles: options.largeFiles, largeMB: options.largeMb,
+                    smallFiles: options.smallFiles, smallRounds: options.smallRounds, largeFiles: options.largeFiles, largeMB: options.largeMb,
                     rssGiB: options.rssGib, cloudd: options.cloudd, workDir: options.workDir, tuning: tuning)
                 outcome.set(nil)
             } catch {
@@ -134,7 +135,7 @@ final class BenchCloud: @unchecked Sendable {
 
 /// Runs the whole benchmark and prints the tables.
 func runDownloadBenchmark(
-    smallFiles: Int, largeFiles: Int, largeMB: Int, rssGiB: Int, cloudd: String?, workDir: String,
+    smallFiles: Int, smallRounds: Int = 3, largeFiles: Int, largeMB: Int, rssGiB: Int, cloudd: String?, workDir: String,
     tuning: FetchTuning = FetchTuning()
 ) async throws {
     let fm = FileManager.default
@@ -145,7 +146,9 @@ func runDownloadBenchmark(
     let rssBytes = Int64(rssGiB) << 30
     let cloud = try await BenchCloud.start(smallFiles: smallFiles, largeFiles: largeFiles, largeBytes: largeBytes, rssBytes: rssBytes, cloudd: cloudd)
     do {
-        try await benchmarkBody(cloud: cloud, smallFiles: smallFiles, largeBytes: largeBytes, rssBytes: rssBytes, workDir: workDir, tuning: tuning)
+        try await benchmarkBody(
+            cloud: cloud, smallFiles: smallFiles, smallRounds: max(1, smallRounds), largeBytes: largeBytes, rssBytes: rssBytes, workDir: workDir, tuning: tuning
+        )
     } catch {
         await cloud.stop()
         throw error
@@ -153,7 +156,12 @@ func runDownloadBenchmark(
     await cloud.stop()
 }
 
-private func benchmarkBody(cloud: BenchCloud, smallFiles: Int, largeBytes: Int64, rssBytes: Int64, workDir: String, tuning: FetchTuning) async throws {
+/// Peak RSS allowed while one multi-GiB file downloads.
+private let rssBudgetMiB = 48.0
+
+private func benchmarkBody(
+    cloud: BenchCloud, smallFiles: Int, smallRounds: Int, largeBytes: Int64, rssBytes: Int64, workDir: String, tuning: FetchTuning
+) async throws {
     let transport = try CurlTransport()
     var datacenters: [Int: String] = [:]
     for (i, u) in cloud.dcURLs.enumerated() { datacenters[i + 1] = u }
@@ -189,45 +197,54 @@ private func benchmarkBody(cloud: BenchCloud, smallFiles: Int, largeBytes: Int64
         let path = box.paths(for: CloudDocumentMediaResource(document: huge, reference: .standalone).id).complete
         let size = (try? fm(path)) ?? 0
         BenchRatios.record(
-            "download", "peak RSS, \(rssBytes >> 30) GiB file", product: fmt(peak, 1) + " MiB", peer: "64 MiB budget",
-            ratio: 64 / peak, target: 1)
+            "download", "peak RSS, \(rssBytes >> 30) GiB file", product: fmt(peak, 1) + " MiB", peer: "\(fmt(rssBudgetMiB, 0)) MiB budget",
+            ratio: rssBudgetMiB / peak, target: 1)
         rssLine =
-            "\(fmt(Double(rssBytes) / Double(1 << 30), 0)) GiB in \(fmt(t)) s (\(fmt(Double(size) / t / 1e6, 0)) MB/s): peak RSS \(fmt(peak, 1)) MiB (RSS before \(fmt(before, 1)) MiB), target ≤ 64 MiB"
+            "\(fmt(Double(rssBytes) / Double(1 << 30), 0)) GiB in \(fmt(t)) s (\(fmt(Double(size) / t / 1e6, 0)) MB/s): peak RSS \(fmt(peak, 1)) MiB (RSS before \(fmt(before, 1)) MiB), target ≤ \(fmt(rssBudgetMiB, 0)) MiB"
         try? FileManager.default.removeItem(atPath: workDir + "/rss-media")
     }
 
-    // 2. Small files.
-    var rows: [(String, Double, Double, Double)] = []  // name, seconds, files/s, MB/s
+    // 2. Small files, three rounds: the target must hold in the worst of them, not on average.
     if !small.isEmpty {
-        let box = try MediaBox(basePath: workDir + "/small-media", fetcher: fetch)
         let resources = small.map { CloudDocumentMediaResource(document: $0, reference: .standalone) }
-        let t = try await timed { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: 32) }
-        try verify(box: box, docs: Array(small.prefix(50)), api: api)
-        rows.append(("MultipartFetch → MediaBox (durable batches)", t, Double(small.count) / t, Double(smallBytes) / t / 1e6))
-        try? FileManager.default.removeItem(atPath: workDir + "/small-media")
-    }
-    if !small.isEmpty {
         let smallURLs = small.map(plainURL)
-        let ariaSmall = try runPeer(
-            workDir: workDir, name: "aria2c-small", urls: smallURLs,
-            command: ["aria2c", "-q", "-i", "URLS", "-j", "16", "-x", "1", "--allow-overwrite=true", "-d", "OUT"])
-        rows.append(("aria2c -j 16 -x 1", ariaSmall, Double(small.count) / ariaSmall, Double(smallBytes) / ariaSmall / 1e6))
-        let curlSmall = try runPeer(
-            workDir: workDir, name: "curl-small", urls: smallURLs, curl: true,
-            command: ["curl", "-s", "--parallel", "--parallel-max", "16", "--output-dir", "OUT", "-K", "CFG"])
-        rows.append(("curl --parallel --parallel-max 16 (no fsync)", curlSmall, Double(small.count) / curlSmall, Double(smallBytes) / curlSmall / 1e6))
-        var table = BenchTable(title: "Small files: \(small.count) × 10–200 KB", columns: ["tool", "seconds", "files/s", "MB/s"])
-        for r in rows { table.add([r.0, fmt(r.1), fmt(r.2, 0), fmt(r.3, 1)]) }
+        var table = BenchTable(title: "Small files: \(small.count) × 10–200 KB", columns: ["round", "tool", "seconds", "files/s", "MB/s"])
+        var worstCurl = Double.infinity, worstAria = Double.infinity
+        var worstCurlLine = (product: 0.0, peer: 0.0), worstAriaLine = (product: 0.0, peer: 0.0)
+        for round in 1...smallRounds {
+            let box = try MediaBox(basePath: workDir + "/small-media", fetcher: fetch)
+            let t = try await timed { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: 32) }
+            try verify(box: box, docs: Array(small.prefix(50)), api: api)
+            try? FileManager.default.removeItem(atPath: workDir + "/small-media")
+            let ariaSmall = try runPeer(
+                workDir: workDir, name: "aria2c-small", urls: smallURLs,
+                command: ["aria2c", "-q", "-i", "URLS", "-j", "16", "-x", "1", "--allow-overwrite=true", "-d", "OUT"])
+            let curlSmall = try runPeer(
+                workDir: workDir, name: "curl-small", urls: smallURLs, curl: true,
+                command: ["curl", "-s", "--parallel", "--parallel-max", "16", "--output-dir", "OUT", "-K", "CFG"])
+            let rows = [
+                ("MultipartFetch → MediaBox (durable batches)", t), ("aria2c -j 16 -x 1", ariaSmall),
+                ("curl --parallel --parallel-max 16 (no fsync)", curlSmall),
+            ]
+            for (name, seconds) in rows {
+                table.add(["\(round)", name, fmt(seconds), fmt(Double(small.count) / seconds, 0), fmt(Double(smallBytes) / seconds / 1e6, 1)])
+            }
+            let product = Double(small.count) / t, aria = Double(small.count) / ariaSmall, curl = Double(small.count) / curlSmall
+            print(
+                "round \(round): product \(fmt(product, 0)) files/s, aria2c \(fmt(aria, 0)), curl \(fmt(curl, 0)): product/curl \(fmt(product / curl))×, product/aria2c \(fmt(product / aria))×"
+            )
+            if product / curl < worstCurl { worstCurl = product / curl; worstCurlLine = (product, curl) }
+            if product / aria < worstAria { worstAria = product / aria; worstAriaLine = (product, aria) }
+        }
         table.print()
-        let productFiles = rows[0].2
         BenchRatios.record(
-            "download", "\(small.count) small files, durable", product: fmt(productFiles, 0) + " files/s",
-            peer: fmt(rows[1].2, 0) + " files/s aria2c", ratio: productFiles / rows[1].2, target: 3)
+            "download", "\(small.count) small files, durable, worst of \(smallRounds)", product: fmt(worstAriaLine.product, 0) + " files/s",
+            peer: fmt(worstAriaLine.peer, 0) + " files/s aria2c", ratio: worstAria, target: 3)
         BenchRatios.record(
-            "download", "\(small.count) small files, durable", product: fmt(productFiles, 0) + " files/s",
-            peer: fmt(rows[2].2, 0) + " files/s curl --parallel", ratio: productFiles / rows[2].2, target: 0.8)
+            "download", "\(small.count) small files, durable, worst of \(smallRounds)", product: fmt(worstCurlLine.product, 0) + " files/s",
+            peer: fmt(worstCurlLine.peer, 0) + " files/s curl --parallel", ratio: worstCurl, target: 1)
         print(
-            "ratios: product/aria2c files/s = \(fmt(productFiles / rows[1].2))× (target ≥ 1.5×, BENCHMARKS ≥ 3×); product/curl = \(fmt(productFiles / rows[2].2))× (target ≥ 0.8×)"
+            "ratios, worst of \(smallRounds) rounds: product/curl files/s = \(fmt(worstCurl))× (target ≥ 1.0×); product/aria2c = \(fmt(worstAria))× (target ≥ 3.0×)"
         )
     }
 

@@ -196,6 +196,8 @@ struct UploadBenchmark {
             let s0 = DispatchTime.now().uptimeNanoseconds
             var ids: [Int64] = []
             for path in small { ids.append(try await queue.enqueue(UploadRequest(path: path, peerId: peer)).id) }
+            let sEnqueued = DispatchTime.now().uptimeNanoseconds
+            let smallCPU0 = Self.cpuSeconds()
             let smallUpload = MultipartUpload(
                 client: client, postbox: postbox,
                 configuration: {
@@ -224,6 +226,9 @@ struct UploadBenchmark {
             }
             let s1 = DispatchTime.now().uptimeNanoseconds
             guard sent == small.count else { throw ValidationError("only \(sent) small files sent") }
+            print(
+                "product small: enqueue \(fmt(Double(sEnqueued - s0) / 1e9)) s, upload \(fmt(Double(s1 - sEnqueued) / 1e9)) s; the upload used \(fmt(Self.cpuSeconds() - smallCPU0)) s CPU in this process"
+            )
             productSmall.append(Timing(seconds: Double(s1 - s0) / 1e9, bytes: smallBytes, files: small.count))
             try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/files")
             try? FileManager.default.createDirectory(atPath: server.uploadDirectory + "/files", withIntermediateDirectories: true)
@@ -255,7 +260,11 @@ struct UploadBenchmark {
         print(
             "ratio large, parts phase only (sendMedia then waits for the server to finish hashing the file): \(fmt(best(productLargeParts).mbps / best(curlLarge).mbps))×"
         )
-        print("ratio small files/s (product / curl): \(fmt(best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond))×")
+        BenchRatios.record(
+            "upload", "\(small.count) small files", product: fmt(best(productSmall).filesPerSecond, 0) + " files/s",
+            peer: fmt(best(curlSmall).filesPerSecond, 0) + " files/s curl --parallel \(options.concurrency)",
+            ratio: best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond, target: 1)
+        print("ratio small files/s (product / curl): \(fmt(best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond))× (target ≥ 1.0×)")
         print(
             "peak RSS of this process: \(fmt(rssStart, 1)) MiB before uploading, \(fmt(rssAfterLarge, 1)) MiB after the \(fmt(Double(largeBytes) / 1e6, 0)) MB upload, \(fmt(peakRSSMiB(), 1)) MiB at the end (bounded: parts are sent from the file by region)"
         )

@@ -249,6 +249,27 @@ final class PartialFileTests: XCTestCase {
         XCTAssertEqual(try box.stats().total.count, 20)
     }
 
+    func testCompletionCutsBytesBeyondTheSizeAnEarlierWriterLeft() async throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-cut")
+        let box = try MediaBox(basePath: tmp.path + "/media", fetcher: PatternFetcher(), options: MediaBox.Options(completionSync: .fsync))
+        // An earlier writer left 800 bytes under each partial name; the resources are 500 long.
+        for name in ["fetched", "stored"] {
+            let stale = try XCTUnwrap(MediaBoxPartialFile.open(paths: box.paths(for: MediaResourceId(name)), wait: true))
+            try stale.setSize(800)
+            try stale.write(offset: 0, data: MediaBoxFixtures.pattern(id: name, count: 800))
+            stale.close()
+        }
+        // The fetch finds every byte present and completes without fetching, through `complete`.
+        let fetched = try await box.fetch(SimpleMediaResource("fetched", size: 500), info: MediaResourceStorageInfo(contentType: .file))
+        XCTAssertEqual(fetched.size, 500)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: fetched.path)), MediaBoxFixtures.pattern(id: "fetched", count: 500))
+        // A batch store writes 500 bytes over the 800 and completes them as a batch.
+        let stored = try box.storeBatch(
+            [(MediaResourceId("stored"), MediaBoxFixtures.pattern(id: "stored", count: 500))], info: { _ in MediaResourceStorageInfo(contentType: .file) })
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stored[0].path)), MediaBoxFixtures.pattern(id: "stored", count: 500))
+        XCTAssertEqual(try box.stats().total, StorageUsage(bytes: 1000, count: 2))
+    }
+
     func testPartialOpenedWithoutMetaWritesNoMeta() throws {
         let tmp = TemporaryDirectory(prefix: "mediabox-nometa")
         let box = try MediaBox(basePath: tmp.path + "/media")

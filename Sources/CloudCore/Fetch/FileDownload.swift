@@ -34,8 +34,10 @@ actor FileDownload {
     private var pendingIndex = 0
     private var tasks: [Int: Task<Void, Never>] = [:]
     private var nextTaskId = 0
+    /// Verified events not yet taken by the consumer (at most `maxPartsPerFile` data parts). A
+    /// taken event leaves the array at once: a part buffer stays alive only while it is counted
+    /// in the window, however far behind the consumer (a slow disk) falls.
     private var ready: [MediaResourceFetchEvent] = []
-    private var readyIndex = 0
     private var failure: (any Error)?
     private var waiter: CheckedContinuation<Void, Never>?
     private var sizeAnnounced = false
@@ -109,15 +111,14 @@ actor FileDownload {
                 cancelAll()
                 throw failure
             }
-            if readyIndex < ready.count {
-                let event = ready[readyIndex]
-                readyIndex += 1
-                if readyIndex == ready.count { ready.removeAll(keepingCapacity: true); readyIndex = 0 }
+            if !ready.isEmpty {
+                // A few entries at most: removing the first costs less than any bookkeeping.
+                let event = ready.removeFirst()
                 fill()
                 return event
             }
             fill()
-            if readyIndex < ready.count { continue }
+            if !ready.isEmpty { continue }
             if planned, tasks.isEmpty, pendingIndex >= pending.count, failure == nil { return nil }
             await withCheckedContinuation { waiter = $0 }
         }
@@ -143,7 +144,7 @@ actor FileDownload {
         w?.resume()
     }
 
-    private var windowUsed: Int { tasks.count + (ready.count - readyIndex) + secretBuffer.count }
+    private var windowUsed: Int { tasks.count + ready.count + secretBuffer.count }
 
     private func fill() {
         guard failure == nil else { return }
