@@ -211,6 +211,14 @@ final class UnattendedRunTests: XCTestCase {
         let version = try ChildProcess(h.binary, ["--version"])
         XCTAssertEqual(version.wait(), 0)
         XCTAssertTrue(version.stdout.hasPrefix("jobrun 0.") && version.stdout.contains("swift "), version.stdout)
+        // `run` is parsed by its own command first; what that parse refuses gets the full
+        // parser's help and errors, which name the command as `jobrun run`.
+        let help = try ChildProcess(h.binary, ["run", "--help"])
+        XCTAssertEqual(help.wait(), 0)
+        XCTAssertTrue(help.stdout.contains("USAGE: jobrun run"), help.stdout)
+        let option = try ChildProcess(h.binary, ["run", "time-based-cleanup", "--dryrun"])
+        XCTAssertEqual(option.wait(), 64)
+        XCTAssertTrue(option.stderr.contains("Did you mean '--dry-run'?") && option.stderr.contains("Usage: jobrun run "), option.stderr)
     }
 
     func testLogsByConvention() throws {
