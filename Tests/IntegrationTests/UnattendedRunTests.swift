@@ -194,6 +194,10 @@ final class UnattendedRunTests: XCTestCase {
             XCTAssertEqual(p.wait(), 66, "\(command): \(p.stderr)")
             XCTAssertTrue(p.stderr.contains("\(missing) does not exist") && p.stderr.contains("--jobs-dir"), "\(command): \(p.stderr)")
         }
+        // A path with `..` and a trailing slash is named in its standard form.
+        let dotted = try ChildProcess(h.binary, ["run", "x", "--root", h.root, "--jobs-dir", h.dir.file("elsewhere") + "/../nowhere/"])
+        XCTAssertEqual(dotted.wait(), 66, dotted.stderr)
+        XCTAssertTrue(dotted.stderr.contains("jobs directory \(missing) does not exist"), dotted.stderr)
         let empty = h.dir.file("empty")
         try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
         let p = try ChildProcess(h.binary, ["validate", "--jobs-dir", empty])
