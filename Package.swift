@@ -6,6 +6,14 @@
 // CloudServer (the reference `cloudd`) shares only CloudProtocol and CloudCrypto with the client.
 import PackageDescription
 
+/// For the modules on the path of every `jobrun` invocation: concrete generic types (a
+/// `[String: LogValue]`, a `Param<[PeerStorageClass: Duration]>`) get their metadata from
+/// direct accessors that pass the conformances the compiler already knows, instead of from
+/// mangled names that the runtime resolves by scanning every conformance record of the process
+/// (SwiftNIO and Foundation included) once per new type. An idle cron run paid about a
+/// millisecond of CPU for those scans; the accessors cost a little code size.
+let startupSettings: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])]
+
 let package = Package(
     name: "jobrun",
     platforms: [.macOS(.v14)],
@@ -33,7 +41,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Storage engine: ValueBox on SQLite, binary encoding, tables, transactions.
-        .target(name: "Postbox", dependencies: ["CSQLite"]),
+        .target(name: "Postbox", dependencies: ["CSQLite"], swiftSettings: startupSettings),
         // ValueBox on PostgreSQL: Postbox's seam on a shared server. Its own target, so Postbox
         // (and everything that only needs SQLite) never links SwiftNIO.
         .target(
@@ -44,13 +52,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // File cache of media resources; fetching is injected, no networking here.
-        .target(name: "MediaBox", dependencies: ["Postbox"]),
+        .target(name: "MediaBox", dependencies: ["Postbox"], swiftSettings: startupSettings),
         // Wire types shared by client and server (no transport, no storage).
         .target(name: "CloudProtocol"),
         // AES-256-IGE, AES-256-CTR, SHA-256 over libcrypto; shared by client and server.
         .target(name: "CloudCrypto", dependencies: ["COpenSSL"]),
         // Client: transport (libcurl multi), resources, MultipartFetch/Upload, revalidation, sync.
-        .target(name: "CloudCore", dependencies: ["MediaBox", "Postbox", "CloudProtocol", "CloudCrypto", "CCurl"]),
+        .target(name: "CloudCore", dependencies: ["MediaBox", "Postbox", "CloudProtocol", "CloudCrypto", "CCurl"], swiftSettings: startupSettings),
         // Job files, job kinds, scheduler, locks, logs, metrics.
         .target(
             name: "Jobs",
@@ -59,7 +67,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
-            ]),
+            ], swiftSettings: startupSettings),
         // Reference cloud server (in-process for tests, `cloudd` executable for everyone else).
         .target(
             name: "CloudServer",
@@ -78,7 +86,7 @@ let package = Package(
             name: "jobrun",
             dependencies: [
                 "Jobs", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]),
+            ], swiftSettings: startupSettings),
         // Benchmarks against peers (raw SQLite, find, curl, aria2c) in one invocation.
         .executableTarget(
             name: "jobrun-bench",

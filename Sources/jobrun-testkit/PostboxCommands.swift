@@ -3,6 +3,8 @@ import Postbox
 
 /// Postbox child-process commands (`<db>`: a file path or a `pg:` store, see `openPostbox`):
 /// - `write-transactions <db> <firstPeerId> <count>`: `count` write transactions of one peer each.
+/// - `open-write-close <db> <firstPeerId> <count>`: `count` times opens the store, writes one
+///   peer and closes it again, as `count` short-lived processes (cron runs) would.
 /// - `big-transaction <db> <rows>`: commits a marker peer (id 1), then adds `rows` messages in
 ///   one transaction, printing `midway` halfway through and then stalling, so the test can
 ///   SIGKILL it with the transaction open.
@@ -16,6 +18,18 @@ let postboxCommands: [String: TestkitCommand] = [
             try postbox.transactionSync { tx in
                 try tx.peers.set(Peer(id: PeerId(first + Int64(i)), category: .group, title: "peer \(first + Int64(i))"))
             }
+        }
+        emit("done \(count)")
+    },
+    "open-write-close": { args in
+        guard args.count == 3, let first = Int64(args[1]), let count = Int(args[2]) else {
+            throw TestkitError.usage("open-write-close <db> <firstPeerId> <count>")
+        }
+        for i in 0..<count {
+            let id = first + Int64(i)
+            // The store closes when its last reference goes, at the end of each iteration.
+            let postbox = try openPostbox(args[0])
+            try postbox.transactionSync { tx in try tx.peers.set(Peer(id: PeerId(id), category: .group, title: "peer \(id)")) }
         }
         emit("done \(count)")
     },

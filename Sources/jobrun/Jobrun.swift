@@ -29,6 +29,14 @@ struct Jobrun: AsyncParsableCommand {
             Foundation.exit(JobExitCode.usage.rawValue)
         }
         do {
+            if arguments.first == RunCommand.configuration.commandName, let run = try? RunCommand.parse(Array(arguments.dropFirst())) {
+                // `jobrun run …`, the line cron and timers start every few minutes, parsed by its
+                // own command alone: the whole command tree is built only when another command
+                // is asked for, or when this parse fails (help, a misspelt option), so that every
+                // message and exit code comes from the full parse below.
+                try await run.run()
+                return
+            }
             var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()

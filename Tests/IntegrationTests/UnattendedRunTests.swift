@@ -194,6 +194,10 @@ final class UnattendedRunTests: XCTestCase {
             XCTAssertEqual(p.wait(), 66, "\(command): \(p.stderr)")
             XCTAssertTrue(p.stderr.contains("\(missing) does not exist") && p.stderr.contains("--jobs-dir"), "\(command): \(p.stderr)")
         }
+        // A path with `..` and a trailing slash is named in its standard form.
+        let dotted = try ChildProcess(h.binary, ["run", "x", "--root", h.root, "--jobs-dir", h.dir.file("elsewhere") + "/../nowhere/"])
+        XCTAssertEqual(dotted.wait(), 66, dotted.stderr)
+        XCTAssertTrue(dotted.stderr.contains("jobs directory \(missing) does not exist"), dotted.stderr)
         let empty = h.dir.file("empty")
         try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
         let p = try ChildProcess(h.binary, ["validate", "--jobs-dir", empty])
@@ -211,6 +215,14 @@ final class UnattendedRunTests: XCTestCase {
         let version = try ChildProcess(h.binary, ["--version"])
         XCTAssertEqual(version.wait(), 0)
         XCTAssertTrue(version.stdout.hasPrefix("jobrun 0.") && version.stdout.contains("swift "), version.stdout)
+        // `run` is parsed by its own command first; what that parse refuses gets the full
+        // parser's help and errors, which name the command as `jobrun run`.
+        let help = try ChildProcess(h.binary, ["run", "--help"])
+        XCTAssertEqual(help.wait(), 0)
+        XCTAssertTrue(help.stdout.contains("USAGE: jobrun run"), help.stdout)
+        let option = try ChildProcess(h.binary, ["run", "time-based-cleanup", "--dryrun"])
+        XCTAssertEqual(option.wait(), 64)
+        XCTAssertTrue(option.stderr.contains("Did you mean '--dry-run'?") && option.stderr.contains("Usage: jobrun run "), option.stderr)
     }
 
     func testLogsByConvention() throws {

@@ -65,6 +65,8 @@ final class JobFileValidationTests: XCTestCase {
         ("backoff max below initial", head + "retry:\n  backoff:\n    initial: 5m\n    max: 1m\n", "7:10", "shorter than"),
         ("invalid job name", "name: \"bad name!\"\nkind: upload-queue\n", "1:7", "invalid job name"),
         ("yaml alias", "name: &n t\nkind: upload-queue\ndescription: *n\n", "1:7", "aliases are not supported"),
+        ("yaml alias without anchor", "name: t\nkind: upload-queue\ndescription: *n\n", "3:14", "YAML aliases are not supported"),
+        ("unquoted cron schedule", "name: t\nkind: upload-queue\nschedule: */5 * * * *\n", "3:12", "YAML syntax error"),
         ("multiplier too small", head + "retry:\n  backoff:\n    multiplier: 0.5\n", "6:17", "out of range"),
         ("backoffLimit wrong type", head + "retry:\n  backoffLimit: many\n", "5:17", "wrong type"),
         ("retry not a mapping", head + "retry: 3\n", "4:8", "wrong type"),

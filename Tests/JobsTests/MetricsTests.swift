@@ -144,6 +144,7 @@ final class MetricsTests: XCTestCase {
 
     func testEscapingAndNames() {
         XCTAssertEqual(PrometheusText.escapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd")
+        XCTAssertEqual(PrometheusText.escapeHelp("a\"b\\c\nd\r\n é"), "a\"b\\\\c\\nd\r\\n é")
         XCTAssertEqual(PrometheusText.sanitizeName("9bytes-freed.total"), "_bytes_freed_total")
         XCTAssertEqual(PrometheusText.formatValue(.infinity), "+Inf")
         XCTAssertEqual(PrometheusText.formatValue(.nan), "NaN")

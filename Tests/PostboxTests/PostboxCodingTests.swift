@@ -156,6 +156,26 @@ final class PostboxCodingTests: XCTestCase {
         // FNV-1a of "AllFields": changing the hash function would orphan every stored object.
         XCTAssertEqual(typeNameHash("AllFields"), Int32(bitPattern: 0x92bbf071))
     }
+
+    func testDefaultTypeNameIsTheTypesPrintedName() {
+        // The default name is the hash's input for every stored record type that keeps it: it
+        // must stay the text `String(describing:)` prints, or stored objects stop decoding.
+        XCTAssertEqual(ImagePart.postboxTypeName, "ImagePart")
+        XCTAssertEqual(Message.postboxTypeName, "Message")
+        XCTAssertEqual(JobRunRecord.postboxTypeName, "JobRunRecord")
+        XCTAssertEqual(JobRunRecord.postboxTypeHash, typeNameHash("JobRunRecord"))
+        func printed<T: PostboxCoding>(_ type: T.Type) -> Bool { T.postboxTypeName == String(describing: type) }
+        XCTAssertTrue(printed(ImagePart.self))
+        XCTAssertTrue(printed(UnregisteredThing.self))
+        XCTAssertTrue(printed(Message.self))
+        XCTAssertTrue(printed(Peer.self))
+        XCTAssertTrue(printed(PeerSyncState.self))
+        XCTAssertTrue(printed(MediaReferenceRecord.self))
+        XCTAssertTrue(printed(RevalidationLease.self))
+        XCTAssertTrue(printed(SharedMediaTierEntry.self))
+        XCTAssertTrue(printed(UploadItem.self))
+        XCTAssertTrue(printed(JobRunRecord.self))
+    }
 }
 
 extension Data {

@@ -28,6 +28,33 @@ final class ProcessTests: XCTestCase {
         }
     }
 
+    /// Cron, the scheduler and `enqueue-upload` open one store at the same moments, each for a
+    /// few transactions. The WAL survives every close (truncated to zero bytes after the close's
+    /// checkpoint), and the opener that finds it must neither fail with a busy store nor lose a
+    /// write of the other process.
+    func testTwoProcessesOpeningAndClosingOneStoreAtOnceManyTimesLoseNothing() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("open-close-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/db.sqlite"
+        _ = try Postbox(path: path)  // created before the race, closed at once
+        let opens = 300
+        let a = try ChildProcess(testkit, ["open-write-close", path, "1000000", "\(opens)"])
+        let b = try ChildProcess(testkit, ["open-write-close", path, "2000000", "\(opens)"])
+        XCTAssertEqual(a.wait(timeout: 600), 0, a.stderr)
+        XCTAssertEqual(b.wait(timeout: 600), 0, b.stderr)
+        var st = stat()
+        XCTAssertEqual(stat(path + "-wal", &st), 0, "the WAL is kept at close")
+        XCTAssertEqual(st.st_size, 0, "the last close checkpointed the WAL into the database and emptied it")
+        let postbox = try Postbox(path: path)
+        XCTAssertEqual(try postbox.readSync { try $0.peers.count() }, 2 * opens)
+        try postbox.readSync { tx in
+            for id in [1_000_000, 1_000_000 + Int64(opens) - 1, 2_000_000, 2_000_000 + Int64(opens) - 1] {
+                XCTAssertEqual(try tx.peers.get(PeerId(id))?.title, "peer \(id)")
+            }
+        }
+        XCTAssertEqual(try postbox.integrityCheck(), ["ok"])
+    }
+
     func testSigkillMidTransactionLeavesItWhollyAbsent() throws {
         try forEachEngine { store in
             let path = try store.childSpec()

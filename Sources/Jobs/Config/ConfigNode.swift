@@ -76,14 +76,27 @@ extension ConfigNode {
     /// Parses YAML text into a `ConfigNode`; YAML syntax errors and duplicate keys become
     /// `JobFileError`s with positions. `nil` for an empty document.
     public static func parse(yaml: String, file: String) throws(JobFileErrors) -> ConfigNode? {
-        let aliasErrors = AliasPrecheck.errors(in: yaml, file: file)
-        if !aliasErrors.isEmpty { throw JobFileErrors(aliasErrors) }
+        // Only text with an anchor (`&`) can make an alias expensive: it is prechecked before the
+        // parse. Text without one (a cron schedule's `*` alone) is parsed once, and the precheck
+        // runs only when that parse fails, so an alias is reported the same way either way.
+        let mayHaveAnchors = yaml.utf8.contains(UInt8(ascii: "&"))
+        if mayHaveAnchors {
+            let aliasErrors = AliasPrecheck.errors(in: yaml, file: file)
+            if !aliasErrors.isEmpty { throw JobFileErrors(aliasErrors) }
+        }
         let node: Node?
         do {
             // No resolver rules: plain scalars are typed by `PlainScalarResolver`, which does not
-            // compile regular expressions at every start.
-            node = try Yams.compose(yaml: yaml, .basic)
+            // compile regular expressions at every start. Only the node tree is used, never Yams'
+            // Swift values, so the constructor has no maps (building the default ones costs a
+            // conformance lookup per map type at every start), and the encoding is given rather
+            // than looked up in the environment.
+            node = try Yams.compose(yaml: yaml, .basic, Constructor([:], [:], [:]), .utf8)
         } catch let error as YamlError {
+            if !mayHaveAnchors {
+                let aliasErrors = AliasPrecheck.errors(in: yaml, file: file)
+                if !aliasErrors.isEmpty { throw JobFileErrors(aliasErrors) }
+            }
             throw JobFileErrors(yamlErrors(error, yaml: yaml, file: file))
         } catch {
             throw JobFileErrors([

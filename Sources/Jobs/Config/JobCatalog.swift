@@ -70,7 +70,10 @@ public struct JobCatalog: Sendable {
     /// kept as `errors`.
     public static func loadRequired(directory: URL, kinds: JobKindRegistry = .shipped) throws(JobsDirectoryError) -> JobCatalog {
         let path = directory.path
-        switch DataRoot.fileType((path as NSString).resolvingSymlinksInPath) {
+        // `stat` follows every link on the way; a dangling link is there but is no directory.
+        var st = stat()
+        let type: mode_t? = stat(path, &st) == 0 ? st.st_mode & S_IFMT : DataRoot.fileType(path)
+        switch type {
         case nil: throw .missing(path)
         case S_IFDIR?: break
         default: throw .notADirectory(path)

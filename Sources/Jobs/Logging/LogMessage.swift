@@ -17,7 +17,7 @@ enum LogMessage {
             return "\(subject) started\(dry)" + (field("kind").map { ", kind \($0)" } ?? "")
         case "run.finished":
             let seconds = fields["duration_ms"].flatMap { value -> String? in
-                if case .int(let ms) = value { return String(format: "%.2f s", Double(ms) / 1000) }
+                if case .int(let ms) = value { return LogMessage.seconds(milliseconds: ms) }
                 return nil
             }
             return "\(subject) finished: \(field("outcome") ?? "unknown")" + (seconds.map { " in \($0)" } ?? "")
@@ -46,5 +46,25 @@ enum LogMessage {
             let details = fields.keys.sorted().prefix(4).compactMap { key in field(key).map { "\(key)=\($0)" } }
             return "\(subject) \(event)" + (details.isEmpty ? "" : ": " + details.joined(separator: " "))
         }
+    }
+
+    /// `1.24 s`: exactly what `String(format: "%.2f s", Double(ms) / 1000)` prints, without its
+    /// `CVarArg` casts (each first cast of a type scans every conformance record of the
+    /// process). printf rounds the double's exact binary value, so a duration ending in 5 ms
+    /// rounds up when the double of `ms / 1000` lies above the decimal halfway point, and to
+    /// the even hundredth when it is exactly on it (`0.375` prints `0.38`, `0.125` prints `0.12`).
+    static func seconds(milliseconds: Int64) -> String {
+        let ms = milliseconds.magnitude
+        var hundredths = ms / 10
+        switch ms % 10 {
+        case 6...: hundredths += 1
+        case 5:
+            // value × 1000 − ms in one rounding (a fused multiply-add): its sign is exact.
+            let excess = (-Double(ms)).addingProduct(Double(ms) / 1000, 1000)
+            if excess > 0 || (excess == 0 && hundredths % 2 == 1) { hundredths += 1 }
+        default: break
+        }
+        let fraction = hundredths % 100
+        return "\(milliseconds < 0 ? "-" : "")\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction) s"
     }
 }

@@ -198,16 +198,31 @@ public struct MetricsWriter: Sendable {
         let text = String(decoding: data, as: UTF8.self)
         var lastSuccess: Date?
         var runs: [String: Double] = [:]
-        for line in text.split(separator: "\n") {
-            guard let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
-            if line.hasPrefix("jobrun_last_success_timestamp_seconds") { lastSuccess = Date(timeIntervalSince1970: value) }
-            if line.hasPrefix(runsTotal + "{"), let range = line.range(of: "outcome=\""),
-                let end = line[range.upperBound...].firstIndex(of: "\"")
+        // Over the bytes: only the two series read back are looked at, and no line is split into
+        // `Character`s (the file is ASCII by construction; anything else simply does not match).
+        let successPrefix = Array("jobrun_last_success_timestamp_seconds".utf8)
+        let runsPrefix = Array((runsTotal + "{").utf8)
+        let outcomeLabel = Array("outcome=\"".utf8)
+        for line in data.split(separator: UInt8(ascii: "\n")) {
+            let isSuccess = line.starts(with: successPrefix)
+            let isRuns = !isSuccess && line.starts(with: runsPrefix)
+            guard isSuccess || isRuns, let value = lastField(line).flatMap({ Double(String(decoding: $0, as: UTF8.self)) }) else { continue }
+            if isSuccess { lastSuccess = Date(timeIntervalSince1970: value) }
+            if isRuns, let start = line.firstRange(of: outcomeLabel)?.upperBound,
+                let end = line[start...].firstIndex(of: UInt8(ascii: "\""))
             {
-                runs[String(line[range.upperBound..<end])] = value
+                runs[String(decoding: line[start..<end], as: UTF8.self)] = value
             }
         }
         return (text, lastSuccess, runs)
+    }
+
+    /// The last space-separated field of a line (the sample's value), nil for an empty line.
+    private static func lastField(_ line: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
+        let space = UInt8(ascii: " ")
+        guard let end = line.lastIndex(where: { $0 != space }) else { return nil }
+        let start = line[...end].lastIndex(of: space).map { $0 + 1 } ?? line.startIndex
+        return line[start...end]
     }
 
     /// Locks the metrics directory itself (`flock` on its descriptor: no extra file for the

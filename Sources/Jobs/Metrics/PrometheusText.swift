@@ -16,7 +16,16 @@ public enum PrometheusText {
 
     /// Escapes HELP text: backslash and newline.
     public static func escapeHelp(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
 
     /// Makes a valid metric or label name (`[a-zA-Z_:][a-zA-Z0-9_:]*`; labels without `:`),

@@ -14,9 +14,13 @@ public protocol PostboxCoding: Sendable {
 }
 
 public extension PostboxCoding {
-    static var postboxTypeName: String { String(describing: Self.self) }
+    /// The type's unqualified name, the text `String(describing: Self.self)` prints, read
+    /// straight from its metadata: `String(describing:)` would first ask the runtime whether the
+    /// metatype conforms to three printing protocols, each a scan of every conformance record
+    /// of the process the first time a type is stored or read.
+    static var postboxTypeName: String { _typeName(Self.self, qualified: false) }
     /// The hash of `postboxTypeName`, computed once per type (the default name comes from
-    /// runtime reflection, far too slow to repeat for every record).
+    /// runtime metadata, too slow to repeat for every record).
     static var postboxTypeHash: Int32 { PostboxTypeHashCache.hash(of: Self.self) }
 }
 

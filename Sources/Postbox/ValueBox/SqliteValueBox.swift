@@ -97,6 +97,9 @@ public final class SqliteValueBox: ValueBox {
                 // INCREMENTAL so `compact()` can return free pages to the file system.
                 if names.isEmpty { try exec("PRAGMA auto_vacuum=INCREMENTAL") }
                 try exec("PRAGMA journal_mode=WAL")
+                // The `-wal` and `-shm` files outlive the connection; see `close()`.
+                var persist: Int32 = 1
+                sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
             }
             try exec("PRAGMA synchronous=\(options.synchronous.rawValue); PRAGMA cache_size=-\(options.cacheSizeKiB); PRAGMA temp_store=MEMORY")
             for name in names where name.hasPrefix("t") {
@@ -111,9 +114,21 @@ public final class SqliteValueBox: ValueBox {
     deinit { close() }
 
     /// Finalizes statements and closes the connection. Further use throws.
+    ///
+    /// The last connection to close still checkpoints the whole WAL into the database and syncs
+    /// it, as without a persistent WAL; then, instead of deleting the `-wal` and `-shm` files,
+    /// it truncates the WAL to zero bytes (`journal_size_limit` ≥ 0 asks for that) and keeps
+    /// both. The next opener finds an empty WAL, exactly what it finds when it creates one, so
+    /// its start-up and its locking are unchanged; what is saved is creating and deleting two
+    /// files per store at every open and close, which on ext4 means allocating and freeing
+    /// inodes (a cron run opens two stores). A connection that cannot checkpoint at close
+    /// (another process has the store open) leaves the WAL to that process, as before.
     public func close() {
         finalizeStatements()
-        if let db { sqlite3_close_v2(db) }
+        if let db {
+            if !options.readOnly { sqlite3_exec(db, "PRAGMA journal_size_limit=0", nil, nil, nil) }
+            sqlite3_close_v2(db)
+        }
         db = nil
     }
 
