@@ -317,9 +317,10 @@ public final class MediaBox: Sendable {
                     try p.publish(syncDirectory: false)
                     directories.insert(p.paths.directory)
                 }
-                // The links of a chunk land in many shard folders. The first directory fsync
-                // commits the journal transaction that holds all of them; the others find their
-                // change committed already and return at once.
+                // The links of a chunk land in many shard folders, each synced once. On a
+                // journaling file system the first directory fsync commits the transaction that
+                // holds all of them and the others return at once; without a journal (ext4
+                // formatted without one) each writes its own directory block.
                 if sync { for d in directories { try PosixFile.fsyncDirectory(d) } }
             }
             let time = accessTime ?? Self.now()
