@@ -372,6 +372,27 @@ public final class PostboxDecoder {
     }
     @inline(__always) func objectArray<P>(at p: Int, of type: P.Type) throws -> [P] { try objectArray(at: p, as: type) }
 
+    /// The payload bytes of a field of `type` at `offset` (as `forEachField` reports it), for
+    /// copying a field verbatim; nil if it does not fit in the record.
+    func payload(at offset: Int, type: PostboxValueType) -> UnsafeRawBufferPointer? {
+        guard let size = payloadSize(type.rawValue, at: offset) else { return nil }
+        return raw(offset..<(offset + size))
+    }
+
+    /// The object array written by `PostboxEncoder.appendObjectArrayPayload` at `bytes[p..<end]`,
+    /// lent for the call (a record that is not a field list, e.g. `MessageRecord`): its structure
+    /// is checked before any object is read, each object is validated as it is decoded, and
+    /// objects of unregistered types or not `P` are left out. Returns the objects and the offset
+    /// just after the array.
+    static func objectArray<P>(borrowing bytes: UnsafeRawPointer, at p: Int, end: Int, as type: P.Type) throws -> ([P], Int) {
+        let decoder = PostboxDecoder()
+        decoder.reset(borrowing: bytes, start: p, end: end)
+        guard let size = decoder.payloadSize(PostboxValueType.objectArray.rawValue, at: p) else {
+            throw PostboxError.decoding("object array at byte \(p) runs past the record's \(end) bytes")
+        }
+        return (try decoder.objectArray(at: p, as: type), p + size)
+    }
+
     // MARK: Fields
 
     public func decodeInt32(forKey key: String) -> Int32? { find(key, .int32).map { Self.readInt32(bytes, $0) } }

@@ -72,7 +72,7 @@ extension MessageHistoryTable {
         var visited = 0
         var lastKey: ValueBoxKey?
         var anyKept = false
-        var decoder = PostboxRowDecoder(Message.self)
+        var decoder = MessageRecord.Reader()
         try valueBox.range(table, range, limit: limit) { key, value in
             visited += 1
             lastKey = key
