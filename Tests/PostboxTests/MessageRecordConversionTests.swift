@@ -13,11 +13,11 @@ final class MessageRecordConversionTests: XCTestCase {
     override func setUp() { PostboxTypeRegistry.register(TestPhoto.self) }
 
     private func messages(_ count: Int) -> [Message] {
-        (1...count).map { i in
-            Message(
-                id: MessageId(peerId: PeerId(Int64(i % 3 + 1)), id: Int32(i)), timestamp: Int32(1_000 + i),
-                authorId: i % 2 == 0 ? PeerId(7) : nil, text: "message \(i)",
-                media: i % 4 == 0 ? [TestPhoto(id: Int64(i), resourceIds: ["r\(i)"])] : [])
+        (1...count).map { (i: Int) -> Message in
+            let id = MessageId(peerId: PeerId(Int64(i % 3 + 1)), id: Int32(i))
+            let author: PeerId? = i % 2 == 0 ? PeerId(7) : nil
+            let media: [any Media] = i % 4 == 0 ? [TestPhoto(id: Int64(i), resourceIds: ["r\(i)"])] : []
+            return Message(id: id, timestamp: Int32(1_000 + i), authorId: author, text: "message \(i)", media: media)
         }
     }
 
