@@ -88,10 +88,57 @@ final class MessageRecordTests: XCTestCase {
         var flags = full
         flags[flags.startIndex + 1] = 0x80
         XCTAssertThrowsError(try decode(flags)) { XCTAssertTrue("\($0)".contains("unknown flags"), "\($0)") }
-        // Media that claim more bytes than the row holds.
+        // Media that claim more bytes than the row holds (after one listed media id).
         var media = MessageRecord.encode(sample(author: nil))
-        let mediaAt = MessageRecord.fixedSize + 4 + sample().text.utf8.count
+        let idsAt = MessageRecord.fixedSize + 4 + sample().text.utf8.count
+        let mediaAt = idsAt + 4 + 12
         withUnsafeBytes(of: Int32(1000).littleEndian) { media.replaceSubrange((mediaAt + 8)..<(mediaAt + 12), with: $0) }
         XCTAssertThrowsError(try decode(media))
+        XCTAssertThrowsError(try media.withUnsafeBytes { try MessageRecord.indexEntries($0) }) { XCTAssertTrue("\($0)".contains("object array"), "\($0)") }
+        // A media id count past the row's end.
+        var ids = MessageRecord.encode(sample(author: nil))
+        withUnsafeBytes(of: Int32(1000).littleEndian) { ids.replaceSubrange(idsAt..<(idsAt + 4), with: $0) }
+        XCTAssertThrowsError(try decode(ids)) { XCTAssertTrue("\($0)".contains("media id count"), "\($0)") }
+        XCTAssertThrowsError(try ids.withUnsafeBytes { try MessageRecord.indexEntries($0) }) { XCTAssertTrue("\($0)".contains("media id count"), "\($0)") }
+        // Listed ids without media.
+        var lonely = MessageRecord.encode(sample(author: nil, media: []))
+        lonely[lonely.startIndex + 1] = MessageRecord.listsMediaIds
+        XCTAssertThrowsError(try decode(lonely)) { XCTAssertTrue("\($0)".contains("unknown flags"), "\($0)") }
     }
+
+    func testIndexEntriesAreReadWithoutTheMedia() throws {
+        let two = Message(
+            id: MessageId(peerId: PeerId(4), namespace: 0, id: 9), timestamp: 77, text: "t",
+            media: [TestPhoto(id: 5, resourceIds: ["a"]), TestPhoto(id: -6, resourceIds: [])])
+        let entries = try XCTUnwrap(try MessageRecord.encode(two).withUnsafeBytes { try MessageRecord.indexEntries($0) })
+        XCTAssertEqual(entries.index, two.index)
+        XCTAssertEqual(entries.mediaIds, [MediaId(namespace: 1, id: 5), MediaId(namespace: 1, id: -6)])
+        let plain = try XCTUnwrap(try MessageRecord.encode(sample(media: [])).withUnsafeBytes { try MessageRecord.indexEntries($0) })
+        XCTAssertEqual(plain.mediaIds, [])
+        XCTAssertNil(try PostboxEncoder.encode(two).withUnsafeBytes { try MessageRecord.indexEntries($0) }, "a legacy row is decoded whole")
+        var trailing = MessageRecord.encode(two)
+        trailing.append(0)
+        XCTAssertThrowsError(try trailing.withUnsafeBytes { try MessageRecord.indexEntries($0) }) {
+            XCTAssertTrue("\($0)".contains("after its last part"), "\($0)")
+        }
+    }
+
+    func testALegacyRowWithMediaOfAnUnknownTypeIsConvertedWithoutListingIds() throws {
+        let legacy = PostboxEncoder.encode(Message(id: MessageId(peerId: PeerId(1), id: 1), timestamp: 2, text: "x", media: [UnknownMedia()]))
+        let encoder = PostboxEncoder()
+        try legacy.withUnsafeBytes { try MessageRecord.convertLegacy($0, into: encoder) }
+        let converted = encoder.makeData()
+        XCTAssertEqual(converted[converted.startIndex + 1], MessageRecord.hasMedia, "media kept, ids not listed")
+        XCTAssertNil(try converted.withUnsafeBytes { try MessageRecord.indexEntries($0) }, "such a row is decoded whole")
+        XCTAssertEqual(try decode(converted).text, "x")
+    }
+}
+
+/// A media type no process registers: what a newer build may have stored.
+private struct UnknownMedia: Media {
+    static let postboxTypeName = "UnknownMediaOfAFutureBuild"
+    var id: MediaId? { MediaId(namespace: 9, id: 9) }
+    init() {}
+    init(decoder: PostboxDecoder) throws {}
+    func encode(_ e: PostboxEncoder) { e.encode(Int32(1), forKey: "v") }
 }

@@ -162,9 +162,12 @@ public final class PostboxDecoder {
     /// Size of the payload of a field of `type` starting at `offset`, or nil if it runs past `end`
     /// (tags as in `PostboxValueType`).
     @inline(__always)
-    private func payloadSize(_ type: UInt8, at offset: Int) -> Int? {
-        let end = self.end
-        let bytes = self.bytes
+    private func payloadSize(_ type: UInt8, at offset: Int) -> Int? { Self.payloadSize(type, at: offset, in: bytes, end: end) }
+
+    /// The size of the payload of a field of `type` at `bytes[offset..<end]`, or nil if it runs
+    /// past `end`.
+    @inline(__always)
+    private static func payloadSize(_ type: UInt8, at offset: Int, in bytes: UnsafeRawPointer, end: Int) -> Int? {
         @inline(__always) func need(_ n: Int) -> Int? { offset + n <= end ? n : nil }
         @inline(__always) func lengthPrefixed(at o: Int, header: Int) -> Int? {
             guard offset + header <= end else { return nil }
@@ -393,6 +396,12 @@ public final class PostboxDecoder {
         return (try decoder.objectArray(at: p, as: type), p + size)
     }
 
+    /// The byte size of the object array at `bytes[p..<end]` (its structure walked, no object
+    /// decoded), or nil if it runs past `end`.
+    static func objectArraySize(borrowing bytes: UnsafeRawPointer, at p: Int, end: Int) -> Int? {
+        payloadSize(PostboxValueType.objectArray.rawValue, at: p, in: bytes, end: end)
+    }
+
     // MARK: Fields
 
     public func decodeInt32(forKey key: String) -> Int32? { find(key, .int32).map { Self.readInt32(bytes, $0) } }
@@ -425,6 +434,11 @@ public final class PostboxDecoder {
     }
     public func decodeStringArray(forKey key: String) -> [String]? {
         lengthPrefixedItems(key, .stringArray).map { $0.map { String(decoding: raw($0), as: UTF8.self) } }
+    }
+    /// The bytes of a field lent for the call (no copy), or nil if there is none.
+    func withBytes<R>(forKey key: String, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+        guard let p = find(key, .bytes) else { return nil }
+        return try body(raw((p + 4)..<(p + 4 + Int(Self.readInt32(bytes, p)))))
     }
     public func decodeBytesArray(forKey key: String) -> [Data]? {
         lengthPrefixedItems(key, .bytesArray).map { $0.map { Data(raw($0)) } }
