@@ -8,6 +8,9 @@ import Postbox
 /// - `big-transaction <db> <rows>`: commits a marker peer (id 1), then adds `rows` messages in
 ///   one transaction, printing `midway` halfway through and then stalling, so the test can
 ///   SIGKILL it with the transaction open.
+/// - `convert-legacy-messages <db> <batchSize> <stallAtBatch>`: opens a store holding legacy
+///   message rows, rewriting them in batches of `batchSize`; inside batch `stallAtBatch` (0-based,
+///   the earlier ones committed) prints `midway` and stalls with the batch open until killed.
 let postboxCommands: [String: TestkitCommand] = [
     "write-transactions": { args in
         guard args.count == 3, let first = Int64(args[1]), let count = Int(args[2]) else {
@@ -52,6 +55,18 @@ let postboxCommands: [String: TestkitCommand] = [
                 }
             }
         }
+    },
+    "convert-legacy-messages": { args in
+        guard args.count == 3, let batchSize = Int(args[1]), let stallAt = Int(args[2]) else {
+            throw TestkitError.usage("convert-legacy-messages <db> <batchSize> <stallAtBatch>")
+        }
+        let conversion = MessageRecordConversion(batchSize: batchSize) { committed in
+            guard committed == stallAt else { return }
+            emit("midway")
+            while true { sleep(1) }
+        }
+        _ = try openPostbox(args[0], conversion: conversion)
+        emit("converted")
     },
 ]
 

@@ -162,9 +162,12 @@ public final class PostboxDecoder {
     /// Size of the payload of a field of `type` starting at `offset`, or nil if it runs past `end`
     /// (tags as in `PostboxValueType`).
     @inline(__always)
-    private func payloadSize(_ type: UInt8, at offset: Int) -> Int? {
-        let end = self.end
-        let bytes = self.bytes
+    private func payloadSize(_ type: UInt8, at offset: Int) -> Int? { Self.payloadSize(type, at: offset, in: bytes, end: end) }
+
+    /// The size of the payload of a field of `type` at `bytes[offset..<end]`, or nil if it runs
+    /// past `end`.
+    @inline(__always)
+    private static func payloadSize(_ type: UInt8, at offset: Int, in bytes: UnsafeRawPointer, end: Int) -> Int? {
         @inline(__always) func need(_ n: Int) -> Int? { offset + n <= end ? n : nil }
         @inline(__always) func lengthPrefixed(at o: Int, header: Int) -> Int? {
             guard offset + header <= end else { return nil }
@@ -372,6 +375,33 @@ public final class PostboxDecoder {
     }
     @inline(__always) func objectArray<P>(at p: Int, of type: P.Type) throws -> [P] { try objectArray(at: p, as: type) }
 
+    /// The payload bytes of a field of `type` at `offset` (as `forEachField` reports it), for
+    /// copying a field verbatim; nil if it does not fit in the record.
+    func payload(at offset: Int, type: PostboxValueType) -> UnsafeRawBufferPointer? {
+        guard let size = payloadSize(type.rawValue, at: offset) else { return nil }
+        return raw(offset..<(offset + size))
+    }
+
+    /// The object array written by `PostboxEncoder.appendObjectArrayPayload` at `bytes[p..<end]`,
+    /// lent for the call (a record that is not a field list, e.g. `MessageRecord`): its structure
+    /// is checked before any object is read, each object is validated as it is decoded, and
+    /// objects of unregistered types or not `P` are left out. Returns the objects and the offset
+    /// just after the array.
+    static func objectArray<P>(borrowing bytes: UnsafeRawPointer, at p: Int, end: Int, as type: P.Type) throws -> ([P], Int) {
+        let decoder = PostboxDecoder()
+        decoder.reset(borrowing: bytes, start: p, end: end)
+        guard let size = decoder.payloadSize(PostboxValueType.objectArray.rawValue, at: p) else {
+            throw PostboxError.decoding("object array at byte \(p) runs past the record's \(end) bytes")
+        }
+        return (try decoder.objectArray(at: p, as: type), p + size)
+    }
+
+    /// The byte size of the object array at `bytes[p..<end]` (its structure walked, no object
+    /// decoded), or nil if it runs past `end`.
+    static func objectArraySize(borrowing bytes: UnsafeRawPointer, at p: Int, end: Int) -> Int? {
+        payloadSize(PostboxValueType.objectArray.rawValue, at: p, in: bytes, end: end)
+    }
+
     // MARK: Fields
 
     public func decodeInt32(forKey key: String) -> Int32? { find(key, .int32).map { Self.readInt32(bytes, $0) } }
@@ -404,6 +434,11 @@ public final class PostboxDecoder {
     }
     public func decodeStringArray(forKey key: String) -> [String]? {
         lengthPrefixedItems(key, .stringArray).map { $0.map { String(decoding: raw($0), as: UTF8.self) } }
+    }
+    /// The bytes of a field lent for the call (no copy), or nil if there is none.
+    func withBytes<R>(forKey key: String, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+        guard let p = find(key, .bytes) else { return nil }
+        return try body(raw((p + 4)..<(p + 4 + Int(Self.readInt32(bytes, p)))))
     }
     public func decodeBytesArray(forKey key: String) -> [Data]? {
         lengthPrefixedItems(key, .bytesArray).map { $0.map { Data(raw($0)) } }

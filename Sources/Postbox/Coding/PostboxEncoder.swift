@@ -42,7 +42,7 @@ public final class PostboxEncoder {
         capacity = newCapacity
     }
 
-    @inline(__always) private func appendByte(_ v: UInt8) {
+    @inline(__always) func appendByte(_ v: UInt8) {
         reserve(1)
         storage.storeBytes(of: v, toByteOffset: count, as: UInt8.self)
         count += 1
@@ -57,7 +57,7 @@ public final class PostboxEncoder {
         storage.storeBytes(of: v.littleEndian, toByteOffset: count, as: Int64.self)
         count += 8
     }
-    @inline(__always) private func appendRaw(_ raw: UnsafeRawBufferPointer) {
+    @inline(__always) func appendRaw(_ raw: UnsafeRawBufferPointer) {
         guard raw.count > 0 else { return }
         reserve(raw.count)
         (storage + count).copyMemory(from: raw.baseAddress!, byteCount: raw.count)
@@ -74,7 +74,7 @@ public final class PostboxEncoder {
         appendByte(type.rawValue)
     }
 
-    private func appendLengthPrefixed(_ string: String) {
+    func appendLengthPrefixed(_ string: String) {
         var string = string
         string.withUTF8 { utf8 in
             appendInt32(Int32(utf8.count))
@@ -125,6 +125,12 @@ public final class PostboxEncoder {
 
     public func encodeObjectArray(_ values: [any PostboxCoding], forKey key: String) {
         appendKey(key, .objectArray)
+        appendObjectArrayPayload(values)
+    }
+
+    /// An object array without its field name: the count, then each object's type hash,
+    /// length and fields (what `PostboxDecoder.objectArray(borrowing:at:end:as:)` reads).
+    func appendObjectArrayPayload(_ values: [any PostboxCoding]) {
         appendInt32(Int32(values.count))
         for v in values { appendObjectBody(v) }
     }

@@ -10,7 +10,7 @@ import Foundation
 /// (`PRAGMA data_version`), so several processes can share the file safely.
 public final class Postbox: @unchecked Sendable {
     /// The schema this build writes. Bump it and add a `PostboxMigration` when the layout changes.
-    public static let schemaVersion: Int32 = 1
+    public static let schemaVersion: Int32 = 2
 
     /// Where the store lives: the SQLite file's path, or `postgres:<schema>` for a store on a
     /// PostgreSQL server (never the server's address or credentials). Named in every error.
@@ -49,7 +49,8 @@ public final class Postbox: @unchecked Sendable {
     /// shared-memory file, e.g. on a read-only mount.
     public convenience init(
         path: String, readOnly: Bool = false, synchronous: SqliteValueBox.Synchronous = .normal,
-        migrations: [PostboxMigration] = PostboxMigration.all, immutable: Bool = false
+        migrations: [PostboxMigration] = PostboxMigration.all, immutable: Bool = false,
+        conversion: MessageRecordConversion = MessageRecordConversion()
     ) throws {
         if readOnly && !FileManager.default.fileExists(atPath: path) {
             throw PostboxError.sqlite(path: path, code: 14, message: "no database here yet (run a job first)")
@@ -57,19 +58,24 @@ public final class Postbox: @unchecked Sendable {
         var options = SqliteValueBox.Options(readOnly: readOnly, synchronous: synchronous)
         options.immutable = immutable
         let box = try SqliteValueBox(path: path, options: options)
-        try self.init(valueBox: box, sqlite: box, name: path, readOnly: readOnly, migrations: migrations)
+        try self.init(valueBox: box, sqlite: box, name: path, readOnly: readOnly, migrations: migrations, conversion: conversion)
     }
 
     /// Opens a store on another `ValueBox` (e.g. PostgreSQL): `name` identifies it in errors
     /// and must not carry credentials. The box must not be used by anything else: the store
     /// confines it to its own queue.
     public convenience init(
-        valueBox: any ValueBox, name: String, readOnly: Bool = false, migrations: [PostboxMigration] = PostboxMigration.all
+        valueBox: any ValueBox, name: String, readOnly: Bool = false, migrations: [PostboxMigration] = PostboxMigration.all,
+        conversion: MessageRecordConversion = MessageRecordConversion()
     ) throws {
-        try self.init(valueBox: valueBox, sqlite: valueBox as? SqliteValueBox, name: name, readOnly: readOnly, migrations: migrations)
+        try self.init(
+            valueBox: valueBox, sqlite: valueBox as? SqliteValueBox, name: name, readOnly: readOnly, migrations: migrations, conversion: conversion)
     }
 
-    private init(valueBox: any ValueBox, sqlite: SqliteValueBox?, name: String, readOnly: Bool, migrations: [PostboxMigration]) throws {
+    private init(
+        valueBox: any ValueBox, sqlite: SqliteValueBox?, name: String, readOnly: Bool, migrations: [PostboxMigration],
+        conversion: MessageRecordConversion
+    ) throws {
         self.path = name
         self.isReadOnly = readOnly
         self.valueBox = valueBox
@@ -91,7 +97,9 @@ public final class Postbox: @unchecked Sendable {
             metadataTable, peerTable, messageHistoryTable, peerSyncStateTable, historyHoleTable,
             mediaReferenceTable, revalidationLeaseTable, uploadQueueTable, jobRunTable, sharedMediaTierTable,
         ]
-        try queue.sync { try self.migrate(migrations) }
+        try queue.sync {
+            if try self.migrate(migrations) { _ = try self.convertLegacyMessageRecords(conversion) }
+        }
     }
 
     /// The SQLite box for file maintenance, or a clear error on another engine.
@@ -112,14 +120,15 @@ public final class Postbox: @unchecked Sendable {
         for c in observers.values { c.finish() }
     }
 
-    private func migrate(_ migrations: [PostboxMigration]) throws {
-        let found = try runRead { try $0.metadata.schemaVersion() }
+    /// Runs pending migrations; returns whether legacy message rows remain to be rewritten.
+    private func migrate(_ migrations: [PostboxMigration]) throws -> Bool {
+        let (found, legacyRows) = try runRead { (try $0.metadata.schemaVersion(), try $0.metadata.messageRecordCursor() != nil) }
         if found > Self.schemaVersion {
-            if isReadOnly { return }  // reading what we understand is still safe
+            if isReadOnly { return false }  // reading what we understand is still safe
             throw PostboxError.schemaTooNew(path: path, found: found, supported: Self.schemaVersion)
         }
-        guard found < Self.schemaVersion, !isReadOnly else { return }
-        _ = try runWrite { tx in
+        guard found < Self.schemaVersion, !isReadOnly else { return legacyRows && !isReadOnly }
+        return try runWrite { tx in
             // Re-read under the write lock: another process may have migrated meanwhile.
             var version = try tx.metadata.schemaVersion()
             for m in migrations.sorted(by: { $0.toVersion < $1.toVersion }) where m.toVersion > version {
@@ -127,6 +136,7 @@ public final class Postbox: @unchecked Sendable {
                 version = m.toVersion
             }
             try tx.metadata.setSchemaVersion(Self.schemaVersion)
+            return try tx.metadata.messageRecordCursor() != nil
         }
     }
 
@@ -170,7 +180,7 @@ public final class Postbox: @unchecked Sendable {
         }
     }
 
-    private func runWrite<T>(_ body: (Transaction) throws -> T) throws -> T {
+    func runWrite<T>(_ body: (Transaction) throws -> T) throws -> T {
         if isReadOnly { throw PostboxError.readOnly(path: path) }
         try valueBox.begin()
         state.isActive = true

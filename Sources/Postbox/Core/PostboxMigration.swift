@@ -11,7 +11,14 @@ public struct PostboxMigration: Sendable {
     }
 
     /// Version 1 is the initial layout: tables are created on first write, nothing to convert.
+    /// Version 2 stores message rows as `MessageRecord`s: a store that holds messages is marked
+    /// for the batched rewrite its openers carry out (`MessageRecordConversion`); until it is
+    /// done, readers take rows in either layout. Builds of version 1 refuse to write a
+    /// version-2 store, which their decoder could not read.
     public static let all: [PostboxMigration] = [
-        PostboxMigration(toVersion: 1) { _ in }
+        PostboxMigration(toVersion: 1) { _ in },
+        PostboxMigration(toVersion: 2) { tx in
+            if try tx.messages.hasRows() { try tx.metadata.setMessageRecordCursor(.fromStart) }
+        },
     ]
 }

@@ -42,6 +42,24 @@ public struct MediaReferenceRecord: PostboxCoding, Sendable, Equatable {
         failures = decoder.decodeInt32(forKey: "e") ?? 0
     }
 
+    /// When the reference was obtained, and whether its parent is the one whose key is
+    /// `parentKey`, read from a stored record lent for the call without decoding the rest (the
+    /// record is still validated whole, and a parent that does not parse is refused as
+    /// `init(decoder:)` refuses it).
+    static func obtainedAt(_ buffer: UnsafeRawBufferPointer, isHeldBy parentKey: ArraySlice<UInt8>) throws -> (obtainedAt: Int64, sameParent: Bool) {
+        let (base, length) = try PostboxDecoder.rootHeader(buffer, expecting: postboxTypeHash, Self.self)
+        let decoder = PostboxDecoder()
+        decoder.reset(borrowing: base, start: 8, end: 8 + length)
+        let same = decoder.withBytes(forKey: "p") { $0.elementsEqual(parentKey) }
+        if same != true, decoder.withBytes(forKey: "p", { MediaParent(key: ValueBoxKey(bytes: [UInt8]($0))) }) == nil {
+            try decoder.finishRow()
+            throw PostboxError.decoding("media reference without a parent")
+        }
+        let obtainedAt = decoder.decodeInt64(forKey: "o") ?? 0
+        try decoder.finishRow()
+        return (obtainedAt, same == true)
+    }
+
     public func encode(_ encoder: PostboxEncoder) {
         encoder.encode(resourceId, forKey: "r")
         encoder.encode(Data(parent.key.bytes), forKey: "p")

@@ -17,9 +17,10 @@ public typealias MessageInUse = @Sendable (Message) -> Bool
 public struct HistoryRetention: Sendable {
     public let postbox: Postbox
     public let policy: HistoryRetentionPolicy
-    public let inUse: MessageInUse
+    /// Nil: no message is in use (messages are then not decoded whole to be removed).
+    public let inUse: MessageInUse?
 
-    public init(postbox: Postbox, policy: HistoryRetentionPolicy, inUse: @escaping MessageInUse = { _ in false }) {
+    public init(postbox: Postbox, policy: HistoryRetentionPolicy, inUse: MessageInUse? = nil) {
         self.postbox = postbox
         self.policy = policy
         self.inUse = inUse

@@ -20,7 +20,6 @@ extension MediaReferenceTable {
         }
         guard !victims.isEmpty else { return (0, 0) }
         var bytes: Int64 = 0
-        var decoder = PostboxRowDecoder(MediaReferenceRecord.self)
         for key in victims {
             let resourceId = key.string(from: parentLength)
             let primary = ValueBoxKey(string: resourceId)
@@ -29,9 +28,7 @@ extension MediaReferenceTable {
             var sameParent = false
             _ = try valueBox.withValue(table, key: primary) { raw in
                 stored = raw.count
-                let record = try decoder.decode(raw)
-                obtainedAt = record.obtainedAt
-                sameParent = record.parent.key == key.prefix(parentLength)
+                (obtainedAt, sameParent) = try MediaReferenceRecord.obtainedAt(raw, isHeldBy: key.bytes[0..<parentLength])
             }
             // A record now held by another parent (the file moved) is that parent's: keep it.
             if let obtainedAt, sameParent {

@@ -56,11 +56,12 @@ extension MessageHistoryTable {
     /// Removes the oldest messages of one peer, in time order, that sort below `upper` (an
     /// exclusive message key), visiting at most `limit` messages: each removed message goes
     /// with its id index and media index entries, in this transaction. A message for which
-    /// `inUse` returns true stays. Start with `after == nil`, then pass the batch's
-    /// `resumeAfter` until it is nil.
+    /// `inUse` returns true stays; without `inUse` no message is decoded whole (rows that list
+    /// their media ids are read only up to them). Start with `after == nil`, then pass the
+    /// batch's `resumeAfter` until it is nil.
     public func trimOldest(
         peer: PeerId, namespace: Int32 = MessageId.cloudNamespace, after: ValueBoxKey?, upper: ValueBoxKey,
-        limit: Int, inUse: (Message) throws -> Bool
+        limit: Int, inUse: ((Message) throws -> Bool)? = nil
     ) throws -> MessageTrimBatch {
         try checkWrite()
         let prefix = Self.peerKey(peer, namespace: namespace)
@@ -68,20 +69,26 @@ extension MessageHistoryTable {
             lower: after ?? prefix, lowerInclusive: after == nil, upper: min(upper, prefix.prefixUpperBound ?? upper), upperInclusive: false)
         var batch = MessageTrimBatch()
         // Collected first (at most `limit`), removed after: never delete under a running scan.
-        var victims: [(key: ValueBoxKey, message: Message, size: Int)] = []
+        var victims: [(key: ValueBoxKey, index: MessageIndex, mediaIds: [MediaId], size: Int)] = []
         var visited = 0
         var lastKey: ValueBoxKey?
         var anyKept = false
-        var decoder = PostboxRowDecoder(Message.self)
+        var decoder = MessageRecord.Reader()
         try valueBox.range(table, range, limit: limit) { key, value in
             visited += 1
             lastKey = key
-            let message = try value.withUnsafeBytes { try decoder.decode($0) }
-            if try inUse(message) {
+            // Nil: the message stays, in use.
+            let entries = try value.withUnsafeBytes { buffer -> (index: MessageIndex, mediaIds: [MediaId])? in
+                if inUse == nil, let entries = try MessageRecord.indexEntries(buffer) { return entries }
+                let message = try decoder.decode(buffer)
+                if let inUse, try inUse(message) { return nil }
+                return (message.index, message.media.compactMap(\.id))
+            }
+            if let entries {
+                victims.append((key, entries.index, entries.mediaIds, key.length + value.count))
+            } else {
                 batch.keptInUse += 1
                 anyKept = true
-            } else {
-                victims.append((key, message, key.length + value.count))
             }
             return true
         }
@@ -97,14 +104,13 @@ extension MessageHistoryTable {
         var ids: [Int32] = []
         ids.reserveCapacity(victims.count)
         for v in victims {
-            ids.append(v.message.id.id)
+            ids.append(v.index.id.id)
             batch.bytes += Int64(v.size) + 20  // + the id index row
             batch.rowBytes += Int64(v.size) + 20
-            batch.oldestTimestamp = min(batch.oldestTimestamp, v.message.timestamp)
-            batch.newestTimestamp = max(batch.newestTimestamp, v.message.timestamp)
-            for m in v.message.media {
-                guard let mid = m.id else { continue }
-                try valueBox.remove(mediaIndex, key: mediaKey(mid, v.message.id))
+            batch.oldestTimestamp = min(batch.oldestTimestamp, v.index.timestamp)
+            batch.newestTimestamp = max(batch.newestTimestamp, v.index.timestamp)
+            for mid in v.mediaIds {
+                try valueBox.remove(mediaIndex, key: mediaKey(mid, v.index.id))
                 batch.bytes += 28
             }
         }

@@ -5,7 +5,8 @@ import Foundation
 /// and a media index (`media namespace, media id, peer, namespace, id`) finds the messages that
 /// hold a media item.
 ///
-/// Messages are written through (no write-behind): a sync may add millions in one transaction.
+/// Values are `MessageRecord`s. Messages are written through (no write-behind): a sync may add
+/// millions in one transaction.
 public final class MessageHistoryTable: Table {
     let idIndex = PostboxTableId.messageIdIndex.table
     let mediaIndex = PostboxTableId.messageMediaIndex.table
@@ -13,8 +14,8 @@ public final class MessageHistoryTable: Table {
     private var key = ValueBoxKey(length: 20)
     private var idKey = ValueBoxKey(length: 16)
     private var readKey = ValueBoxKey(length: 20)
-    /// Decodes point reads straight from SQLite's buffer (`Message.init` never reenters the table).
-    private var rowDecoder = PostboxRowDecoder(Message.self)
+    /// Decodes point reads straight from SQLite's buffer (decoding never reenters the table).
+    private var rowDecoder = MessageRecord.Reader()
 
     init(valueBox: ValueBox, state: TransactionState) {
         super.init(valueBox: valueBox, table: PostboxTableId.messages.table, state: state)
@@ -64,7 +65,7 @@ public final class MessageHistoryTable: Table {
                 }
             }
             encoder.reset()
-            encoder.encodeRootObject(message)
+            MessageRecord.encode(message, into: encoder)
             let data = encoder.makeData()
             key.setInt64(0, value: message.id.peerId.rawValue)
             key.setInt32(8, value: message.id.namespace)
@@ -129,7 +130,7 @@ public final class MessageHistoryTable: Table {
             range.lower = lower
             range.lowerInclusive = true
         }
-        var rows = PostboxRowDecoder(Message.self)
+        var rows = MessageRecord.Reader()
         try valueBox.rangeValues(table, range, limit: limit) { buffer in
             try visit(try rows.decode(buffer))
         }

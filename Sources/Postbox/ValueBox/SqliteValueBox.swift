@@ -40,6 +40,9 @@ public final class SqliteValueBox: ValueBox {
     private var statements: [String: OpaquePointer] = [:]
     private var getStatements: [Int32: OpaquePointer] = [:]
     private var setStatements: [Int32: OpaquePointer] = [:]
+    /// Point deletes by table: history retention runs millions of them, and finding them in
+    /// `statements` formatted and hashed the SQL text each time.
+    private var removeStatements: [Int32: OpaquePointer] = [:]
     /// Transaction control, prepared once: a single-row transaction runs four of these, and
     /// finding them in `statements` hashed the SQL text each time.
     private enum Control: Int, CaseIterable {
@@ -136,10 +139,12 @@ public final class SqliteValueBox: ValueBox {
         for s in statements.values { sqlite3_finalize(s) }
         for s in getStatements.values { sqlite3_finalize(s) }
         for s in setStatements.values { sqlite3_finalize(s) }
+        for s in removeStatements.values { sqlite3_finalize(s) }
         for case let s? in controlStatements { sqlite3_finalize(s) }
         statements.removeAll()
         getStatements.removeAll()
         setStatements.removeAll()
+        removeStatements.removeAll()
         for i in controlStatements.indices { controlStatements[i] = nil }
     }
 
@@ -448,7 +453,13 @@ public final class SqliteValueBox: ValueBox {
 
     public func remove(_ table: ValueBoxTable, key: ValueBoxKey) throws {
         guard tableExists(table) else { return }
-        let stmt = try cached("DELETE FROM t\(table.id) WHERE key=?")
+        let stmt: OpaquePointer
+        if let s = removeStatements[table.id] {
+            stmt = s
+        } else {
+            stmt = try prepare("DELETE FROM t\(table.id) WHERE key=?")
+            removeStatements[table.id] = stmt
+        }
         defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
         bind(stmt, 1, key, table)
         _ = try step(stmt)
