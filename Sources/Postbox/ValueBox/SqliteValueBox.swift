@@ -38,11 +38,10 @@ public final class SqliteValueBox: ValueBox {
     private var db: OpaquePointer?
     private var knownTables = Set<Int32>()
     private var statements: [String: OpaquePointer] = [:]
-    private var getStatements: [Int32: OpaquePointer] = [:]
-    private var setStatements: [Int32: OpaquePointer] = [:]
-    /// Point deletes by table: history retention runs millions of them, and finding them in
-    /// `statements` formatted and hashed the SQL text each time.
-    private var removeStatements: [Int32: OpaquePointer] = [:]
+    /// Point reads, writes and deletes by kind, then table: each is run millions of times (history
+    /// retention's deletes among them), and finding them in `statements` would format and hash
+    /// the SQL text every time.
+    private var pointStatements = [[Int32: OpaquePointer]](repeating: [:], count: PointStatement.allCases.count)
     /// Transaction control, prepared once: a single-row transaction runs four of these, and
     /// finding them in `statements` hashed the SQL text each time.
     private enum Control: Int, CaseIterable {
@@ -58,6 +57,16 @@ public final class SqliteValueBox: ValueBox {
         }
     }
     private var controlStatements = [OpaquePointer?](repeating: nil, count: Control.allCases.count)
+    private enum PointStatement: Int, CaseIterable {
+        case get, set, remove
+        func sql(_ table: Int32) -> String {
+            switch self {
+            case .get: return "SELECT value FROM t\(table) WHERE key=?"
+            case .set: return "INSERT OR REPLACE INTO t\(table) (key, value) VALUES (?, ?)"
+            case .remove: return "DELETE FROM t\(table) WHERE key=?"
+            }
+        }
+    }
     private var inTransaction = false
     /// Tables created by the open transaction: a rollback un-creates them.
     private var createdInTransaction = Set<Int32>()
@@ -137,14 +146,10 @@ public final class SqliteValueBox: ValueBox {
 
     private func finalizeStatements() {
         for s in statements.values { sqlite3_finalize(s) }
-        for s in getStatements.values { sqlite3_finalize(s) }
-        for s in setStatements.values { sqlite3_finalize(s) }
-        for s in removeStatements.values { sqlite3_finalize(s) }
+        for s in pointStatements.joined() { sqlite3_finalize(s.value) }
         for case let s? in controlStatements { sqlite3_finalize(s) }
         statements.removeAll()
-        getStatements.removeAll()
-        setStatements.removeAll()
-        removeStatements.removeAll()
+        for i in pointStatements.indices { pointStatements[i].removeAll() }
         for i in controlStatements.indices { controlStatements[i] = nil }
     }
 
@@ -267,6 +272,15 @@ public final class SqliteValueBox: ValueBox {
         return s
     }
 
+    /// The point statement `kind` for `table`, prepared on first use and kept until close.
+    @inline(__always)
+    private func pointStatement(_ kind: PointStatement, _ table: ValueBoxTable) throws -> OpaquePointer {
+        if let s = pointStatements[kind.rawValue][table.id] { return s }
+        let s = try prepare(kind.sql(table.id))
+        pointStatements[kind.rawValue][table.id] = s
+        return s
+    }
+
     /// Runs a transaction-control statement (no rows).
     private func run(_ c: Control) throws {
         let stmt = try control(c)
@@ -379,26 +393,14 @@ public final class SqliteValueBox: ValueBox {
 
     public func get(_ table: ValueBoxTable, key: ValueBoxKey) throws -> Data? {
         guard tableExists(table) else { return nil }
-        let stmt: OpaquePointer
-        if let s = getStatements[table.id] {
-            stmt = s
-        } else {
-            stmt = try prepare("SELECT value FROM t\(table.id) WHERE key=?")
-            getStatements[table.id] = stmt
-        }
+        let stmt = try pointStatement(.get, table)
         defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
         return try withBoundKey(stmt, 1, key, table) { try step(stmt) ? readValue(stmt, 0) : nil }
     }
 
     public func withValue(_ table: ValueBoxTable, key: ValueBoxKey, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         guard tableExists(table) else { return false }
-        let stmt: OpaquePointer
-        if let s = getStatements[table.id] {
-            stmt = s
-        } else {
-            stmt = try prepare("SELECT value FROM t\(table.id) WHERE key=?")
-            getStatements[table.id] = stmt
-        }
+        let stmt = try pointStatement(.get, table)
         defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
         return try withBoundKey(stmt, 1, key, table) { () throws -> Bool in
             guard try step(stmt) else { return false }
@@ -434,13 +436,7 @@ public final class SqliteValueBox: ValueBox {
 
     public func set(_ table: ValueBoxTable, key: ValueBoxKey, value: Data) throws {
         try ensureTable(table)
-        let stmt: OpaquePointer
-        if let s = setStatements[table.id] {
-            stmt = s
-        } else {
-            stmt = try prepare("INSERT OR REPLACE INTO t\(table.id) (key, value) VALUES (?, ?)")
-            setStatements[table.id] = stmt
-        }
+        let stmt = try pointStatement(.set, table)
         defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
         try withBoundKey(stmt, 1, key, table) {
             try value.withUnsafeBytes { raw in
@@ -453,13 +449,7 @@ public final class SqliteValueBox: ValueBox {
 
     public func remove(_ table: ValueBoxTable, key: ValueBoxKey) throws {
         guard tableExists(table) else { return }
-        let stmt: OpaquePointer
-        if let s = removeStatements[table.id] {
-            stmt = s
-        } else {
-            stmt = try prepare("DELETE FROM t\(table.id) WHERE key=?")
-            removeStatements[table.id] = stmt
-        }
+        let stmt = try pointStatement(.remove, table)
         defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
         bind(stmt, 1, key, table)
         _ = try step(stmt)
