@@ -177,27 +177,16 @@ enum MessageRecord {
     /// Rewrites a legacy `Message` root record in the compact layout (after `encoder.reset()`),
     /// copying the media array's bytes as they are: media of types this process has not
     /// registered survive the rewrite (the media ids are listed only when every object decodes
-    /// here). Fields are taken as `Message.init(decoder:)` takes them
-    /// (the first of each name and type; missing ones default). Throws, writing nothing useful,
+    /// here). Fields are taken as `Message.init(decoder:)` takes them (`Message.LegacyFields`;
+    /// missing ones default). Throws, writing nothing useful,
     /// for a record that does not decode as a `Message`.
     static func convertLegacy(_ buffer: UnsafeRawBufferPointer, into encoder: PostboxEncoder) throws {
         let (base, length) = try PostboxDecoder.rootHeader(buffer, expecting: Message.postboxTypeHash, Message.self)
         let decoder = PostboxDecoder()
         decoder.reset(borrowing: base, start: 8, end: 8 + length)
-        var peer: Int64?, namespace: Int32?, id: Int32?, timestamp: Int32?, author: Int64?
-        var text: UnsafeRawBufferPointer?, media: UnsafeRawBufferPointer?
-        try decoder.forEachField { word, offset in
-            switch word {
-            case Message.fieldP: if peer == nil { peer = decoder.int64(at: offset) }
-            case Message.fieldN: if namespace == nil { namespace = decoder.int32(at: offset) }
-            case Message.fieldI: if id == nil { id = decoder.int32(at: offset) }
-            case Message.fieldTs: if timestamp == nil { timestamp = decoder.int32(at: offset) }
-            case Message.fieldA: if author == nil { author = decoder.int64(at: offset) }
-            case Message.fieldT: if text == nil { text = decoder.payload(at: offset, type: .string) }
-            case Message.fieldM: if media == nil { media = decoder.payload(at: offset, type: .objectArray) }
-            default: break
-            }
-        }
+        let fields = try Message.LegacyFields(decoder)
+        let text = fields.text.flatMap { decoder.payload(at: $0, type: .string) }
+        let media = fields.media.flatMap { decoder.payload(at: $0, type: .objectArray) }
         try decoder.finishRow()
         let mediaCount = media.map { Int(PostboxDecoder.readInt32($0.baseAddress!, 0)) } ?? 0
         // The ids are listed only when every media object decodes here (its type registered).
@@ -206,15 +195,15 @@ enum MessageRecord {
             let (objects, _) = try PostboxDecoder.objectArray(borrowing: start, at: 0, end: media.count, as: (any Media).self)
             if objects.count == mediaCount { mediaIds = objects.compactMap(\.id) }
         }
-        var flags: UInt8 = author != nil ? hasAuthor : 0
+        var flags: UInt8 = fields.author != nil ? hasAuthor : 0
         if mediaCount > 0 { flags |= hasMedia | (mediaIds != nil ? listsMediaIds : 0) }
         encoder.appendByte(compactTag)
         encoder.appendByte(flags)
-        encoder.appendInt64(peer ?? 0)
-        encoder.appendInt32(namespace ?? 0)
-        encoder.appendInt32(id ?? 0)
-        encoder.appendInt32(timestamp ?? 0)
-        if let author { encoder.appendInt64(author) }
+        encoder.appendInt64(fields.peer ?? 0)
+        encoder.appendInt32(fields.namespace ?? 0)
+        encoder.appendInt32(fields.id ?? 0)
+        encoder.appendInt32(fields.timestamp ?? 0)
+        if let author = fields.author { encoder.appendInt64(author) }
         // A string payload is its byte count then its bytes: the compact text part exactly.
         if let text { encoder.appendRaw(text) } else { encoder.appendInt32(0) }
         if let mediaIds { appendMediaIds(mediaIds, into: encoder) }

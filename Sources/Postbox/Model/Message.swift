@@ -28,26 +28,36 @@ public struct Message: PostboxCoding, Sendable {
     static let fieldM: UInt64 = 0x6d_01_08  // "m", [Object]
 
     public init(decoder: PostboxDecoder) throws {
-        // One pass over the record's fields (a scan decodes millions of messages) with the
-        // semantics of lookups by name: the first field of each name and type counts, others
-        // and unknown fields are ignored, missing ones take their defaults.
-        var peer: Int64?, namespace: Int32?, id: Int32?, timestamp: Int32?, author: Int64?, text: String?
-        var media: [any Media]?
-        try decoder.forEachField { word, offset in
-            switch word {
-            case Self.fieldP: if peer == nil { peer = decoder.int64(at: offset) }
-            case Self.fieldN: if namespace == nil { namespace = decoder.int32(at: offset) }
-            case Self.fieldI: if id == nil { id = decoder.int32(at: offset) }
-            case Self.fieldTs: if timestamp == nil { timestamp = decoder.int32(at: offset) }
-            case Self.fieldA: if author == nil { author = decoder.int64(at: offset) }
-            case Self.fieldT: if text == nil { text = decoder.string(at: offset) }
-            case Self.fieldM: if media == nil { media = try decoder.objectArray(at: offset, of: (any Media).self) }
-            default: break
+        let fields = try LegacyFields(decoder)
+        let text = fields.text.map { decoder.string(at: $0) }
+        let media = try fields.media.map { try decoder.objectArray(at: $0, of: (any Media).self) }
+        self.init(
+            id: MessageId(peerId: PeerId(fields.peer ?? 0), namespace: fields.namespace ?? 0, id: fields.id ?? 0),
+            timestamp: fields.timestamp ?? 0, authorId: fields.author.map(PeerId.init), text: text ?? "", media: media ?? [])
+    }
+
+    /// The fields of a self-describing `Message` record, found in one pass (a scan decodes
+    /// millions of messages) with the semantics of lookups by name: the first field of each name
+    /// and type counts, others and unknown fields are ignored, missing ones are nil. Text and
+    /// media are the offsets of their payloads, for the caller to decode or copy.
+    struct LegacyFields {
+        var peer: Int64?, namespace: Int32?, id: Int32?, timestamp: Int32?, author: Int64?
+        var text: Int?, media: Int?
+
+        init(_ decoder: PostboxDecoder) throws {
+            try decoder.forEachField { word, offset in
+                switch word {
+                case Message.fieldP: if peer == nil { peer = decoder.int64(at: offset) }
+                case Message.fieldN: if namespace == nil { namespace = decoder.int32(at: offset) }
+                case Message.fieldI: if id == nil { id = decoder.int32(at: offset) }
+                case Message.fieldTs: if timestamp == nil { timestamp = decoder.int32(at: offset) }
+                case Message.fieldA: if author == nil { author = decoder.int64(at: offset) }
+                case Message.fieldT: if text == nil { text = offset }
+                case Message.fieldM: if media == nil { media = offset }
+                default: break
+                }
             }
         }
-        self.init(
-            id: MessageId(peerId: PeerId(peer ?? 0), namespace: namespace ?? 0, id: id ?? 0), timestamp: timestamp ?? 0,
-            authorId: author.map(PeerId.init), text: text ?? "", media: media ?? [])
     }
 
     public func encode(_ encoder: PostboxEncoder) {
