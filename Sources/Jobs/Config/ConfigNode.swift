@@ -79,11 +79,12 @@ extension ConfigNode {
         // Only text with an anchor (`&`) can make an alias expensive: it is prechecked before the
         // parse. Text without one (a cron schedule's `*` alone) is parsed once, and the precheck
         // runs only when that parse fails, so an alias is reported the same way either way.
-        let mayHaveAnchors = yaml.utf8.contains(UInt8(ascii: "&"))
-        if mayHaveAnchors {
+        func precheckAliases() throws(JobFileErrors) {
             let aliasErrors = AliasPrecheck.errors(in: yaml, file: file)
             if !aliasErrors.isEmpty { throw JobFileErrors(aliasErrors) }
         }
+        let mayHaveAnchors = yaml.utf8.contains(UInt8(ascii: "&"))
+        if mayHaveAnchors { try precheckAliases() }
         let node: Node?
         do {
             // No resolver rules: plain scalars are typed by `PlainScalarResolver`, which does not
@@ -93,10 +94,7 @@ extension ConfigNode {
             // than looked up in the environment.
             node = try Yams.compose(yaml: yaml, .basic, Constructor([:], [:], [:]), .utf8)
         } catch let error as YamlError {
-            if !mayHaveAnchors {
-                let aliasErrors = AliasPrecheck.errors(in: yaml, file: file)
-                if !aliasErrors.isEmpty { throw JobFileErrors(aliasErrors) }
-            }
+            if !mayHaveAnchors { try precheckAliases() }
             throw JobFileErrors(yamlErrors(error, yaml: yaml, file: file))
         } catch {
             throw JobFileErrors([
