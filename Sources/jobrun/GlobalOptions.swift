@@ -17,7 +17,7 @@ struct GlobalOptions: ParsableArguments {
 
     /// True when neither `--root` nor `$JOBRUN_ROOT` chose the root (it is `./data`).
     var rootIsDefault: Bool {
-        [root, ProcessInfo.processInfo.environment[DataRoot.environmentVariable]].allSatisfy { $0?.isEmpty ?? true }
+        [root, LaunchEnvironment.variables[DataRoot.environmentVariable]].allSatisfy { $0?.isEmpty ?? true }
     }
 
     var jobsDirectory: URL {

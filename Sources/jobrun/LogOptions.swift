@@ -25,7 +25,7 @@ struct LogOptions: ParsableArguments {
         var console: LogSink.ConsoleMode?
     }
 
-    func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Resolved {
+    func resolve(environment: [String: String] = LaunchEnvironment.variables) throws -> Resolved {
         func chosen(_ option: String?, _ variable: String) -> (String, String)? {
             if let option, !option.isEmpty { return (option, "--" + variable.dropFirst("JOBRUN_".count).lowercased().replacingOccurrences(of: "_", with: "-")) }
             if let value = environment[variable], !value.isEmpty { return (value, "$" + variable) }

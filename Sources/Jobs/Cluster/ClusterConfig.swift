@@ -31,7 +31,7 @@ public struct ClusterConfig: Sendable {
     /// Reads `<root>/cluster.yaml` (if present) and applies the `JOBRUN_POSTGRES_*` variables
     /// over it. Every problem is a `JobError.config` (exit 78) naming the file and line.
     public static func load(
-        root: DataRoot, environment: [String: String] = ProcessInfo.processInfo.environment
+        root: DataRoot, environment: [String: String] = LaunchEnvironment.variables
     ) throws(JobError) -> ClusterConfig {
         let path = root.url.appendingPathComponent(fileName).path
         var config = ClusterConfig()

@@ -11,7 +11,7 @@ public enum SharedMediaTierSetup {
 
     /// The tier and its limits for `root`, or nil when the tier is not enabled. A tier that is
     /// enabled but cannot be set up (credentials, store) is a `JobError.config`.
-    public static func tier(root: DataRoot, environment: [String: String] = ProcessInfo.processInfo.environment) throws(JobError)
+    public static func tier(root: DataRoot, environment: [String: String] = LaunchEnvironment.variables) throws(JobError)
         -> SharedMediaTierSetupResult?
     {
         if let known = made.withLock({ $0[root.path] }) { return known }

@@ -9,7 +9,7 @@ import Foundation
 /// cleanup at all). Unset, a failpoint costs one dictionary lookup.
 public enum Failpoints {
     static let table: [String: String] = {
-        guard let spec = ProcessInfo.processInfo.environment["JOBRUN_FAILPOINTS"] else { return [:] }
+        guard let spec = LaunchEnvironment.variables["JOBRUN_FAILPOINTS"] else { return [:] }
         var out: [String: String] = [:]
         for item in spec.split(separator: ";") {
             let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }

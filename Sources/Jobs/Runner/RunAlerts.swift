@@ -24,7 +24,7 @@ public struct RunAlerts: Sendable {
     public static let pingAttempts = 3
     public static let hookTimeout: Duration = .seconds(60)
 
-    public init(root: DataRoot, logger: JobLogger, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(root: DataRoot, logger: JobLogger, environment: [String: String] = LaunchEnvironment.variables) {
         self.root = root
         self.logger = logger
         defaultOnFailure = environment["JOBRUN_ON_FAILURE"].flatMap { $0.isEmpty ? nil : $0 }

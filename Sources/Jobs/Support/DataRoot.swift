@@ -29,14 +29,15 @@ public struct DataRoot: Sendable, Hashable {
     public init(path: String) { self.init(url: URL(fileURLWithPath: path)) }
 
     /// `--root` wins, then `JOBRUN_ROOT`, then `./data`; relative paths are resolved against
-    /// `currentDirectory` so units and cron lines may use absolute paths only.
+    /// `currentDirectory` (the process's working directory when nil, asked for only then) so
+    /// units and cron lines may use absolute paths only.
     public static func resolve(
-        explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment,
-        currentDirectory: String = FileManager.default.currentDirectoryPath
+        explicit: String?, environment: [String: String] = LaunchEnvironment.variables,
+        currentDirectory: String? = nil
     ) -> DataRoot {
         let chosen = [explicit, environment[environmentVariable]].compactMap { $0 }.first { !$0.isEmpty } ?? defaultPath
         if chosen.hasPrefix("/") { return DataRoot(path: chosen) }
-        return DataRoot(url: URL(fileURLWithPath: currentDirectory).appendingPathComponent(chosen))
+        return DataRoot(url: URL(fileURLWithPath: currentDirectory ?? FileManager.default.currentDirectoryPath).appendingPathComponent(chosen))
     }
 
     public var path: String { url.path }
