@@ -2,7 +2,12 @@ import Foundation
 
 /// Writes `<root>/metrics/jobrun_<job>.prom` for node_exporter's textfile collector, atomically:
 /// a temp file in the same directory (so the collector never reads half a file; node_exporter
-/// skips names not ending in `.prom`), `fsync`, `rename`, then `fsync` of the directory.
+/// skips names not ending in `.prom`), `fsync`, then `rename` over the previous file.
+///
+/// The directory is not synced after the rename: a power loss right after it leaves the
+/// previous complete file (the file's own `fsync` before the rename means the name never points
+/// at unwritten data), which is what a power loss a moment earlier leaves too; the next run
+/// counts from there. A process crash loses nothing either way: the rename is in the page cache.
 ///
 /// Permissions: files are written 0644 by default, not 0600 — node_exporter runs as its own user
 /// and must read them; they hold only job names, outcomes and counters, never secrets. The
@@ -56,7 +61,7 @@ public struct MetricsWriter: Sendable {
         var runs = previous.runs
         runs[snapshot.outcome.rawValue, default: 0] += 1
         snapshot.runs = runs
-        try Self.atomicWrite(render(snapshot), in: dirFD, name: name, directoryPath: directory.path, mode: fileMode)
+        try Self.atomicWrite(render(snapshot), in: dirFD, name: name, directoryPath: directory.path, mode: fileMode, syncDirectory: false)
         return url
     }
 
@@ -83,7 +88,7 @@ public struct MetricsWriter: Sendable {
             kept += line + "\n"
         }
         if kept.isEmpty { kept = renderBuildInfo(labels) }
-        try Self.atomicWrite(kept + renderRuns(labels, runs), in: dirFD, name: name, directoryPath: directory.path, mode: fileMode)
+        try Self.atomicWrite(kept + renderRuns(labels, runs), in: dirFD, name: name, directoryPath: directory.path, mode: fileMode, syncDirectory: false)
         return url
     }
 
@@ -240,8 +245,9 @@ public struct MetricsWriter: Sendable {
 
     /// `atomicWrite` relative to the directory descriptor `dirFD`: the temp file is created
     /// `O_EXCL | O_NOFOLLOW`, and `renameat` replaces whatever has the final name (a link
-    /// included) without following it.
-    static func atomicWrite(_ text: String, in dirFD: Int32, name: String, directoryPath: String, mode: mode_t) throws {
+    /// included) without following it. Without `syncDirectory` the rename is atomic but not yet
+    /// durable: a power loss may leave the previous file (never a partial one).
+    static func atomicWrite(_ text: String, in dirFD: Int32, name: String, directoryPath: String, mode: mode_t, syncDirectory: Bool = true) throws {
         var fd: Int32 = -1
         var tempName = ""
         for _ in 0..<16 {
@@ -275,7 +281,7 @@ public struct MetricsWriter: Sendable {
         close(fd)
         guard renameat(dirFD, tempName, dirFD, name) == 0 else { throw MetricsWriteError(path: "\(directoryPath)/\(name)", errno: errno) }
         ok = true
-        fsync(dirFD)
+        if syncDirectory { fsync(dirFD) }
     }
 }
 
