@@ -136,4 +136,52 @@ final class JobRunnerTests: XCTestCase {
         let firstResult = await first
         XCTAssertEqual(firstResult.outcome, .succeeded)
     }
+
+    /// The start of a run closes what earlier runs left: one killed while running (abandoned),
+    /// one whose closing record only reached the lock file (recorded with its real outcome), and
+    /// one that reached neither store nor record (recorded whole). The lock file's pending
+    /// outcome is cleared once recorded, and this run's own record is there.
+    func testAStartClosesAbandonedRunsAndRecordsAPendingOutcome() async throws {
+        let dir = TemporaryDirectory()
+        let r = try runner(ScriptedKind(), dir)
+        let j = try job()
+        let postbox = try Postbox(directory: dir.file("root/account-0/postbox/db"))
+        try postbox.transactionSync { tx in
+            try tx.jobRuns.set(JobRunRecord(runId: "killed", job: "scripted", kind: "scripted", startedAt: 1_000, pid: 4_000_001, attempt: 1))
+            try tx.jobRuns.set(JobRunRecord(runId: "ended", job: "scripted", kind: "scripted", startedAt: 2_000, pid: 4_000_002, attempt: 1))
+        }
+        let lock = JobLock(root: r.root, job: "scripted")
+        XCTAssertTrue(try lock.acquire())
+        XCTAssertTrue(
+            lock.recordPendingOutcome(.init(runId: "ended", outcome: .failed, exitCode: 74, startedAtMs: 2_000, endedAtMs: 3_000, message: "disk full")))
+        lock.release()
+
+        let result = await r.run(j)
+        XCTAssertEqual(result.outcome, .succeeded)
+        let runs = try postbox.readSync { try $0.jobRuns.recent(job: "scripted", limit: 10) }
+        let byId = Dictionary(uniqueKeysWithValues: runs.map { ($0.runId, $0) })
+        XCTAssertEqual(byId["killed"]?.outcome, .failed)
+        XCTAssertTrue(byId["killed"]?.message?.contains("abandoned: pid 4000001") == true, byId["killed"]?.message ?? "no message")
+        XCTAssertEqual(byId["ended"]?.outcome, .failed)
+        XCTAssertEqual(byId["ended"]?.exitCode, 74)
+        XCTAssertEqual(byId["ended"]?.endedAt, 3_000)
+        XCTAssertTrue(byId["ended"]?.message?.contains("recorded by the next run") == true, byId["ended"]?.message ?? "no message")
+        XCTAssertEqual(byId[result.runId]?.outcome, .succeeded)
+        let next = JobLock(root: r.root, job: "scripted")
+        XCTAssertTrue(try next.acquire())
+        XCTAssertNil(next.pendingOutcome(), "recorded, so cleared")
+        next.release()
+
+        // A pending outcome whose start never reached the store is recorded whole.
+        let again = JobLock(root: r.root, job: "scripted")
+        XCTAssertTrue(try again.acquire())
+        XCTAssertTrue(
+            again.recordPendingOutcome(.init(runId: "unseen", outcome: .timedOut, exitCode: 1, startedAtMs: 5_000, endedAtMs: 6_000, message: "")))
+        again.release()
+        let second = await r.run(j)
+        XCTAssertEqual(second.outcome, .succeeded)
+        let unseen = try postbox.readSync { try $0.jobRuns.recent(job: "scripted", limit: 10) }.first { $0.runId == "unseen" }
+        XCTAssertEqual(unseen?.outcome, .timedOut)
+        XCTAssertEqual(unseen?.startedAt, 5_000)
+    }
 }

@@ -169,8 +169,24 @@ public struct JobRunner: Sendable {
         let pending = fileLock.pendingOutcome()
         var closedAll = true
         var startFailure: (any Error)?
+        let start = Self.runRecord(job: job, runId: runId, started: started, origin: origin, attempt: 1, dryRun: dryRun, end: nil)
         for context in contexts {
-            if job.concurrencyPolicy != .allow { closedAll = await closeAbandonedRuns(context, job: job, pending: pending, log: log) && closedAll }
+            if job.concurrencyPolicy != .allow {
+                // Closing abandoned runs and recording this one's start share one transaction
+                // (one trip to the store's queue, one commit). Should it fail, each is tried on
+                // its own, as they always were, so that each failure is logged for what it is.
+                let name = job.name
+                let kind = job.kind
+                if let closed = try? await context.postbox.transaction({ tx -> [String] in
+                    let closed = try Self.closeAbandonedRuns(tx, job: name, kind: kind, pending: pending)
+                    try tx.jobRuns.set(start)
+                    return closed
+                }) {
+                    for id in closed where id != pending?.runId { log.warning("run.abandoned", ["abandoned_run": .string(id)]) }
+                    continue
+                }
+                closedAll = await closeAbandonedRuns(context, job: job, pending: pending, log: log) && closedAll
+            }
             if let error = await record(context, job: job, runId: runId, started: started, origin: origin, attempt: 1, dryRun: dryRun, end: nil) {
                 startFailure = startFailure ?? error
             }
@@ -343,6 +359,22 @@ public struct JobRunner: Sendable {
     private func record(
         _ context: AccountContext, job: JobFile, runId: String, started: Date, origin: RunOrigin, attempt: Int, dryRun: Bool, end: RunResult?
     ) async -> (any Error)? {
+        let limit = historyLimit
+        let record = Self.runRecord(job: job, runId: runId, started: started, origin: origin, attempt: attempt, dryRun: dryRun, end: end)
+        do {
+            try await context.postbox.transaction { tx in
+                try tx.jobRuns.set(record)
+                if end != nil { try tx.jobRuns.prune(job: record.job, keep: limit) }
+            }
+            return nil
+        } catch {
+            logger.with(job: job.name, run: runId).error("run.record_failed", ["error": .string(StorageFailure.classify(error).1)])
+            return error
+        }
+    }
+
+    /// The run's record: running when `end` is nil, else its outcome.
+    static func runRecord(job: JobFile, runId: String, started: Date, origin: RunOrigin, attempt: Int, dryRun: Bool, end: RunResult?) -> JobRunRecord {
         var run = JobRunRecord(
             runId: runId, job: job.name, kind: job.kind, startedAt: Int64(started.timeIntervalSince1970 * 1000),
             pid: getpid(), attempt: Int32(attempt))
@@ -356,18 +388,7 @@ public struct JobRunner: Sendable {
         run.dryRun = dryRun
         run.host = origin.host
         run.fireAt = origin.fireAt
-        let limit = historyLimit
-        let record = run
-        do {
-            try await context.postbox.transaction { tx in
-                try tx.jobRuns.set(record)
-                if end != nil { try tx.jobRuns.prune(job: record.job, keep: limit) }
-            }
-            return nil
-        } catch {
-            logger.with(job: job.name, run: runId).error("run.record_failed", ["error": .string(StorageFailure.classify(error).1)])
-            return error
-        }
+        return run
     }
 
     /// Runs still marked `running` whose process died without recording an outcome (SIGKILL,
@@ -378,42 +399,45 @@ public struct JobRunner: Sendable {
         let name = job.name
         let kind = job.kind
         do {
-            let closed = try await context.postbox.transaction { tx -> [String] in
-                var closed: [String] = []
-                let recent = try tx.jobRuns.recent(job: name, limit: 20)
-                if let pending, !recent.contains(where: { $0.runId == pending.runId }) {
-                    // Its start could not be recorded either: record the whole run now.
-                    var run = JobRunRecord(
-                        runId: pending.runId, job: name, kind: kind, startedAt: pending.startedAtMs, pid: pending.pid, attempt: pending.attempts)
-                    run.endedAt = pending.endedAtMs
-                    run.outcome = pending.outcome
-                    run.exitCode = pending.exitCode
-                    run.message =
-                        pending.message + (pending.message.isEmpty ? "" : " ") + "(recorded by the next run: the store could not be written when it ran)"
-                    try tx.jobRuns.set(run)
-                }
-                for var run in recent where run.outcome == .running {
-                    if let pending, pending.runId == run.runId {
-                        run.outcome = pending.outcome
-                        run.exitCode = pending.exitCode
-                        run.endedAt = pending.endedAtMs
-                        run.message =
-                            pending.message + (pending.message.isEmpty ? "" : " ") + "(recorded by the next run: the store could not be written when it ended)"
-                    } else {
-                        run.outcome = .failed
-                        run.message = "abandoned: pid \(run.pid)\(run.host.map { " on \($0)" } ?? "") ended without recording an outcome (killed or crashed)"
-                    }
-                    try tx.jobRuns.set(run)
-                    closed.append(run.runId)
-                }
-                return closed
-            }
+            let closed = try await context.postbox.transaction { tx in try Self.closeAbandonedRuns(tx, job: name, kind: kind, pending: pending) }
             for id in closed where id != pending?.runId { log.warning("run.abandoned", ["abandoned_run": .string(id)]) }
             return true
         } catch {
             log.error("run.record_failed", ["error": .string(StorageFailure.classify(error).1)])
             return false
         }
+    }
+
+    /// `closeAbandonedRuns` inside a transaction: the ids of the runs it closed.
+    private static func closeAbandonedRuns(_ tx: Transaction, job name: String, kind: String, pending: JobLock.PendingOutcome?) throws -> [String] {
+        var closed: [String] = []
+        let recent = try tx.jobRuns.recent(job: name, limit: 20)
+        if let pending, !recent.contains(where: { $0.runId == pending.runId }) {
+            // Its start could not be recorded either: record the whole run now.
+            var run = JobRunRecord(
+                runId: pending.runId, job: name, kind: kind, startedAt: pending.startedAtMs, pid: pending.pid, attempt: pending.attempts)
+            run.endedAt = pending.endedAtMs
+            run.outcome = pending.outcome
+            run.exitCode = pending.exitCode
+            run.message =
+                pending.message + (pending.message.isEmpty ? "" : " ") + "(recorded by the next run: the store could not be written when it ran)"
+            try tx.jobRuns.set(run)
+        }
+        for var run in recent where run.outcome == .running {
+            if let pending, pending.runId == run.runId {
+                run.outcome = pending.outcome
+                run.exitCode = pending.exitCode
+                run.endedAt = pending.endedAtMs
+                run.message =
+                    pending.message + (pending.message.isEmpty ? "" : " ") + "(recorded by the next run: the store could not be written when it ended)"
+            } else {
+                run.outcome = .failed
+                run.message = "abandoned: pid \(run.pid)\(run.host.map { " on \($0)" } ?? "") ended without recording an outcome (killed or crashed)"
+            }
+            try tx.jobRuns.set(run)
+            closed.append(run.runId)
+        }
+        return closed
     }
 
     /// Counts a scheduled run that did not start because the job is suspended (`enabled: false`
