@@ -84,6 +84,17 @@ final class UploadBenchServer: @unchecked Sendable {
         self.server = server
     }
 
+    /// CPU seconds (user + system) the cloudd child has used so far; nil in-process.
+    func cpuSeconds() -> Double? {
+        guard let process, let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        // Fields after the command name: state is field 3, utime and stime are fields 14 and 15.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     func stop() async {
         if let process { process.terminate(); process.waitUntilExit() }
         if let server { await server.stop() }
@@ -161,7 +172,9 @@ struct UploadBenchmark {
                 // curl, large.
                 let name = "large-\(round)"
                 // `Expect:` off: curl would otherwise wait up to 1 s for a `100 Continue` the server never sends.
+                var cpu = PhaseCPU(server: server)
                 let ct = try measure { try Self.runCurl(["-s", "-H", "Expect:", "-o", "/dev/null", "-T", large, "\(dc)/plain/upload/\(name)"]) }
+                print("curl large: \(cpu.report(client: "curl"))")
                 let plain = try JSONDecoder().decode(PlainUploadInfo.self, from: try await client.transport.get("\(dc)/admin/plain-uploads/\(name)").body)
                 guard plain.sha256 == largeSHA else { throw ValidationError("curl upload arrived with another SHA-256") }
                 try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/plain/\(name)")
@@ -172,7 +185,7 @@ struct UploadBenchmark {
                 var largeConfig = MultipartUploadConfiguration()
                 largeConfig.partsInFlight = options.partsInFlight
                 largeConfig.checkPeer = false
-                let cpu0 = Self.cpuSeconds()
+                cpu = PhaseCPU(server: server)
                 let upload = MultipartUpload(
                     client: client, postbox: postbox, configuration: largeConfig,
                     observer: { event in
@@ -185,7 +198,7 @@ struct UploadBenchmark {
                 let t2 = DispatchTime.now().uptimeNanoseconds
                 rssAfterLarge = max(rssAfterLarge, peakRSSMiB())
                 print(
-                    "product large: enqueue \(fmt(Double(t1 - t0) / 1e9)) s, parts \(fmt(Double(partsDone.last - t1) / 1e9)) s, sendMedia (server assembly) \(fmt(Double(t2 - partsDone.last) / 1e9)) s; this process used \(fmt(Self.cpuSeconds() - cpu0)) s CPU"
+                    "product large: enqueue \(fmt(Double(t1 - t0) / 1e9)) s, parts \(fmt(Double(partsDone.last - t1) / 1e9)) s, sendMedia (server assembly) \(fmt(Double(t2 - partsDone.last) / 1e9)) s; \(cpu.report(client: "this process"))"
                 )
                 let info = try JSONDecoder().decode(FileInfo.self, from: try await client.transport.get("\(dc)/admin/files/\(result.documentId)").body)
                 guard info.sha256 == largeSHA, info.size == largeBytes else { throw ValidationError("the product's upload arrived with another SHA-256") }
@@ -200,17 +213,19 @@ struct UploadBenchmark {
                 let config = work + "/curl-small-\(round).cfg"
                 try small.enumerated().map { "upload-file = \"\($0.element)\"\nurl = \"\(dc)/plain/upload/r\(round)-s\($0.offset)\"\noutput = \"/dev/null\"\n" }
                     .joined().write(toFile: config, atomically: true, encoding: .utf8)
+                var smallCPU = PhaseCPU(server: server)
                 let cs = try measure {
                     try Self.runCurl(["-s", "--no-progress-meter", "-H", "Expect:", "--parallel", "--parallel-max", String(options.concurrency), "-K", config])
                 }
                 curlSmall.append(Timing(seconds: cs, bytes: smallBytes, files: small.count))
+                print("curl small: \(smallCPU.report(client: "curl"))")
+                smallCPU = PhaseCPU(server: server)
 
                 // Product, small files: enqueue all (one batch: staged on every core, one
                 // transaction), then drain `concurrency` at a time.
                 let s0 = DispatchTime.now().uptimeNanoseconds
                 let ids = try await queue.enqueue(small.map { UploadRequest(path: $0, peerId: peer) }).map(\.id)
                 let sEnqueued = DispatchTime.now().uptimeNanoseconds
-                let smallCPU0 = Self.cpuSeconds()
                 let smallUpload = MultipartUpload(
                     client: client, postbox: postbox,
                     configuration: {
@@ -240,7 +255,7 @@ struct UploadBenchmark {
                 let s1 = DispatchTime.now().uptimeNanoseconds
                 guard sent == small.count else { throw ValidationError("only \(sent) small files sent") }
                 print(
-                    "product small: enqueue \(fmt(Double(sEnqueued - s0) / 1e9)) s, upload \(fmt(Double(s1 - sEnqueued) / 1e9)) s; the upload used \(fmt(Self.cpuSeconds() - smallCPU0)) s CPU in this process"
+                    "product small: enqueue \(fmt(Double(sEnqueued - s0) / 1e9)) s, upload \(fmt(Double(s1 - sEnqueued) / 1e9)) s; enqueue and upload: \(smallCPU.report(client: "this process"))"
                 )
                 productSmall.append(Timing(seconds: Double(s1 - s0) / 1e9, bytes: smallBytes, files: small.count))
                 try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/files")
@@ -334,6 +349,38 @@ struct UploadBenchmark {
         var sha = SHA256()
         while let d = try h.read(upToCount: 1 << 20), !d.isEmpty { sha.update(d) }
         return sha.finalize().hexString
+    }
+}
+
+/// CPU seconds of one phase: the client's (this process, or its finished children such as
+/// curl) and the cloudd child's, so a phase's cost on the shared cores is seen apart from its
+/// wall time.
+struct PhaseCPU {
+    let server: UploadBenchServer
+    private var own: Double
+    private var children: Double
+    private var serverStart: Double?
+
+    init(server: UploadBenchServer) {
+        self.server = server
+        own = UploadBenchmark.cpuSeconds()
+        children = Self.childrenSeconds()
+        serverStart = server.cpuSeconds()
+    }
+
+    /// "<client> used X s CPU, cloudd Y s"; `client` "curl" counts finished children.
+    mutating func report(client: String) -> String {
+        let used = client == "curl" ? Self.childrenSeconds() - children : UploadBenchmark.cpuSeconds() - own
+        var text = "\(client) used \(fmt(used)) s CPU"
+        if let start = serverStart, let now = server.cpuSeconds() { text += ", cloudd \(fmt(now - start)) s" }
+        self = PhaseCPU(server: server)
+        return text
+    }
+
+    static func childrenSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 }
 
