@@ -26,6 +26,9 @@ final class UploadCommitBatcher: Sendable {
 
     private let postbox: Postbox
     private let state = Mutex(State())
+    /// Where batches are committed: a dispatch queue, so a batch costs one hop (to here, then
+    /// straight onto the store's queue) like a lone transaction, not a task and a hop.
+    private let queue = DispatchQueue(label: "MultipartUpload.commits")
 
     init(postbox: Postbox) { self.postbox = postbox }
 
@@ -42,12 +45,12 @@ final class UploadCommitBatcher: Sendable {
                 s.draining = true
                 return true
             }
-            if start { Task { await self.drain() } }
+            if start { queue.async { self.drain() } }
         }
     }
 
     /// Commits batches until none is waiting.
-    private func drain() async {
+    private func drain() {
         while true {
             let batch = state.withLock { s -> [Operation] in
                 let taken = s.pending
@@ -58,7 +61,7 @@ final class UploadCommitBatcher: Sendable {
             if batch.isEmpty { return }
             let outcomes: [Result<Void, any Error>]
             do {
-                outcomes = try await postbox.transaction { tx in
+                outcomes = try postbox.transactionSync { tx in
                     var results: [Result<Void, any Error>] = []
                     results.reserveCapacity(batch.count)
                     for operation in batch {
