@@ -5,11 +5,12 @@ import NIOCore
 
 /// The running SHA-256 of one upload, so `sendMedia` need not read the whole file: the contiguous
 /// prefix of stored parts is hashed as it grows (parts arriving in order right after they are
-/// stored; a part that arrived early once the gap before it is filled), each part read back once
-/// from the upload's file (`UploadPartsFile`, page cache) on a dispatch queue, never on the
-/// cooperative pool or an event loop. A part that is the next in order when it arrives is hashed
-/// from the request's own buffers instead (`offer`), while they are in memory: no read-back, and
-/// `sendMedia` finds the digest ready. Re-sending a part that was already hashed restarts from
+/// stored; a part that arrived early once the gap before it is filled) on a dispatch queue, never
+/// on the cooperative pool or an event loop. A part that is the next in order when it arrives is
+/// hashed from the request's own buffers (`offer`); one that arrives early keeps its buffers
+/// until its turn (`earlyLimit` per upload, `earlyTotalLimit` over all), so with many parts in
+/// flight hardly any part is read back from the upload's file (`UploadPartsFile`, page cache),
+/// and `sendMedia` finds the digest ready. Re-sending a part that was already hashed restarts from
 /// part 0 (rare: a retry whose answer was lost).
 final class UploadHasher: @unchecked Sendable {
     // @unchecked Sendable: the fields below are guarded by `lock`, except `sha`, only touched
@@ -34,6 +35,15 @@ final class UploadHasher: @unchecked Sendable {
     private var result: (generations: [Int], hex: String)?
     private var waiters: [Waiter] = []
     private var sha = SHA256()
+    /// Request buffers of parts that arrived before the part they follow (several parts are in
+    /// flight at once), kept so they are hashed from memory when their turn comes instead of
+    /// read back from the file; at most `earlyLimit` bytes, beyond that parts are read back.
+    private var early: [Int: (generation: Int, chunks: [ByteBuffer], size: Int)] = [:]
+    private var earlyBytes = 0
+    static let earlyLimit = 16 << 20
+    static let earlyTotalLimit = 64 << 20
+    /// Bytes kept by every upload's hasher.
+    private static let earlyTotal = Locked(0)
 
     init(file: UploadPartsFile) { self.file = file }
 
@@ -43,6 +53,7 @@ final class UploadHasher: @unchecked Sendable {
     func stored(part: Int, generation: Int?, startWorker: Bool = true) {
         lock.lock()
         stored[part] = generation
+        dropEarly(part)
         if part < hashed.count { stale = true }
         if let r = result, part < r.generations.count { result = nil }
         blocked = false
@@ -56,7 +67,18 @@ final class UploadHasher: @unchecked Sendable {
     /// then (either way) the worker continues with whatever is waiting.
     func offer(part: Int, generation: Int, chunks: [ByteBuffer]) {
         lock.lock()
-        if !busy, !cancelled, !stale, !blocked, result == nil, hashed.count == part, stored[part] == generation {
+        let size = chunks.reduce(0) { $0 + $1.readableBytes }
+        if !cancelled, part > hashed.count, stored[part] == generation, earlyBytes + size <= Self.earlyLimit,
+            Self.earlyTotal.withLock({ total in
+                guard total + size <= Self.earlyTotalLimit else { return false }
+                total += size
+                return true
+            })
+        {
+            dropEarly(part)
+            early[part] = (generation, chunks, size)
+            earlyBytes += size
+        } else if !busy, !cancelled, !stale, !blocked, result == nil, hashed.count == part, stored[part] == generation {
             busy = true
             lock.unlock()
             for chunk in chunks { chunk.withUnsafeReadableBytes { sha.update($0) } }
@@ -77,6 +99,10 @@ final class UploadHasher: @unchecked Sendable {
     func cancel() {
         lock.lock()
         cancelled = true
+        let released = earlyBytes
+        early = [:]
+        earlyBytes = 0
+        Self.earlyTotal.withLock { $0 -= released }
         let ws = waiters
         waiters = []
         lock.unlock()
@@ -106,7 +132,14 @@ final class UploadHasher: @unchecked Sendable {
         case stop
         case reset
         case finalize(generations: [Int])
-        case hash(part: Int, generation: Int)
+        case hash(part: Int, generation: Int, kept: [ByteBuffer]?)
+    }
+
+    /// Forgets the kept buffers of `part` (lock held).
+    private func dropEarly(_ part: Int) {
+        guard let old = early.removeValue(forKey: part) else { return }
+        earlyBytes -= old.size
+        Self.earlyTotal.withLock { $0 -= old.size }
     }
 
     /// Sets `busy` if no worker runs (lock held); the caller then starts `run()`.
@@ -147,13 +180,17 @@ final class UploadHasher: @unchecked Sendable {
                 result = (generations, hex)
                 hashed = []
                 lock.unlock()
-            case .hash(let part, let generation):
+            case .hash(let part, let generation, let kept):
                 var ok = true
-                do {
-                    let n = try file.read(part: part, into: buffer)
-                    sha.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                } catch {
-                    ok = false
+                if let kept {
+                    for chunk in kept { chunk.withUnsafeReadableBytes { sha.update($0) } }
+                } else {
+                    do {
+                        let n = try file.read(part: part, into: buffer)
+                        sha.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                    } catch {
+                        ok = false
+                    }
                 }
                 lock.lock()
                 if ok, !stale, stored[part] == generation, hashed.count == part {
@@ -204,7 +241,13 @@ final class UploadHasher: @unchecked Sendable {
         }
         if waiters.contains(where: { $0.parts == hashed.count }) { return .finalize(generations: hashed) }
         if !blocked, let generation = stored[hashed.count], result == nil || !waiters.isEmpty {
-            return .hash(part: hashed.count, generation: generation)
+            let part = hashed.count
+            var kept: [ByteBuffer]?
+            if let e = early[part] {
+                dropEarly(part)
+                if e.generation == generation { kept = e.chunks }
+            }
+            return .hash(part: part, generation: generation, kept: kept)
         }
         busy = false
         return .stop

@@ -14,7 +14,8 @@ import NIOCore
 /// a guess of 512 KiB (every part fits). A part larger than `slot` (a client that changed its
 /// part size) moves the stored parts to 512 KiB slots; a guessed layout that turns out wrong is
 /// moved to the real one when the part size is learnt, or at `finish`. Moves copy only the parts
-/// stored so far and are rare (normal clients send part 0 or another full part first).
+/// stored so far, within the file, and happen when a later part arrives before the first full
+/// one (a small upload's parts 0 and 1 sent at once).
 ///
 /// A part's bytes are written in full before `record` makes it visible, so a request that fails
 /// half-way never damages the copy stored before it. All I/O on the file holds `lock`.
@@ -140,31 +141,29 @@ final class UploadPartsFile: @unchecked Sendable {
 
     // MARK: Moving parts (lock held)
 
-    /// Rewrites the parts in `sizes` at `newSlot` into a new file that replaces this one.
+    /// Moves the parts in `keep` to `newSlot` within the same file (no new file: creating one
+    /// costs an inode, which on a busy file system costs more than the bytes). Shrinking slots
+    /// move parts in ascending order and growing ones in descending order, so a part is never
+    /// written over one not moved yet. A failed move leaves no part stored (the client's
+    /// `sendMedia` then learns which part is missing and sends it again).
     private func relayout(to newSlot: Int, sizes keep: [Int: Int]) throws {
         if newSlot == slot {
             sizes = keep
             return
         }
-        let tmp = path + ".relayout"
-        let out = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard out >= 0 else { throw CloudError(.internalError, message: "cannot create the upload file") }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: UploadPartRules.maxPartSize, alignment: 16)
         defer { buffer.deallocate() }
+        let order = keep.sorted { newSlot < slot ? $0.key < $1.key : $0.key > $1.key }
         do {
-            for (p, n) in keep.sorted(by: { $0.key < $1.key }) {
+            for (p, n) in order {
                 let b = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n])
                 try Self.readAll(fd, b, at: p * slot)
-                try PartFiles.writeAll(out, UnsafeRawBufferPointer(b), at: p * newSlot)
+                try PartFiles.writeAll(fd, UnsafeRawBufferPointer(b), at: p * newSlot)
             }
-            guard rename(tmp, path) == 0 else { throw CloudError(.internalError, message: "cannot move the upload file") }
         } catch {
-            close(out)
-            unlink(tmp)
+            sizes = [:]
             throw error
         }
-        close(fd)
-        fd = out
         slot = newSlot
         sizes = keep
     }

@@ -70,14 +70,19 @@ final class UploadStore: Sendable {
                 // Sent or forgotten while the part was written: its bytes went with the old file.
                 throw CloudError(.internalError, message: "the upload changed while the part was stored; send it again")
             }
-            var e = s.entries[fileId] ?? Entry()
+            // Taken out of the map while it changes, so its dictionaries are changed in place
+            // instead of copied (a copy per part made a big upload's bookkeeping quadratic).
+            var e = Entry()
+            var existed = false
+            if let stored = s.entries.removeValue(forKey: fileId) {
+                e = stored
+                existed = true
+            }
             do {
                 try Self.check(e, totalParts: totalParts, big: big)
             } catch {
-                if e.partSizes.removeValue(forKey: part) != nil {
-                    s.entries[fileId] = e
-                    s.hashers[fileId]?.stored(part: part, generation: nil)
-                }
+                if e.partSizes.removeValue(forKey: part) != nil { s.hashers[fileId]?.stored(part: part, generation: nil) }
+                if existed { s.entries[fileId] = e }
                 throw error
             }
             e.big = big

@@ -20,6 +20,7 @@ struct UploadBench: ParsableCommand {
     @Option(help: "Parts in flight for the large file (the seed's 30).") var partsInFlight = 30
     @Option(help: "A cloudd executable (default: the one next to this binary, else in-process).") var cloudd: String?
     @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-upload"
+    @Option(help: "Workloads to run: large, small or both (one alone is for profiling it).") var only: UploadWorkload?
 
     func run() throws {
         let options = self
@@ -34,6 +35,11 @@ struct UploadBench: ParsableCommand {
         }
         if let failure = outcome.wait() { throw ValidationError("upload benchmark failed: \(failure)") }
     }
+}
+
+/// One half of the upload benchmark, for `--only`.
+enum UploadWorkload: String, ExpressibleByArgument, Sendable {
+    case large, small
 }
 
 /// The server for the upload benchmark: a `cloudd` child (its memory is not ours) or in-process.
@@ -52,6 +58,10 @@ final class UploadBenchServer: @unchecked Sendable {
                 [
                     "--seed", "7", "--dcs", "2", "--peers", "2", "--messages-per-peer", "2", "--cdn-fraction", "0",
                     "--upload-dir", uploadDirectory,
+                    // Nothing is downloaded here: without this, cloudd would read back and hash every
+                    // sent file for download serving (a 500 MB file behind the next measurement),
+                    // work the plain upload endpoint curl uses never does.
+                    "--no-part-hashes-at-start",
                 ])
             print("server: cloudd child process (pid \(p.processIdentifier)), uploads in \(uploadDirectory)")
             return UploadBenchServer(dcURLs: dcURLs, uploadDirectory: uploadDirectory, process: p, server: nil)
@@ -72,6 +82,17 @@ final class UploadBenchServer: @unchecked Sendable {
         self.uploadDirectory = uploadDirectory
         self.process = process
         self.server = server
+    }
+
+    /// CPU seconds (user + system) the cloudd child has used so far; nil in-process.
+    func cpuSeconds() -> Double? {
+        guard let process, let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        // Fields after the command name: state is field 3, utime and stime are fields 14 and 15.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     func stop() async {
@@ -145,98 +166,109 @@ struct UploadBenchmark {
         var curlSmall: [Timing] = [], productSmall: [Timing] = []
         var rssAfterLarge = 0.0
         for round in 0..<options.rounds {
-            // curl, large.
-            let name = "large-\(round)"
-            // `Expect:` off: curl would otherwise wait up to 1 s for a `100 Continue` the server never sends.
-            let ct = try measure { try Self.runCurl(["-s", "-H", "Expect:", "-o", "/dev/null", "-T", large, "\(dc)/plain/upload/\(name)"]) }
-            let plain = try JSONDecoder().decode(PlainUploadInfo.self, from: try await client.transport.get("\(dc)/admin/plain-uploads/\(name)").body)
-            guard plain.sha256 == largeSHA else { throw ValidationError("curl upload arrived with another SHA-256") }
-            try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/plain/\(name)")
-            curlLarge.append(Timing(seconds: ct, bytes: largeBytes, files: 1))
-
-            // Product, large: enqueue (hard link + SHA-256) then upload.
             let postbox = try Postbox(directory: work + "/postbox-\(round)")
             let queue = UploadQueue(postbox: postbox, directory: work + "/uploads-\(round)")
-            let partsDone = PhaseClock()
-            var largeConfig = MultipartUploadConfiguration()
-            largeConfig.partsInFlight = options.partsInFlight
-            largeConfig.checkPeer = false
-            let cpu0 = Self.cpuSeconds()
-            let upload = MultipartUpload(
-                client: client, postbox: postbox, configuration: largeConfig,
-                observer: { event in
-                    if case .partSent = event { partsDone.mark() }
-                })
-            let t0 = DispatchTime.now().uptimeNanoseconds
-            let item = try await queue.enqueue(UploadRequest(path: large, peerId: peer))
-            let t1 = DispatchTime.now().uptimeNanoseconds
-            let result = try await upload.upload(itemId: item.id)
-            let t2 = DispatchTime.now().uptimeNanoseconds
-            rssAfterLarge = max(rssAfterLarge, peakRSSMiB())
-            print(
-                "product large: enqueue \(fmt(Double(t1 - t0) / 1e9)) s, parts \(fmt(Double(partsDone.last - t1) / 1e9)) s, sendMedia (server assembly) \(fmt(Double(t2 - partsDone.last) / 1e9)) s; this process used \(fmt(Self.cpuSeconds() - cpu0)) s CPU"
-            )
-            let info = try JSONDecoder().decode(FileInfo.self, from: try await client.transport.get("\(dc)/admin/files/\(result.documentId)").body)
-            guard info.sha256 == largeSHA, info.size == largeBytes else { throw ValidationError("the product's upload arrived with another SHA-256") }
-            try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/files/\(result.documentId)")
-            productLarge.append(Timing(seconds: Double(t2 - t1) / 1e9, bytes: largeBytes, files: 1))
-            productLargeWithEnqueue.append(Timing(seconds: Double(t2 - t0) / 1e9, bytes: largeBytes, files: 1))
-            productLargeParts.append(Timing(seconds: Double(partsDone.last - t1) / 1e9, bytes: largeBytes, files: 1))
+            if options.only != .small {
+                // curl, large.
+                let name = "large-\(round)"
+                // `Expect:` off: curl would otherwise wait up to 1 s for a `100 Continue` the server never sends.
+                var cpu = PhaseCPU(server: server)
+                let ct = try measure { try Self.runCurl(["-s", "-H", "Expect:", "-o", "/dev/null", "-T", large, "\(dc)/plain/upload/\(name)"]) }
+                print("curl large: \(cpu.report(client: "curl"))")
+                let plain = try JSONDecoder().decode(PlainUploadInfo.self, from: try await client.transport.get("\(dc)/admin/plain-uploads/\(name)").body)
+                guard plain.sha256 == largeSHA else { throw ValidationError("curl upload arrived with another SHA-256") }
+                try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/plain/\(name)")
+                curlLarge.append(Timing(seconds: ct, bytes: largeBytes, files: 1))
 
-            // curl --parallel, small files.
-            let config = work + "/curl-small-\(round).cfg"
-            try small.enumerated().map { "upload-file = \"\($0.element)\"\nurl = \"\(dc)/plain/upload/r\(round)-s\($0.offset)\"\noutput = \"/dev/null\"\n" }
-                .joined().write(toFile: config, atomically: true, encoding: .utf8)
-            let cs = try measure {
-                try Self.runCurl(["-s", "--no-progress-meter", "-H", "Expect:", "--parallel", "--parallel-max", String(options.concurrency), "-K", config])
+                // Product, large: enqueue (hard link + SHA-256) then upload.
+                let partsDone = PhaseClock()
+                var largeConfig = MultipartUploadConfiguration()
+                largeConfig.partsInFlight = options.partsInFlight
+                largeConfig.checkPeer = false
+                cpu = PhaseCPU(server: server)
+                let upload = MultipartUpload(
+                    client: client, postbox: postbox, configuration: largeConfig,
+                    observer: { event in
+                        if case .partSent = event { partsDone.mark() }
+                    })
+                let t0 = DispatchTime.now().uptimeNanoseconds
+                let item = try await queue.enqueue(UploadRequest(path: large, peerId: peer))
+                let t1 = DispatchTime.now().uptimeNanoseconds
+                let result = try await upload.upload(itemId: item.id)
+                let t2 = DispatchTime.now().uptimeNanoseconds
+                rssAfterLarge = max(rssAfterLarge, peakRSSMiB())
+                print(
+                    "product large: enqueue \(fmt(Double(t1 - t0) / 1e9)) s, parts \(fmt(Double(partsDone.last - t1) / 1e9)) s, sendMedia (server assembly) \(fmt(Double(t2 - partsDone.last) / 1e9)) s; \(cpu.report(client: "this process"))"
+                )
+                let info = try JSONDecoder().decode(FileInfo.self, from: try await client.transport.get("\(dc)/admin/files/\(result.documentId)").body)
+                guard info.sha256 == largeSHA, info.size == largeBytes else { throw ValidationError("the product's upload arrived with another SHA-256") }
+                try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/files/\(result.documentId)")
+                productLarge.append(Timing(seconds: Double(t2 - t1) / 1e9, bytes: largeBytes, files: 1))
+                productLargeWithEnqueue.append(Timing(seconds: Double(t2 - t0) / 1e9, bytes: largeBytes, files: 1))
+                productLargeParts.append(Timing(seconds: Double(partsDone.last - t1) / 1e9, bytes: largeBytes, files: 1))
             }
-            curlSmall.append(Timing(seconds: cs, bytes: smallBytes, files: small.count))
+            if options.only != .large {
 
-            // Product, small files: enqueue all, then drain `concurrency` at a time.
-            let s0 = DispatchTime.now().uptimeNanoseconds
-            var ids: [Int64] = []
-            for path in small { ids.append(try await queue.enqueue(UploadRequest(path: path, peerId: peer)).id) }
-            let sEnqueued = DispatchTime.now().uptimeNanoseconds
-            let smallCPU0 = Self.cpuSeconds()
-            let smallUpload = MultipartUpload(
-                client: client, postbox: postbox,
-                configuration: {
-                    var c = MultipartUploadConfiguration()
-                    c.checkPeer = false
-                    return c
-                }())
-            let sent = try await withThrowingTaskGroup(of: Int.self) { group in
-                var next = 0, done = 0
-                for _ in 0..<min(options.concurrency, ids.count) {
-                    let id = ids[next]; next += 1
-                    group.addTask {
-                        _ = try await smallUpload.upload(itemId: id); return 1
-                    }
+                // curl --parallel, small files.
+                let config = work + "/curl-small-\(round).cfg"
+                try small.enumerated().map { "upload-file = \"\($0.element)\"\nurl = \"\(dc)/plain/upload/r\(round)-s\($0.offset)\"\noutput = \"/dev/null\"\n" }
+                    .joined().write(toFile: config, atomically: true, encoding: .utf8)
+                var smallCPU = PhaseCPU(server: server)
+                let cs = try measure {
+                    try Self.runCurl(["-s", "--no-progress-meter", "-H", "Expect:", "--parallel", "--parallel-max", String(options.concurrency), "-K", config])
                 }
-                while let n = try await group.next() {
-                    done += n
-                    if next < ids.count {
+                curlSmall.append(Timing(seconds: cs, bytes: smallBytes, files: small.count))
+                print("curl small: \(smallCPU.report(client: "curl"))")
+                smallCPU = PhaseCPU(server: server)
+
+                // Product, small files: enqueue all (one batch: staged on every core, one
+                // transaction), then drain `concurrency` at a time.
+                let s0 = DispatchTime.now().uptimeNanoseconds
+                let ids = try await queue.enqueue(small.map { UploadRequest(path: $0, peerId: peer) }).map(\.id)
+                let sEnqueued = DispatchTime.now().uptimeNanoseconds
+                let smallUpload = MultipartUpload(
+                    client: client, postbox: postbox,
+                    configuration: {
+                        var c = MultipartUploadConfiguration()
+                        c.checkPeer = false
+                        return c
+                    }())
+                let sent = try await withThrowingTaskGroup(of: Int.self) { group in
+                    var next = 0, done = 0
+                    for _ in 0..<min(options.concurrency, ids.count) {
                         let id = ids[next]; next += 1
                         group.addTask {
                             _ = try await smallUpload.upload(itemId: id); return 1
                         }
                     }
+                    while let n = try await group.next() {
+                        done += n
+                        if next < ids.count {
+                            let id = ids[next]; next += 1
+                            group.addTask {
+                                _ = try await smallUpload.upload(itemId: id); return 1
+                            }
+                        }
+                    }
+                    return done
                 }
-                return done
+                let s1 = DispatchTime.now().uptimeNanoseconds
+                guard sent == small.count else { throw ValidationError("only \(sent) small files sent") }
+                print(
+                    "product small: enqueue \(fmt(Double(sEnqueued - s0) / 1e9)) s, upload \(fmt(Double(s1 - sEnqueued) / 1e9)) s; enqueue and upload: \(smallCPU.report(client: "this process"))"
+                )
+                productSmall.append(Timing(seconds: Double(s1 - s0) / 1e9, bytes: smallBytes, files: small.count))
+                try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/files")
+                try? FileManager.default.createDirectory(atPath: server.uploadDirectory + "/files", withIntermediateDirectories: true)
+                try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/plain")
+                try? FileManager.default.createDirectory(atPath: server.uploadDirectory + "/plain", withIntermediateDirectories: true)
             }
-            let s1 = DispatchTime.now().uptimeNanoseconds
-            guard sent == small.count else { throw ValidationError("only \(sent) small files sent") }
-            print(
-                "product small: enqueue \(fmt(Double(sEnqueued - s0) / 1e9)) s, upload \(fmt(Double(s1 - sEnqueued) / 1e9)) s; the upload used \(fmt(Self.cpuSeconds() - smallCPU0)) s CPU in this process"
-            )
-            productSmall.append(Timing(seconds: Double(s1 - s0) / 1e9, bytes: smallBytes, files: small.count))
-            try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/files")
-            try? FileManager.default.createDirectory(atPath: server.uploadDirectory + "/files", withIntermediateDirectories: true)
-            try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/plain")
-            try? FileManager.default.createDirectory(atPath: server.uploadDirectory + "/plain", withIntermediateDirectories: true)
-            print(
-                "round \(round + 1): curl \(fmt(curlLarge.last!.mbps, 0)) MB/s, product \(fmt(productLarge.last!.mbps, 0)) MB/s (large); curl \(fmt(curlSmall.last!.filesPerSecond, 0)) files/s, product \(fmt(productSmall.last!.filesPerSecond, 0)) files/s (small)"
-            )
+            var line: [String] = []
+            if let c = curlLarge.last, let p = productLarge.last { line.append("curl \(fmt(c.mbps, 0)) MB/s, product \(fmt(p.mbps, 0)) MB/s (large)") }
+            if let c = curlSmall.last, let p = productSmall.last {
+                line.append("curl \(fmt(c.filesPerSecond, 0)) files/s, product \(fmt(p.filesPerSecond, 0)) files/s (small)")
+            }
+            print("round \(round + 1): " + line.joined(separator: "; "))
         }
 
         func best(_ t: [Timing]) -> Timing { t.min { $0.seconds < $1.seconds }! }
@@ -244,27 +276,35 @@ struct UploadBenchmark {
         func add(_ label: String, _ t: Timing) {
             table.add([label, String(t.files), fmt(Double(t.bytes) / 1e6, 1), fmt(t.seconds, 2), fmt(t.mbps, 1), fmt(t.filesPerSecond, 1)])
         }
-        add("curl -T (plain upload), large", best(curlLarge))
-        add("product MultipartUpload, large (upload)", best(productLarge))
-        add("product, large (enqueue+SHA-256+upload)", best(productLargeWithEnqueue))
-        add("  of which: parts acknowledged (before sendMedia)", best(productLargeParts))
-        add("curl --parallel \(options.concurrency), small", best(curlSmall))
-        add("product, small (enqueue+upload, \(options.concurrency) at once)", best(productSmall))
+        if !curlLarge.isEmpty {
+            add("curl -T (plain upload), large", best(curlLarge))
+            add("product MultipartUpload, large (upload)", best(productLarge))
+            add("product, large (enqueue+SHA-256+upload)", best(productLargeWithEnqueue))
+            add("  of which: parts acknowledged (before sendMedia)", best(productLargeParts))
+        }
+        if !curlSmall.isEmpty {
+            add("curl --parallel \(options.concurrency), small", best(curlSmall))
+            add("product, small (enqueue+upload, \(options.concurrency) at once)", best(productSmall))
+        }
         table.print()
-        BenchRatios.record(
-            "upload", "\(fmt(Double(largeBytes) / 1e6, 0)) MB file", product: fmt(best(productLarge).mbps, 0) + " MB/s",
-            peer: fmt(best(curlLarge).mbps, 0) + " MB/s curl -T", ratio: best(productLarge).mbps / best(curlLarge).mbps, target: 1)
-        print(
-            "ratio large (product upload / curl): \(fmt(best(productLarge).mbps / best(curlLarge).mbps))× (target ≥ 1.0×); with enqueue: \(fmt(best(productLargeWithEnqueue).mbps / best(curlLarge).mbps))×"
-        )
-        print(
-            "ratio large, parts phase only (sendMedia then waits for the server to finish hashing the file): \(fmt(best(productLargeParts).mbps / best(curlLarge).mbps))×"
-        )
-        BenchRatios.record(
-            "upload", "\(small.count) small files", product: fmt(best(productSmall).filesPerSecond, 0) + " files/s",
-            peer: fmt(best(curlSmall).filesPerSecond, 0) + " files/s curl --parallel \(options.concurrency)",
-            ratio: best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond, target: 1)
-        print("ratio small files/s (product / curl): \(fmt(best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond))× (target ≥ 1.0×)")
+        if !curlLarge.isEmpty {
+            BenchRatios.record(
+                "upload", "\(fmt(Double(largeBytes) / 1e6, 0)) MB file", product: fmt(best(productLarge).mbps, 0) + " MB/s",
+                peer: fmt(best(curlLarge).mbps, 0) + " MB/s curl -T", ratio: best(productLarge).mbps / best(curlLarge).mbps, target: 1)
+            print(
+                "ratio large (product upload / curl): \(fmt(best(productLarge).mbps / best(curlLarge).mbps))× (target ≥ 1.0×); with enqueue: \(fmt(best(productLargeWithEnqueue).mbps / best(curlLarge).mbps))×"
+            )
+            print(
+                "ratio large, parts phase only (sendMedia then waits for the server to finish hashing the file): \(fmt(best(productLargeParts).mbps / best(curlLarge).mbps))×"
+            )
+        }
+        if !curlSmall.isEmpty {
+            BenchRatios.record(
+                "upload", "\(small.count) small files", product: fmt(best(productSmall).filesPerSecond, 0) + " files/s",
+                peer: fmt(best(curlSmall).filesPerSecond, 0) + " files/s curl --parallel \(options.concurrency)",
+                ratio: best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond, target: 1)
+            print("ratio small files/s (product / curl): \(fmt(best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond))× (target ≥ 1.0×)")
+        }
         print(
             "peak RSS of this process: \(fmt(rssStart, 1)) MiB before uploading, \(fmt(rssAfterLarge, 1)) MiB after the \(fmt(Double(largeBytes) / 1e6, 0)) MB upload, \(fmt(peakRSSMiB(), 1)) MiB at the end (bounded: parts are sent from the file by region)"
         )
@@ -309,6 +349,38 @@ struct UploadBenchmark {
         var sha = SHA256()
         while let d = try h.read(upToCount: 1 << 20), !d.isEmpty { sha.update(d) }
         return sha.finalize().hexString
+    }
+}
+
+/// CPU seconds of one phase: the client's (this process, or its finished children such as
+/// curl) and the cloudd child's, so a phase's cost on the shared cores is seen apart from its
+/// wall time.
+struct PhaseCPU {
+    let server: UploadBenchServer
+    private var own: Double
+    private var children: Double
+    private var serverStart: Double?
+
+    init(server: UploadBenchServer) {
+        self.server = server
+        own = UploadBenchmark.cpuSeconds()
+        children = Self.childrenSeconds()
+        serverStart = server.cpuSeconds()
+    }
+
+    /// "<client> used X s CPU, cloudd Y s"; `client` "curl" counts finished children.
+    mutating func report(client: String) -> String {
+        let used = client == "curl" ? Self.childrenSeconds() - children : UploadBenchmark.cpuSeconds() - own
+        var text = "\(client) used \(fmt(used)) s CPU"
+        if let start = serverStart, let now = server.cpuSeconds() { text += ", cloudd \(fmt(now - start)) s" }
+        self = PhaseCPU(server: server)
+        return text
+    }
+
+    static func childrenSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 }
 

@@ -33,6 +33,8 @@ public final class MultipartUpload: Sendable {
     public let postbox: Postbox
     public let configuration: MultipartUploadConfiguration
     private let observer: (@Sendable (MultipartUploadEvent) -> Void)?
+    /// Acknowledgements and sends of every upload through this instance, committed in groups.
+    private let commits: UploadCommitBatcher
 
     /// Item `extra` key of the staged file's modification time (ns) recorded at enqueue.
     public static let mtimeField = "stat.mtimeNs"
@@ -49,6 +51,7 @@ public final class MultipartUpload: Sendable {
         self.postbox = postbox
         self.configuration = configuration
         self.observer = observer
+        self.commits = UploadCommitBatcher(postbox: postbox)
     }
 
     private struct Tally {
@@ -90,8 +93,7 @@ public final class MultipartUpload: Sendable {
         let tally = TallyBox()
         var restarts = 0
         while true {
-            let (item, plan, key) = try await prepare(itemId, refreshedMtime: refreshedMtime)
-            let acked = try await postbox.read { try $0.uploadQueue.acknowledgedParts(item: itemId) }
+            let (item, plan, key, acked) = try await prepare(itemId, refreshedMtime: refreshedMtime)
             let ackedSet = Set(acked.map(Int.init).filter { $0 < plan.totalParts })
             var committed = 0
             while ackedSet.contains(committed) { committed += 1 }
@@ -141,8 +143,9 @@ public final class MultipartUpload: Sendable {
     // MARK: Steps
 
     /// Assigns (once) the file id, part layout, random id and secret key, and moves the item to
-    /// `uploading`, in one write transaction that also checks the lease.
-    private func prepare(_ itemId: Int64, refreshedMtime: Int64?) async throws -> (UploadItem, UploadPlan, SecretUploadKey?) {
+    /// `uploading`, in one write transaction that also checks the lease and reads the parts
+    /// acknowledged so far.
+    private func prepare(_ itemId: Int64, refreshedMtime: Int64?) async throws -> (UploadItem, UploadPlan, SecretUploadKey?, [Int32]) {
         let lease = configuration.lease
         return try await postbox.transaction { tx in
             let queue = try tx.uploadQueue
@@ -173,7 +176,7 @@ public final class MultipartUpload: Sendable {
             if item.randomId == 0 { item.randomId = SecureRandom.int64() }
             if item.state != .uploading { item.state = .uploading }
             try queue.set(item)
-            return (item, plan, key)
+            return (item, plan, key, try queue.acknowledgedParts(item: itemId))
         }
     }
 
@@ -244,22 +247,27 @@ public final class MultipartUpload: Sendable {
         }
     }
 
-    /// Records part `part` as acknowledged; checks (and extends) the lease in the same transaction.
+    /// Records part `part` as acknowledged; checks (and extends) the lease in the same
+    /// transaction, which other acknowledgements and sends may share (`UploadCommitBatcher`).
     private func acknowledge(_ itemId: Int64, part: Int) async throws {
         let lease = configuration.lease
-        try await postbox.transaction { tx in
-            let queue = try tx.uploadQueue
-            if let lease {
-                guard var item = try queue.get(itemId) else { throw MultipartUploadError.itemNotFound(itemId) }
+        try await commits.commit(
+            check: { tx in
+                guard let lease else { return }
+                guard let item = try tx.uploadQueue.get(itemId) else { throw MultipartUploadError.itemNotFound(itemId) }
                 guard item.leaseHolder == lease.holder else { throw MultipartUploadError.leaseLost(item: itemId, holder: item.leaseHolder) }
-                let now = Self.nowMs()
-                if item.leaseUntil - now < lease.durationMs / 2 {
-                    item.leaseUntil = now + lease.durationMs
-                    try queue.set(item)
+            },
+            apply: { tx in
+                let queue = try tx.uploadQueue
+                if let lease, var item = try queue.get(itemId) {
+                    let now = Self.nowMs()
+                    if item.leaseUntil - now < lease.durationMs / 2 {
+                        item.leaseUntil = now + lease.durationMs
+                        try queue.set(item)
+                    }
                 }
-            }
-            try queue.acknowledge(item: itemId, part: Int32(part))
-        }
+                try queue.acknowledge(item: itemId, part: Int32(part))
+            })
     }
 
     private func send(item: UploadItem, plan: UploadPlan, key: SecretUploadKey?) async throws -> CloudProtocol.Message {
@@ -278,20 +286,24 @@ public final class MultipartUpload: Sendable {
     /// Marks the item sent with its message id, drops its part rows and the lease.
     private func finish(_ itemId: Int64, message: CloudProtocol.Message, fileId: Int64, tally: Tally, restarts: Int) async throws -> MultipartUploadResult {
         let documentId = message.media.first?.document?.id ?? 0
-        try await postbox.transaction { tx in
-            let queue = try tx.uploadQueue
-            guard var item = try queue.get(itemId) else { throw MultipartUploadError.itemNotFound(itemId) }
-            item.state = .sent
-            item.messageId = message.id
-            item.failureReason = nil
-            item.leaseHolder = ""
-            item.leaseUntil = 0
-            item.notBefore = 0
-            item.extra[Self.documentIdField] = String(documentId)
-            item.extra[UploadQueue.interruptionsField] = nil  // settled: no crash loop
-            try queue.set(item)
-            try queue.resetParts(item: itemId)
-        }
+        try await commits.commit(
+            check: { tx in
+                guard try tx.uploadQueue.get(itemId) != nil else { throw MultipartUploadError.itemNotFound(itemId) }
+            },
+            apply: { tx in
+                let queue = try tx.uploadQueue
+                guard var item = try queue.get(itemId) else { throw MultipartUploadError.itemNotFound(itemId) }
+                item.state = .sent
+                item.messageId = message.id
+                item.failureReason = nil
+                item.leaseHolder = ""
+                item.leaseUntil = 0
+                item.notBefore = 0
+                item.extra[Self.documentIdField] = String(documentId)
+                item.extra[UploadQueue.interruptionsField] = nil  // settled: no crash loop
+                try queue.set(item)
+                try queue.resetParts(item: itemId)
+            })
         return MultipartUploadResult(
             itemId: itemId, messageId: message.id, documentId: documentId, fileId: fileId,
             partsSent: tally.partsSent, partsSkipped: tally.partsSkipped, bytesSent: tally.bytesSent,

@@ -58,44 +58,84 @@ public final class UploadQueue: Sendable {
     /// empty or too large file, or a peer that is not among the synced peers (when Postbox has
     /// synced any; otherwise the peer is checked against the server before the first part).
     public func enqueue(_ request: UploadRequest) async throws -> UploadItem {
-        let peerProblem = try await postbox.read { tx -> String? in
-            let peers = try tx.peers
-            let count = try peers.count()
-            guard count > 0, try peers.get(PeerId(request.peerId)) == nil else { return nil }
-            return "not among the \(count) peers synced into this account's Postbox"
+        if let stageSource {
+            try await checkPeers([request.peerId])
+            return try await enqueue(request, into: stageSource)
         }
-        if let peerProblem { throw MultipartUploadError.peerNotFound(peerId: request.peerId, reason: peerProblem) }
+        return try await enqueue([request])[0]
+    }
 
-        let dir = directory
-        if let stageSource { return try await enqueue(request, into: stageSource) }
-        let temporary = (dir as NSString).appendingPathComponent(".staging-\(UUID().uuidString)")
-        let staged = try await UploadIO.run { () throws -> StagedCopy in
-            try Self.makeDirectory(dir)
-            return try UploadStager.stage(source: request.path, temporary: temporary, mode: request.staging, secret: request.secret)
+    /// Enqueues several files at once, all or none: each is checked and staged as by
+    /// `enqueue(_:)` (on every core), then every item is added in **one** write transaction.
+    /// The first file refused throws (naming it) and leaves no item and no staged file behind.
+    /// Items get ids in the order of `requests`. With a stage source the files are stored there
+    /// one after the other, each in its own transaction.
+    public func enqueue(_ requests: [UploadRequest]) async throws -> [UploadItem] {
+        try await checkPeers(Set(requests.map(\.peerId)))
+        if let stageSource {
+            var out: [UploadItem] = []
+            for request in requests { out.append(try await enqueue(request, into: stageSource)) }
+            return out
         }
-        let name = request.name ?? (request.path as NSString).lastPathComponent
+        guard !requests.isEmpty else { return [] }
+        let dir = directory
+        let temporaries = requests.map { _ in (dir as NSString).appendingPathComponent(".staging-\(UUID().uuidString)") }
+        let staged = try await UploadIO.run { () throws -> [StagedCopy] in
+            try Self.makeDirectory(dir)
+            return try UploadStager.stage(requests, temporaries: temporaries)
+        }
         do {
             return try await postbox.transaction { tx in
                 let queue = try tx.uploadQueue
-                let id = try queue.nextItemId()
-                let final = (dir as NSString).appendingPathComponent("\(id)")
-                guard rename(temporary, final) == 0 else {
-                    throw MultipartUploadError.staging(path: request.path, reason: "cannot rename into \(dir): \(UploadIO.describe(errno))")
+                var items: [UploadItem] = []
+                items.reserveCapacity(requests.count)
+                var renamed: [String] = []
+                do {
+                    for (index, request) in requests.enumerated() {
+                        let id = try queue.nextItemId()
+                        let final = (dir as NSString).appendingPathComponent("\(id)")
+                        guard rename(temporaries[index], final) == 0 else {
+                            throw MultipartUploadError.staging(path: request.path, reason: "cannot rename into \(dir): \(UploadIO.describe(errno))")
+                        }
+                        renamed.append(final)
+                        let copy = staged[index]
+                        var item = UploadItem(
+                            id: id, peerId: PeerId(request.peerId), stagedPath: final,
+                            originalName: request.name ?? (request.path as NSString).lastPathComponent,
+                            size: copy.size, sha256: copy.sha256, caption: request.caption, isSecret: request.secret,
+                            randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
+                        item.extra[MultipartUpload.mtimeField] = String(copy.mtimeNs)
+                        item.extra["staging"] = copy.linked ? "link" : "copy"
+                        if let mime = request.mimeType { item.extra[MultipartUpload.mimeTypeField] = mime }
+                        try queue.set(item)
+                        items.append(item)
+                    }
+                } catch {
+                    // The transaction rolls back: no item may keep a staged file.
+                    for path in renamed { unlink(path) }
+                    throw error
                 }
-                var item = UploadItem(
-                    id: id, peerId: PeerId(request.peerId), stagedPath: final, originalName: name,
-                    size: staged.size, sha256: staged.sha256, caption: request.caption, isSecret: request.secret,
-                    randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
-                item.extra[MultipartUpload.mtimeField] = String(staged.mtimeNs)
-                item.extra["staging"] = staged.linked ? "link" : "copy"
-                if let mime = request.mimeType { item.extra[MultipartUpload.mimeTypeField] = mime }
-                try queue.set(item)
-                return item
+                return items
             }
         } catch {
-            unlink(temporary)
+            // Rolled back: no item refers to a staged file, renamed or not.
+            _ = try? await UploadIO.run { for t in temporaries { unlink(t) } }
             throw error
         }
+    }
+
+    /// Refuses peers that are not among the peers synced into Postbox (when any are).
+    private func checkPeers(_ peerIds: Set<Int64>) async throws {
+        let problem = try await postbox.read { tx -> (Int64, String)? in
+            let peers = try tx.peers
+            let count = try peers.count()
+            guard count > 0 else { return nil }
+            for id in peerIds.sorted() where try peers.get(PeerId(id)) == nil {
+                return (id, "not among the \(count) peers synced into this account's Postbox")
+            }
+            return nil
+        }
+        if let (peerId, reason) = problem { throw MultipartUploadError.peerNotFound(peerId: peerId, reason: reason) }
     }
 
     /// Enqueue through a stage source: the bytes go there, the item records their size, SHA-256

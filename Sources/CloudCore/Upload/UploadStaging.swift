@@ -1,5 +1,6 @@
 import CloudCrypto
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -67,6 +68,32 @@ enum UploadStager {
             if mode == .link { throw MultipartUploadError.staging(path: source, reason: "cannot hard-link into the data root: \(UploadIO.describe(e))") }
         }
         return try copy(input: input, source: source, size: size, to: temporary)
+    }
+
+    /// Stages every request at its temporary path, on every core (`stage` each). If any is
+    /// refused, the ones staged are removed and the first refusal in request order is thrown.
+    static func stage(_ requests: [UploadRequest], temporaries: [String]) throws -> [StagedCopy] {
+        let results = Mutex([Result<StagedCopy, any Error>?](repeating: nil, count: requests.count))
+        DispatchQueue.concurrentPerform(iterations: requests.count) { index in
+            let r = requests[index]
+            let outcome = Result { try stage(source: r.path, temporary: temporaries[index], mode: r.staging, secret: r.secret) }
+            results.withLock { $0[index] = outcome }
+        }
+        let all = results.withLock { $0 }
+        var staged: [StagedCopy] = []
+        staged.reserveCapacity(all.count)
+        for outcome in all {
+            switch outcome {
+            case .success(let copy)?:
+                staged.append(copy)
+            case .failure(let error)?:
+                for case .success(let copy)? in all { unlink(copy.path) }
+                throw error
+            case nil:
+                preconditionFailure("concurrentPerform runs every iteration")
+            }
+        }
+        return staged
     }
 
     /// Checks `source`: it exists, is a regular file, is not empty and not too large to send
