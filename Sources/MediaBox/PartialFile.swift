@@ -45,9 +45,12 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     /// (`MediaBox.storeBatch`): no `_partial.meta` is created (one inode per file instead of two;
     /// a crash before completion leaves a partial without a meta, which resumes from zero), and an
     /// existing meta is neither read nor trusted (completion removes it).
+    ///
+    /// `syncNewDirectory: false` leaves a shard folder this open creates unsynced, for a caller
+    /// that syncs the whole file system before anything in it becomes complete (a batch).
     public static func open(
         paths: ResourceStorePaths, wait: Bool, durability: Durability = .processCrash,
-        withMeta: Bool = true
+        withMeta: Bool = true, syncNewDirectory: Bool = true
     ) throws -> MediaBoxPartialFile? {
         while true {
             let fd: Int32
@@ -57,7 +60,11 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
                 fd = opened
             } else {
                 try PosixFile.makeDirectory((paths.directory as NSString).deletingLastPathComponent)
-                try PosixFile.makeDirectoryDurably(paths.directory)
+                if syncNewDirectory {
+                    try PosixFile.makeDirectoryDurably(paths.directory)
+                } else {
+                    try PosixFile.makeDirectory(paths.directory)
+                }
                 fd = try PosixFile.open(paths.partial, O_RDWR | O_CREAT)
             }
             if wait {
