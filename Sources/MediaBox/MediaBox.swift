@@ -183,14 +183,24 @@ public final class MediaBox: Sendable {
         if let size = resource.size { try partial.setSize(size) }
         let fetched = !partial.isComplete
         if fetched {
-            let request = MediaResourceFetchRequest(resource: resource, missingRanges: partial.missingRanges, knownSize: partial.knownSize)
+            // Revoked before the partial file's lock is released (the `defer` above runs last).
+            let writer = try MediaResourcePartWriter(duplicating: partial.descriptor, path: paths.partial)
+            defer { writer.revoke() }
+            var request = MediaResourceFetchRequest(resource: resource, missingRanges: partial.missingRanges, knownSize: partial.knownSize)
+            request.partWriter = writer
+            func checkBounds(_ offset: Int64, _ length: Int) throws {
+                if offset < 0 || (partial.knownSize.map { offset + Int64(length) > $0 } ?? false) {
+                    throw MediaBoxError.invalidDataPart(id: resource.id.stringRepresentation, offset: offset, length: length)
+                }
+            }
             for try await event in fetcher.fetch(request) {
                 switch event {
                 case let .dataPart(offset, data):
-                    if offset < 0 || (partial.knownSize.map { offset + Int64(data.count) > $0 } ?? false) {
-                        throw MediaBoxError.invalidDataPart(id: resource.id.stringRepresentation, offset: offset, length: data.count)
-                    }
+                    try checkBounds(offset, data.count)
                     try partial.write(offset: offset, data: data)
+                case let .dataWritten(offset, length):
+                    try checkBounds(offset, length)
+                    try partial.recordWritten(offset: offset, length: length)
                 case let .resourceSizeUpdated(size):
                     try partial.setSize(size)
                 }

@@ -132,6 +132,17 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
         try writeMeta()
     }
 
+    /// Records `length` bytes at `offset` that a fetcher already wrote into the data file
+    /// (through a `MediaResourcePartWriter`) and verified. Under `.powerLoss` they are synced
+    /// before the range is recorded, as `write` does.
+    public func recordWritten(offset: Int64, length: Int) throws {
+        guard length > 0 else { return }
+        if durability == .powerLoss, fdatasync(fd) != 0 { throw PosixFile.fail(paths.partial, "fdatasync") }
+        if eagerWriteback { PosixFile.startWriteback(fd, offset: offset, count: length) }
+        ranges.insert(offset..<(offset + Int64(length)))
+        try writeMeta()
+    }
+
     private func writeMeta() throws {
         guard metaFd >= 0 else { return }  // opened without a meta (whole data in hand)
         let bytes = PartialFileMeta(totalSize: knownSize, ranges: ranges.ranges).encode()
