@@ -38,8 +38,9 @@ public final class MediaBox: Sendable {
     public enum CompletionSync: Sendable {
         /// fsync the file and its directory (~200 µs each, per file).
         case fsync
-        /// Concurrent completions share one `syncfs` (group commit); the directory entry is
-        /// made durable by the next sync. Default: crash-safe at a fraction of the cost.
+        /// Concurrent completions share their `syncfs` calls (group commit): one for the data
+        /// before the link, one for the link before the index row. Default: crash-safe at a
+        /// fraction of the cost.
         case group
         /// No sync: safe against process crashes only (a power loss may lose data).
         case none
@@ -182,14 +183,24 @@ public final class MediaBox: Sendable {
         if let size = resource.size { try partial.setSize(size) }
         let fetched = !partial.isComplete
         if fetched {
-            let request = MediaResourceFetchRequest(resource: resource, missingRanges: partial.missingRanges, knownSize: partial.knownSize)
+            // Revoked before the partial file's lock is released (the `defer` above runs last).
+            let writer = try MediaResourcePartWriter(duplicating: partial.descriptor, path: paths.partial)
+            defer { writer.revoke() }
+            var request = MediaResourceFetchRequest(resource: resource, missingRanges: partial.missingRanges, knownSize: partial.knownSize)
+            request.partWriter = writer
+            func checkBounds(_ offset: Int64, _ length: Int) throws {
+                if offset < 0 || (partial.knownSize.map { offset + Int64(length) > $0 } ?? false) {
+                    throw MediaBoxError.invalidDataPart(id: resource.id.stringRepresentation, offset: offset, length: length)
+                }
+            }
             for try await event in fetcher.fetch(request) {
                 switch event {
                 case let .dataPart(offset, data):
-                    if offset < 0 || (partial.knownSize.map { offset + Int64(data.count) > $0 } ?? false) {
-                        throw MediaBoxError.invalidDataPart(id: resource.id.stringRepresentation, offset: offset, length: data.count)
-                    }
+                    try checkBounds(offset, data.count)
                     try partial.write(offset: offset, data: data)
+                case let .dataWritten(offset, length):
+                    try checkBounds(offset, length)
+                    try partial.recordWritten(offset: offset, length: length)
                 case let .resourceSizeUpdated(size):
                     try partial.setSize(size)
                 }
@@ -218,6 +229,8 @@ public final class MediaBox: Sendable {
                 try partial.prepareForBatchCompletion()
                 try group.sync(fd: partial.descriptor, path: base)
                 try partial.publish(syncDirectory: false)
+                // The link too is durable before the row says the file is complete.
+                try group.sync(fd: partial.descriptor, path: base)
             }
         }
         let size = partial.knownSize ?? 0
@@ -293,7 +306,7 @@ public final class MediaBox: Sendable {
                 guard
                     let partial = try MediaBoxPartialFile.open(
                         paths: paths, wait: true, durability: .processCrash,
-                        withMeta: false)
+                        withMeta: false, syncNewDirectory: durability == .syncEach)
                 else { continue }
                 if let d = completeData(paths) {
                     partial.discard()
@@ -317,11 +330,12 @@ public final class MediaBox: Sendable {
                     try p.publish(syncDirectory: false)
                     directories.insert(p.paths.directory)
                 }
-                // The links of a chunk land in many shard folders, each synced once. On a
-                // journaling file system the first directory fsync commits the transaction that
-                // holds all of them and the others return at once; without a journal (ext4
-                // formatted without one) each writes its own directory block.
-                if sync { for d in directories { try PosixFile.fsyncDirectory(d) } }
+                // The links of a chunk land in many shard folders. One more sync of the file
+                // system makes all of them durable at once (it writes back every dirty directory
+                // block and inode); an fsync per folder would cost the same each time on a file
+                // system without a journal, where every directory fsync writes its own block.
+                // Only after it are the rows inserted: a file is indexed once its name is durable.
+                if sync { try PosixFile.syncDirectories(directories, containing: first.0.descriptor, path: basePath) }
             }
             let time = accessTime ?? Self.now()
             var entries: [StorageBoxEntry] = []

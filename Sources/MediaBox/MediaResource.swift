@@ -59,7 +59,19 @@ public struct MediaResourceStorageInfo: Sendable, Equatable {
 /// One event from a fetch: bytes at an offset, or the resource's size once known.
 public enum MediaResourceFetchEvent: Sendable {
     case dataPart(offset: Int64, data: Data)
+    /// `length` verified bytes at `offset` are already in the partial file, written through the
+    /// request's `partWriter`: MediaBox records the range without writing anything.
+    case dataWritten(offset: Int64, length: Int)
     case resourceSizeUpdated(Int64)
+
+    /// Bytes of the resource this event delivers.
+    public var deliveredBytes: Int {
+        switch self {
+        case .dataPart(_, let data): return data.count
+        case .dataWritten(_, let length): return length
+        case .resourceSizeUpdated: return 0
+        }
+    }
 }
 
 /// What MediaBox asks the fetcher for: the resource and the byte ranges still missing
@@ -68,6 +80,9 @@ public struct MediaResourceFetchRequest: Sendable {
     public let resource: any MediaResource
     public let missingRanges: [Range<Int64>]
     public let knownSize: Int64?
+    /// Where parts may be written directly (then reported with `.dataWritten` once verified);
+    /// a fetcher may ignore it and deliver `.dataPart` events instead.
+    public var partWriter: MediaResourcePartWriter? = nil
 }
 
 /// The injected download function (Telegram-iOS's `fetchResource`): MediaBox knows nothing of the

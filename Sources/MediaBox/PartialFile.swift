@@ -45,9 +45,12 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     /// (`MediaBox.storeBatch`): no `_partial.meta` is created (one inode per file instead of two;
     /// a crash before completion leaves a partial without a meta, which resumes from zero), and an
     /// existing meta is neither read nor trusted (completion removes it).
+    ///
+    /// `syncNewDirectory: false` leaves a shard folder this open creates unsynced, for a caller
+    /// that syncs the whole file system before anything in it becomes complete (a batch).
     public static func open(
         paths: ResourceStorePaths, wait: Bool, durability: Durability = .processCrash,
-        withMeta: Bool = true
+        withMeta: Bool = true, syncNewDirectory: Bool = true
     ) throws -> MediaBoxPartialFile? {
         while true {
             let fd: Int32
@@ -57,7 +60,11 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
                 fd = opened
             } else {
                 try PosixFile.makeDirectory((paths.directory as NSString).deletingLastPathComponent)
-                try PosixFile.makeDirectoryDurably(paths.directory)
+                if syncNewDirectory {
+                    try PosixFile.makeDirectoryDurably(paths.directory)
+                } else {
+                    try PosixFile.makeDirectory(paths.directory)
+                }
                 fd = try PosixFile.open(paths.partial, O_RDWR | O_CREAT)
             }
             if wait {
@@ -122,6 +129,17 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
         if durability == .powerLoss, fdatasync(fd) != 0 { throw PosixFile.fail(paths.partial, "fdatasync") }
         if eagerWriteback { PosixFile.startWriteback(fd, offset: offset, count: data.count) }
         ranges.insert(offset..<(offset + Int64(data.count)))
+        try writeMeta()
+    }
+
+    /// Records `length` bytes at `offset` that a fetcher already wrote into the data file
+    /// (through a `MediaResourcePartWriter`) and verified. Under `.powerLoss` they are synced
+    /// before the range is recorded, as `write` does.
+    public func recordWritten(offset: Int64, length: Int) throws {
+        guard length > 0 else { return }
+        if durability == .powerLoss, fdatasync(fd) != 0 { throw PosixFile.fail(paths.partial, "fdatasync") }
+        if eagerWriteback { PosixFile.startWriteback(fd, offset: offset, count: length) }
+        ranges.insert(offset..<(offset + Int64(length)))
         try writeMeta()
     }
 

@@ -158,6 +158,16 @@ enum PosixFile {
         for f in files { try fsync(f, path: path) }
     }
 
+    /// Makes the entries of `directories` durable: one `syncfs` when there is one (it writes back
+    /// every dirty directory block and inode of the file system at once), else an fsync each.
+    static func syncDirectories(_ directories: Set<String>, containing fd: Int32, path: String) throws {
+        if let syncfs = syncfsFunction {
+            if syncfs(fd) == 0 { return }
+            throw fail(path, "syncfs")
+        }
+        for d in directories { try fsyncDirectory(d) }
+    }
+
     /// Starts writeback of a written range without waiting for it (`sync_file_range` with
     /// `SYNC_FILE_RANGE_WRITE`); a hint only — durability still comes from fsync/syncfs.
     static func startWriteback(_ fd: Int32, offset: Int64, count: Int) {

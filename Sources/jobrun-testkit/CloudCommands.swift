@@ -26,7 +26,11 @@ private struct AnnouncingFetcher: MediaResourceFetcher {
         let state = State(inner.fetch(request))
         return AsyncThrowingStream(unfolding: {
             guard let e = try await state.iterator.next() else { return nil }
-            if case let .dataPart(offset, data) = e { emit("part \(offset) \(data.count)") }
+            switch e {
+            case let .dataPart(offset, data): emit("part \(offset) \(data.count)")
+            case let .dataWritten(offset, length): emit("part \(offset) \(length)")
+            case .resourceSizeUpdated: break
+            }
             return e
         })
     }

@@ -64,7 +64,7 @@ final class BodyCountingTransport: Transport, @unchecked Sendable {
 }
 
 /// A fetcher that takes each event from `inner` and holds it for `pause` before passing it on: a
-/// consumer slower than the network, as a busy disk is.
+/// consumer slower than the network, as a busy disk is. Parts reach it in memory.
 struct SlowReadingFetcher: MediaResourceFetcher {
     let inner: any MediaResourceFetcher
     let pause: Duration
@@ -76,7 +76,11 @@ struct SlowReadingFetcher: MediaResourceFetcher {
     }
 
     func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error> {
-        let state = State(inner.fetch(request))
+        // Without the part writer: the parts come as buffers (a writer would put them straight
+        // into the file, holding no buffer at all), so the window over buffers is what is measured.
+        var buffered = request
+        buffered.partWriter = nil
+        let state = State(inner.fetch(buffered))
         let pause = self.pause
         return AsyncThrowingStream(unfolding: {
             guard let event = try await state.iterator.next() else { return nil }

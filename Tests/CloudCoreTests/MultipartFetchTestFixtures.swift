@@ -162,7 +162,7 @@ struct InterruptingFetcher: MediaResourceFetcher {
         return AsyncThrowingStream(unfolding: {
             if state.seen >= limit { throw Interrupted() }
             guard let e = try await state.iterator.next() else { return nil }
-            if case .dataPart = e { state.seen += 1 }
+            if e.deliveredBytes > 0 { state.seen += 1 }
             return e
         })
     }

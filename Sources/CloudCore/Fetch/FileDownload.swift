@@ -26,6 +26,9 @@ actor FileDownload {
     private let requests: PartRequests
     private let declaredSize: Int64?
     private var missing: [Range<Int64>]
+    /// Where parts from the master DC are written as they arrive (plain cloud files only: CDN
+    /// and secret parts are decrypted in memory first).
+    private let writer: MediaResourcePartWriter?
 
     // Parts.
     private var planned = false
@@ -58,12 +61,17 @@ actor FileDownload {
 
     /// `knownSize`: the size MediaBox already recorded for the partial file (from an earlier run),
     /// used when the resource itself does not declare one.
-    init(resource: any CloudFetchableResource, missing: [Range<Int64>], knownSize: Int64? = nil, context: FetchContext) throws {
+    /// `writer`: MediaBox's direct way into the partial file; parts then arrive as `.dataWritten`.
+    init(
+        resource: any CloudFetchableResource, missing: [Range<Int64>], knownSize: Int64? = nil, writer: MediaResourcePartWriter? = nil,
+        context: FetchContext
+    ) throws {
         self.resourceId = resource.id
         self.source = resource.fetchSource
         self.context = context
         self.requests = PartRequests(transport: context.transport, configuration: context.configuration, resourceId: resource.id)
         self.missing = missing
+        if case .cloud = resource.fetchSource { self.writer = writer } else { self.writer = nil }
         switch source {
         case let .cloud(location, fileReference, _):
             dc = location.dcId
@@ -204,6 +212,8 @@ actor FileDownload {
         if decryptor != nil {
             secretBuffer[part.offset] = p.data
             drainSecret()
+        } else if p.written > 0 {
+            ready.append(.dataWritten(offset: part.offset, length: Int(p.written)))
         } else if !p.data.isEmpty {
             ready.append(.dataPart(offset: part.offset, data: p.data))
         }
@@ -366,7 +376,7 @@ actor FileDownload {
                 outcome = try await context.limiter.withSlot {
                     switch route {
                     case let .master(base, location, reference):
-                        return try await requests.getFile(baseURL: base, location: location, reference: reference, part: part)
+                        return try await requests.getFile(baseURL: base, location: location, reference: reference, part: part, writer: writer)
                     case let .cdn(session, generation):
                         return try await requests.getCdnFile(session: session, part: part, generation: generation) { range in
                             try await self.hashes(for: range, session: session)

@@ -64,7 +64,8 @@ public final class MultipartFetch: MediaResourceFetcher {
         }
         let download: FileDownload
         do {
-            download = try FileDownload(resource: resource, missing: request.missingRanges, knownSize: request.knownSize, context: context)
+            download = try FileDownload(
+                resource: resource, missing: request.missingRanges, knownSize: request.knownSize, writer: request.partWriter, context: context)
         } catch {
             return AsyncThrowingStream { $0.finish(throwing: error) }
         }
@@ -97,6 +98,9 @@ public final class MultipartFetch: MediaResourceFetcher {
                     data!.replaceSubrange(Int(offset)..<Int(offset) + part.count, with: part)
                 }
                 written += Int64(part.count)
+            case .dataWritten(let offset, _):
+                // Only a download given a part writer writes parts itself; this one has none.
+                throw MultipartFetchError.badAnswer(resourceId: resource.id, offset: offset, reason: "part written outside memory")
             }
         }
         guard written >= Int64(size) else {

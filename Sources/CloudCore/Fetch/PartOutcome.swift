@@ -2,10 +2,24 @@ import CloudProtocol
 import Foundation
 import MediaBox
 
-/// Verified bytes of one part and the file size the server reported.
+/// Verified bytes of one part and the file size the server reported: in memory, or already
+/// written into the partial file (`written` bytes at the part's offset).
 struct PartData: Sendable {
     let data: Data
+    let written: Int64
     let fileSize: Int64
+
+    init(data: Data, fileSize: Int64) {
+        self.data = data
+        self.written = 0
+        self.fileSize = fileSize
+    }
+
+    init(written: Int64, fileSize: Int64) {
+        self.data = Data()
+        self.written = written
+        self.fileSize = fileSize
+    }
 }
 
 /// What one part request came to; `FileDownload` decides what to do next.

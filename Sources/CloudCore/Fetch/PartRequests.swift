@@ -21,41 +21,55 @@ struct PartRequests: Sendable {
         return h
     }
 
-    private func post<Body: Encodable>(_ url: String, _ body: Body, maxSize: Int, hashBody: Bool = false) async throws -> HTTPResponse {
+    private func post<Body: Encodable>(
+        _ url: String, _ body: Body, maxSize: Int, hashBody: Bool = false, into sink: PartFileSink? = nil
+    ) async throws -> HTTPResponse {
         let data = try JSONEncoder().encode(body)
         var request = HTTPRequest(
             url: url, method: .post, headers: headers(json: true), body: .data(data),
-            destination: .collect(maxSize: maxSize), timeout: configuration.requestTimeout)
+            destination: sink?.destination(maxLength: Int64(maxSize)) ?? .collect(maxSize: maxSize), timeout: configuration.requestTimeout)
         request.hashBody = hashBody
+        // A redirect (JSON) is read here, never written into the file.
+        if sink != nil { request.collectWhen = HTTPHeader(CloudHeader.result, "cdnRedirect") }
         return try await transport.send(request)
     }
 
-    /// Checks a raw part answer against the part asked for; the verified part or a retry.
-    private func verifiedPart(_ response: HTTPResponse, _ part: PartSpec) -> PartOutcome {
+    /// Checks a raw part answer against the part asked for; the verified part or a retry. With a
+    /// sink the bytes are already in the partial file: the part then reports them as written,
+    /// and only a part that passes every check is ever reported.
+    private func verifiedPart(_ response: HTTPResponse, _ part: PartSpec, sink: PartFileSink? = nil) -> PartOutcome {
         guard let sizeText = response.header(CloudHeader.fileSize), let size = Int64(sizeText), size >= 0 else {
             return .retry(reason: "part answer without a valid \(CloudHeader.fileSize)", badAnswer: true)
         }
         let expected = max(0, min(part.offset + part.limit, size) - part.offset)
-        guard Int64(response.body.count) == expected else {
-            return .retry(reason: "part of \(response.body.count) bytes, expected \(expected)", badAnswer: true)
+        let received = sink?.written ?? Int64(response.body.count)
+        guard received == expected else {
+            return .retry(reason: "part of \(received) bytes, expected \(expected)", badAnswer: true)
         }
         guard let hex = response.header(CloudHeader.partSHA256) else {
             return .retry(reason: "part answer without \(CloudHeader.partSHA256)", badAnswer: true)
         }
-        // Hashed by the transport as the bytes arrived (any other transport: hashed here).
-        let digest = response.bodySHA256 ?? SHA256.hash(response.body)
-        guard let expectedDigest = Data(hexString: hex), digest == expectedDigest else {
+        // Hashed by the transport as the bytes arrived (any other transport: hashed here; a
+        // transport that does not hash cannot verify a part it streamed).
+        guard let digest = response.bodySHA256 ?? (sink == nil ? SHA256.hash(response.body) : nil),
+            let expectedDigest = Data(hexString: hex), digest == expectedDigest
+        else {
             return .retry(reason: "part checksum mismatch (corrupt part)", badAnswer: true)
         }
+        if sink != nil { return .data(PartData(written: received, fileSize: size)) }
         return .data(PartData(data: response.body, fileSize: size))
     }
 
-    /// `upload.getFile` at a DC.
-    func getFile(baseURL: String, location: FileLocation, reference: FileReference, part: PartSpec) async throws -> PartOutcome {
+    /// `upload.getFile` at a DC. With `writer`, the part's bytes go straight into the partial
+    /// file (see `PartFileSink`).
+    func getFile(
+        baseURL: String, location: FileLocation, reference: FileReference, part: PartSpec, writer: MediaResourcePartWriter? = nil
+    ) async throws -> PartOutcome {
         let request = GetFileRequest(location: location, fileReference: reference.bytes, offset: part.offset, limit: part.limit)
+        let sink = writer.map { PartFileSink(writer: $0, part: part) }
         let response = try await post(
             baseURL + CloudMethod.getFile.path, request,
-            maxSize: max(Int(part.limit), Self.maxJSONAnswer), hashBody: true)
+            maxSize: max(Int(part.limit), Self.maxJSONAnswer), hashBody: true, into: sink)
         guard response.status == 200 else {
             if ErrorAnswer.name(response) == .fileReferenceExpired { return .referenceExpired(reference) }
             return ErrorAnswer.outcome(response, resourceId: resourceId)
@@ -69,7 +83,7 @@ struct PartRequests: Sendable {
             }
             return .redirect(r.cdnRedirect)
         }
-        return verifiedPart(response, part)
+        return verifiedPart(response, part, sink: sink)
     }
 
     /// `upload.getCdnFile`: the encrypted part, decrypted (AES-256-CTR, counter = offset/16) and

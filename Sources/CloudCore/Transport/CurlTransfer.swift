@@ -35,6 +35,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var statusChecked = false
     /// Body goes to the destination (2xx, or collect); otherwise kept as a short error body.
     private var deliver = true
+    /// A 2xx answer with `request.collectWhen`: collected instead of streamed.
+    private var collectInstead = false
     // Collected bytes (malloc'd, or a pooled part buffer, so the final Data can adopt them
     // without a copy).
     private var buffer: UnsafeMutableRawPointer?
@@ -106,7 +108,7 @@ final class CurlTransfer: @unchecked Sendable {
             failure = TransportError.tooLarge(limit: limit, received: received + Int64(count))
             return 0
         }
-        switch request.destination {
+        switch collectInstead ? .collect : request.destination {
         case .collect:
             append(bytes, count)
         case .fileDescriptor(let fd, let offset, _):
@@ -154,6 +156,11 @@ final class CurlTransfer: @unchecked Sendable {
             deliver = success
         }
         guard success else { return true }
+        if let field = request.collectWhen,
+            headers.contains(where: { $0.value == field.value && $0.name.caseInsensitiveCompare(field.name) == .orderedSame })
+        {
+            collectInstead = true
+        }
         if let range = request.range, range.first > 0, status == 200 {
             failure = TransportError.rangeIgnored(url: request.url)
             return false

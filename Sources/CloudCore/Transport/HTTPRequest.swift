@@ -101,6 +101,11 @@ public struct HTTPRequest: Sendable {
     /// Compute the SHA-256 of the delivered body as it arrives, while each chunk is still in
     /// the CPU cache (``HTTPResponse/bodySHA256``), instead of reading the body again afterwards.
     public var hashBody = false
+    /// A 2xx answer carrying this header field (name case-insensitive, value exact) is collected
+    /// into ``HTTPResponse/body`` (up to the destination's limit) instead of going to a file or
+    /// sink destination: an answer that is not the requested bytes (a redirect in JSON) never
+    /// lands in the file.
+    public var collectWhen: HTTPHeader? = nil
     /// Sign the request with AWS SigV4 (S3 and compatible services); `nil` sends it unsigned.
     public var awsSigV4: AWSSigV4Signing? = nil
 

@@ -33,7 +33,7 @@ final class ProgressCountingFetcher: MediaResourceFetcher {
         let pump = Task {
             do {
                 for try await event in upstream {
-                    if case .dataPart(_, let data) = event { self.count(Int64(data.count)) }
+                    if event.deliveredBytes > 0 { self.count(Int64(event.deliveredBytes)) }
                     continuation.yield(event)
                 }
                 continuation.finish()
