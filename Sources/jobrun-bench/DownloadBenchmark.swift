@@ -271,6 +271,8 @@ private func benchmarkBody(
             workDir: workDir, name: "curl-large", urls: urls, curl: true,
             command: ["curl", "-s", "--output-dir", "OUT", "-K", "CFG"])
         largeRows.append(("curl (one stream, sequential)", curl, largeTotal / curl / 1e6))
+        let ceiling = try durableWriteSeconds(bytes: Int64(largeTotal), path: workDir + "/durable-ceiling")
+        largeRows.append(("write + fdatasync of as many bytes (this disk's durable ceiling)", ceiling, largeTotal / ceiling / 1e6))
         var lt = BenchTable(title: "Large files: \(large.count) × \(largeBytes / 1_000_000) MB", columns: ["tool", "seconds", "MB/s"])
         for r in largeRows { lt.add([r.0, fmt(r.1), fmt(r.2, 0)]) }
         lt.print()
@@ -279,6 +281,9 @@ private func benchmarkBody(
             peer: fmt(largeRows[3].2, 0) + " MB/s curl", ratio: largeRows[0].2 / largeRows[3].2, target: 1)
         print(
             "ratios (fsync / no fsync): product/aria2c MB/s = \(fmt(largeRows[0].2 / largeRows[2].2))× / \(fmt(largeRows[1].2 / largeRows[2].2))× (target ≥ 1.0×); product/curl = \(fmt(largeRows[0].2 / largeRows[3].2))× / \(fmt(largeRows[1].2 / largeRows[3].2))× (target ≥ 1.0×)"
+        )
+        print(
+            "synced download / this disk's durable ceiling = \(fmt(largeRows[0].2 / largeRows[4].2))× (context: the peers do not sync, so a synced download cannot pass the disk's ceiling)"
         )
     }
     print("\nPeak RSS (MultipartFetch, one file): \(rssLine)")
@@ -321,6 +326,35 @@ func sha256File(_ path: String) -> String {
         buffer.withUnsafeBytes { h.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
     }
     return h.finalize().hexString
+}
+
+/// Seconds to write `bytes` (1 MiB writes of non-zero bytes, so no layer can skip zeros) into a
+/// new file and `fdatasync` it: what this disk allows a download that must be durable, measured
+/// in the same run as the downloads. The file is removed afterwards.
+private func durableWriteSeconds(bytes: Int64, path: String) throws -> Double {
+    var chunk = [UInt8](repeating: 0, count: 1 << 20)
+    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+    for i in chunk.indices {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        chunk[i] = UInt8(truncatingIfNeeded: state >> 56)
+    }
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw ValidationError("cannot create \(path): \(String(cString: strerror(errno)))") }
+    defer {
+        close(fd)
+        unlink(path)
+    }
+    settleDisk()
+    let start = DispatchTime.now().uptimeNanoseconds
+    var written: Int64 = 0
+    while written < bytes {
+        let count = Int(min(Int64(chunk.count), bytes - written))
+        let n = chunk.withUnsafeBytes { pwrite(fd, $0.baseAddress, count, off_t(written)) }
+        guard n > 0 else { throw ValidationError("write to \(path) failed: \(String(cString: strerror(errno)))") }
+        written += Int64(n)
+    }
+    guard fdatasync(fd) == 0 else { throw ValidationError("fdatasync of \(path) failed: \(String(cString: strerror(errno)))") }
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
 }
 
 /// Runs a peer tool over `urls` into a fresh directory; returns seconds. `URLS`, `CFG` and `OUT`
