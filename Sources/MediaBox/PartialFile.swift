@@ -126,15 +126,12 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     public func write(offset: Int64, data: Data) throws {
         guard !data.isEmpty else { return }
         try data.withUnsafeBytes { try PosixFile.pwriteAll(fd, $0, offset: offset, path: paths.partial) }
-        if durability == .powerLoss, fdatasync(fd) != 0 { throw PosixFile.fail(paths.partial, "fdatasync") }
-        if eagerWriteback { PosixFile.startWriteback(fd, offset: offset, count: data.count) }
-        ranges.insert(offset..<(offset + Int64(data.count)))
-        try writeMeta()
+        try recordWritten(offset: offset, length: data.count)
     }
 
-    /// Records `length` bytes at `offset` that a fetcher already wrote into the data file
-    /// (through a `MediaResourcePartWriter`) and verified. Under `.powerLoss` they are synced
-    /// before the range is recorded, as `write` does.
+    /// Records `length` bytes at `offset` that are already in the data file (written by `write`,
+    /// or by a fetcher through a `MediaResourcePartWriter` and verified). Under `.powerLoss` they
+    /// are synced before the range is recorded.
     public func recordWritten(offset: Int64, length: Int) throws {
         guard length > 0 else { return }
         if durability == .powerLoss, fdatasync(fd) != 0 { throw PosixFile.fail(paths.partial, "fdatasync") }

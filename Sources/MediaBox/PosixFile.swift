@@ -151,21 +151,23 @@ enum PosixFile {
     /// `syncfs(2)` (one sync for the whole file system, Linux), looked up at run time because
     /// Glibc's Swift module does not export it; falls back to an fsync per file.
     static func syncFileSystem(containing fd: Int32, files: [Int32], path: String) throws {
-        if let syncfs = syncfsFunction {
-            if syncfs(fd) == 0 { return }
-            throw fail(path, "syncfs")
-        }
+        if try syncWholeFileSystem(containing: fd, path: path) { return }
         for f in files { try fsync(f, path: path) }
     }
 
     /// Makes the entries of `directories` durable: one `syncfs` when there is one (it writes back
     /// every dirty directory block and inode of the file system at once), else an fsync each.
     static func syncDirectories(_ directories: Set<String>, containing fd: Int32, path: String) throws {
-        if let syncfs = syncfsFunction {
-            if syncfs(fd) == 0 { return }
-            throw fail(path, "syncfs")
-        }
+        if try syncWholeFileSystem(containing: fd, path: path) { return }
         for d in directories { try fsyncDirectory(d) }
+    }
+
+    /// `syncfs` of the file system holding `fd`; false when the C library has none (the caller
+    /// then syncs what it wrote one by one).
+    private static func syncWholeFileSystem(containing fd: Int32, path: String) throws -> Bool {
+        guard let syncfs = syncfsFunction else { return false }
+        if syncfs(fd) == 0 { return true }
+        throw fail(path, "syncfs")
     }
 
     /// Starts writeback of a written range without waiting for it (`sync_file_range` with
