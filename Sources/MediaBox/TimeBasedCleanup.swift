@@ -28,9 +28,12 @@ public final class TimeBasedCleanup: Sendable {
             try expire(&state)
             try evict(&state)
         } catch {
+            // The files already removed lose their rows too, as far as the store allows.
+            try? state.remover.submit(state.unindexed)
             try? state.remover.finish()
             throw error
         }
+        try state.remover.submit(state.unindexed)
         try state.remover.finish()
         state.report.before = report.before
         state.report.reconciliation = report.reconciliation
@@ -59,6 +62,9 @@ public final class TimeBasedCleanup: Sendable {
         var byType: [MediaContentType: StorageUsage] = [:]
         var byBoth: [PeerContentType: StorageUsage] = [:]
         let remover: IndexRemover
+        /// Keys of the last batch's removed files, whose rows are deleted once the next batch's
+        /// unlinks start (or at the end).
+        var unindexed: [MediaStorageKey] = []
 
         init(options: CleanupOptions, now: Int64, current: StorageUsage, remover: IndexRemover) {
             self.options = options
@@ -150,13 +156,20 @@ public final class TimeBasedCleanup: Sendable {
         try flush(&state)
     }
 
-    /// Removes the batch's files in parallel (lock-checked), then queues the deletion of their rows
-    /// (one transaction, overlapping the next batch's unlinks).
+    /// Removes the batch's files in parallel (lock-checked) while the previous batch's rows are
+    /// deleted (one transaction on the index's queue), and keeps this batch's keys for the next.
+    ///
+    /// The rows of a batch are queued only when the next batch's unlinks start, not as soon as
+    /// its own unlinks end: the scan that fills the next batch reads the same index under the
+    /// same lock, and would otherwise wait for the whole deletion instead of overlapping it
+    /// with the unlinks.
     private func flush(_ state: inout State) throws {
         guard !state.batch.isEmpty else { return }
         let batch = state.batch
         state.batch.removeAll(keepingCapacity: true)
         let paths = batch.map { mediaBox.paths(for: $0.0.key) }
+        try state.remover.submit(state.unindexed)
+        state.unindexed = []
         let outcomes = ParallelRemoval.run(paths, threads: state.options.removalThreads, dryRun: state.options.dryRun)
         var gone: [MediaStorageKey] = []
         gone.reserveCapacity(batch.count)
@@ -188,7 +201,7 @@ public final class TimeBasedCleanup: Sendable {
                 }
             }
         }
-        if !state.options.dryRun { try state.remover.submit(gone) }
+        if !state.options.dryRun { state.unindexed = gone }
     }
 
     /// Victim selection alone, from the index, without lock checks or removal (benchmarks and

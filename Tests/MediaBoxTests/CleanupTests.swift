@@ -31,6 +31,29 @@ final class CleanupTests: XCTestCase {
         try f.assertTotalsMatchDisk()
     }
 
+    /// Batches of 3: each batch's rows are deleted while the next batch's files are unlinked,
+    /// and the last batch's at the end. Every removed file loses its row, in the TTL pass and the
+    /// size pass alike, and a locked file in the middle of a batch keeps both.
+    func testCleanupInSmallBatchesDropsTheRowOfEveryRemovedFile() throws {
+        let f = try makeTwenty("batches")
+        // r0 … r9 are past the TTL; r12 is being read when the size pass reaches it.
+        var options = CleanupOptions(generalTTL: 9_905, sizeLimit: 600, now: now)
+        options.batchSize = 3
+        let reader = try XCTUnwrap(f.box.openForReading(MediaResourceId("r12"), touch: false))
+        let report = try f.cleanup(options)
+        reader.close()
+        XCTAssertEqual((0..<20).filter { f.exists("r\($0)") }, [12, 15, 16, 17, 18, 19])
+        XCTAssertEqual(report.expired, StorageUsage(bytes: 1000, count: 10))
+        XCTAssertEqual(report.evicted, StorageUsage(bytes: 400, count: 4))
+        XCTAssertEqual(report.skippedLocked, 1)
+        XCTAssertEqual(report.after, StorageUsage(bytes: 600, count: 6))
+        for i in 0..<20 {
+            let row = try f.box.storageBox.entry(MediaStorageKey(location: .resources, id: MediaResourceId("r\(i)")))
+            XCTAssertEqual(row != nil, f.exists("r\(i)"), "r\(i): a row exactly when the file is there")
+        }
+        try f.assertTotalsMatchDisk()
+    }
+
     func testReadingMovesAResourceToTheBackOfTheQueue() throws {
         let f = try makeTwenty("touch")
         let reader = try XCTUnwrap(f.box.openForReading(MediaResourceId("r0"), accessTime: now))
