@@ -150,11 +150,14 @@ final class JobRunnerTests: XCTestCase {
             try tx.jobRuns.set(JobRunRecord(runId: "killed", job: "scripted", kind: "scripted", startedAt: 1_000, pid: 4_000_001, attempt: 1))
             try tx.jobRuns.set(JobRunRecord(runId: "ended", job: "scripted", kind: "scripted", startedAt: 2_000, pid: 4_000_002, attempt: 1))
         }
-        let lock = JobLock(root: r.root, job: "scripted")
-        XCTAssertTrue(try lock.acquire())
-        XCTAssertTrue(
-            lock.recordPendingOutcome(.init(runId: "ended", outcome: .failed, exitCode: 74, startedAtMs: 2_000, endedAtMs: 3_000, message: "disk full")))
-        lock.release()
+        /// What a run leaves in the lock file when it cannot write its outcome to the store.
+        func leavePending(_ outcome: JobLock.PendingOutcome) throws {
+            let lock = JobLock(root: r.root, job: "scripted")
+            XCTAssertTrue(try lock.acquire())
+            XCTAssertTrue(lock.recordPendingOutcome(outcome))
+            lock.release()
+        }
+        try leavePending(.init(runId: "ended", outcome: .failed, exitCode: 74, startedAtMs: 2_000, endedAtMs: 3_000, message: "disk full"))
 
         let result = await r.run(j)
         XCTAssertEqual(result.outcome, .succeeded)
@@ -173,11 +176,7 @@ final class JobRunnerTests: XCTestCase {
         next.release()
 
         // A pending outcome whose start never reached the store is recorded whole.
-        let again = JobLock(root: r.root, job: "scripted")
-        XCTAssertTrue(try again.acquire())
-        XCTAssertTrue(
-            again.recordPendingOutcome(.init(runId: "unseen", outcome: .timedOut, exitCode: 1, startedAtMs: 5_000, endedAtMs: 6_000, message: "")))
-        again.release()
+        try leavePending(.init(runId: "unseen", outcome: .timedOut, exitCode: 1, startedAtMs: 5_000, endedAtMs: 6_000, message: ""))
         let second = await r.run(j)
         XCTAssertEqual(second.outcome, .succeeded)
         let unseen = try postbox.readSync { try $0.jobRuns.recent(job: "scripted", limit: 10) }.first { $0.runId == "unseen" }
