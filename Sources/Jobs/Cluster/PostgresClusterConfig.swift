@@ -206,7 +206,7 @@ public struct PostgresClusterConfig: Sendable {
             return .failure(URLProblem(message: "`postgres.url` holds a password: put it in `passwordFile` (0600) instead"))
         }
         let query = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, last in last })
-        let user = components.user ?? query["user"] ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
+        let user = components.user ?? query["user"] ?? LaunchEnvironment.variables["USER"] ?? "postgres"
         let database = String(components.path.drop(while: { $0 == "/" }))
         guard !database.isEmpty else { return .failure(URLProblem(message: "`postgres.url` must name the database (postgresql://user@host/DATABASE)")) }
         let port = components.port ?? query["port"].flatMap { Int($0) } ?? 5432

@@ -79,7 +79,7 @@ public struct UploadQueueJob: JobKind {
         let log = context.logger
         let account = context.account
         let stageSource = try UploadBucketStaging.source(
-            root: UploadBucketStaging.root(of: account.paths), account: account.id, environment: ProcessInfo.processInfo.environment)
+            root: UploadBucketStaging.root(of: account.paths), account: account.id, environment: LaunchEnvironment.variables)
         let queue = UploadQueue(postbox: account.postbox, directory: account.paths.uploads.path, stageSource: stageSource)
         if context.dryRun { return try await Self.dryRunReport(queue) }
 

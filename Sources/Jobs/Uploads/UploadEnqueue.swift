@@ -12,7 +12,7 @@ public enum UploadEnqueue {
     /// stored in the bucket instead; an unreachable bucket is exit 69.
     public static func enqueue(
         _ request: UploadRequest, account: Int64, root: DataRoot,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = LaunchEnvironment.variables
     ) async throws(JobError) -> UploadItem {
         let paths = root.account(account)
         let postbox: Postbox
