@@ -182,7 +182,7 @@ public struct JobRunner: Sendable {
                     try tx.jobRuns.set(start)
                     return closed
                 }) {
-                    for id in closed where id != pending?.runId { log.warning("run.abandoned", ["abandoned_run": .string(id)]) }
+                    Self.logAbandoned(closed, pending: pending, log: log)
                     continue
                 }
                 closedAll = await closeAbandonedRuns(context, job: job, pending: pending, log: log) && closedAll
@@ -400,12 +400,18 @@ public struct JobRunner: Sendable {
         let kind = job.kind
         do {
             let closed = try await context.postbox.transaction { tx in try Self.closeAbandonedRuns(tx, job: name, kind: kind, pending: pending) }
-            for id in closed where id != pending?.runId { log.warning("run.abandoned", ["abandoned_run": .string(id)]) }
+            Self.logAbandoned(closed, pending: pending, log: log)
             return true
         } catch {
             log.error("run.record_failed", ["error": .string(StorageFailure.classify(error).1)])
             return false
         }
+    }
+
+    /// One `run.abandoned` warning per run closed as abandoned (not the pending one, which
+    /// ended and got its real outcome).
+    private static func logAbandoned(_ closed: [String], pending: JobLock.PendingOutcome?, log: JobLogger) {
+        for id in closed where id != pending?.runId { log.warning("run.abandoned", ["abandoned_run": .string(id)]) }
     }
 
     /// `closeAbandonedRuns` inside a transaction: the ids of the runs it closed.
