@@ -79,7 +79,7 @@ func runCleanupBenchmark(files: Int, folders: Int, evictFraction: Double, workDi
         }
     }
     // Both trees on disk before timing anything, so write-back does not land in one side's time.
-    let syncSeconds = measure { syncAll() }
+    let syncSeconds = measure { settleDisk() }
     print("built in \(fmt(buildSeconds, 1)) s, synced in \(fmt(syncSeconds, 1)) s")
     fflush(nil)
 
@@ -154,8 +154,6 @@ private func writeOneByteFile(_ path: String, mtime: Int64) -> Bool {
     var times = [timespec(tv_sec: Int(mtime), tv_nsec: 0), timespec(tv_sec: Int(mtime), tv_nsec: 0)]
     return futimens(fd, &times) == 0
 }
-
-private func syncAll() { sync() }
 
 /// Runs `/bin/sh -c command` and returns the integer it prints last (0 if none).
 private func shellCount(_ command: String) throws -> Int {

@@ -294,10 +294,6 @@ private func fm(_ path: String) throws -> Int64 {
     (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
 }
 
-/// Writes back every dirty page (untimed), so one phase's leftovers never land in the next
-/// phase's syncs.
-private func settleDisk() { sync() }
-
 private func timed(_ body: () async throws -> Void) async rethrows -> Double {
     settleDisk()
     let start = DispatchTime.now().uptimeNanoseconds

@@ -172,6 +172,7 @@ struct UploadBenchmark {
                 // curl, large.
                 let name = "large-\(round)"
                 // `Expect:` off: curl would otherwise wait up to 1 s for a `100 Continue` the server never sends.
+                settleDisk()
                 var cpu = PhaseCPU(server: server)
                 let ct = try measure { try Self.runCurl(["-s", "-H", "Expect:", "-o", "/dev/null", "-T", large, "\(dc)/plain/upload/\(name)"]) }
                 print("curl large: \(cpu.report(client: "curl"))")
@@ -185,6 +186,7 @@ struct UploadBenchmark {
                 var largeConfig = MultipartUploadConfiguration()
                 largeConfig.partsInFlight = options.partsInFlight
                 largeConfig.checkPeer = false
+                settleDisk()
                 cpu = PhaseCPU(server: server)
                 let upload = MultipartUpload(
                     client: client, postbox: postbox, configuration: largeConfig,
@@ -213,12 +215,14 @@ struct UploadBenchmark {
                 let config = work + "/curl-small-\(round).cfg"
                 try small.enumerated().map { "upload-file = \"\($0.element)\"\nurl = \"\(dc)/plain/upload/r\(round)-s\($0.offset)\"\noutput = \"/dev/null\"\n" }
                     .joined().write(toFile: config, atomically: true, encoding: .utf8)
+                settleDisk()
                 var smallCPU = PhaseCPU(server: server)
                 let cs = try measure {
                     try Self.runCurl(["-s", "--no-progress-meter", "-H", "Expect:", "--parallel", "--parallel-max", String(options.concurrency), "-K", config])
                 }
                 curlSmall.append(Timing(seconds: cs, bytes: smallBytes, files: small.count))
                 print("curl small: \(smallCPU.report(client: "curl"))")
+                settleDisk()
                 smallCPU = PhaseCPU(server: server)
 
                 // Product, small files: enqueue all (one batch: staged on every core, one
