@@ -171,8 +171,8 @@ struct UploadBenchmark {
             if options.only != .small {
                 // curl, large.
                 let name = "large-\(round)"
-                // `Expect:` off: curl would otherwise wait up to 1 s for a `100 Continue` the server never sends.
                 settleDisk()
+                // `Expect:` off: curl would otherwise wait up to 1 s for a `100 Continue` the server never sends.
                 var cpu = PhaseCPU(server: server)
                 let ct = try measure { try Self.runCurl(["-s", "-H", "Expect:", "-o", "/dev/null", "-T", large, "\(dc)/plain/upload/\(name)"]) }
                 print("curl large: \(cpu.report(client: "curl"))")
