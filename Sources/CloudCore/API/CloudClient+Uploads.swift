@@ -9,7 +9,7 @@ extension CloudClient {
         try checkPart(fileId: fileId, part: part, body: body)
         let answer = try await send(
             .saveFilePart, to: dc.map(CloudEndpoint.dc) ?? .main,
-            query: [(UploadQuery.fileId, String(fileId)), (UploadQuery.part, String(part))],
+            query: [(UploadQuery.fileId, fileId), (UploadQuery.part, Int64(part))],
             body: body, contentType: "application/octet-stream")
         try checkOk(answer, .saveFilePart)
     }
@@ -23,8 +23,8 @@ extension CloudClient {
         let answer = try await send(
             .saveBigFilePart, to: dc.map(CloudEndpoint.dc) ?? .main,
             query: [
-                (UploadQuery.fileId, String(fileId)), (UploadQuery.part, String(part)),
-                (UploadQuery.totalParts, String(totalParts)),
+                (UploadQuery.fileId, fileId), (UploadQuery.part, Int64(part)),
+                (UploadQuery.totalParts, Int64(totalParts)),
             ],
             body: body, contentType: "application/octet-stream")
         try checkOk(answer, .saveBigFilePart)

@@ -132,10 +132,11 @@ public final class CloudClient: Sendable {
     /// (bounded by the retry policy), `FILE_MIGRATE_<n>` (when `followMigrations`), and turns every
     /// other error answer into `CloudClientError.server` (unknown names: `.badAnswer`).
     ///
-    /// `query` is appended as `?k=v&…` (upload part calls). A retried request resends `body`
-    /// from its start and rewrites `destination` from its start.
+    /// `query` is appended as `?k=v&…` (the upload part calls' integer parameters, named by
+    /// `UploadQuery`). A retried request resends `body` from its start and rewrites
+    /// `destination` from its start.
     public func send(
-        _ method: CloudMethod, to endpoint: CloudEndpoint = .main, query: [(String, String)] = [],
+        _ method: CloudMethod, to endpoint: CloudEndpoint = .main, query: [(String, Int64)] = [],
         body: RequestBody, contentType: String = "application/json",
         destination: ResponseDestination = .collect, timeout: Double? = nil,
         followMigrations: Bool = true
@@ -270,14 +271,18 @@ public final class CloudClient: Sendable {
             reason: "HTTP \(response.status) without an error envelope (\(response.body.count) bytes)")
     }
 
-    static func queryString(_ query: [(String, String)]) -> String {
+    /// `?k=v&…`: the names are the protocol's own (`UploadQuery`, plain letters) and the values
+    /// integers, so nothing needs percent-encoding (this runs for every part sent).
+    static func queryString(_ query: [(String, Int64)]) -> String {
         guard !query.isEmpty else { return "" }
-        var allowed = CharacterSet.urlQueryAllowed
-        allowed.remove(charactersIn: "&=+?#")
-        return "?"
-            + query.map { k, v in
-                (k.addingPercentEncoding(withAllowedCharacters: allowed) ?? k) + "=" + (v.addingPercentEncoding(withAllowedCharacters: allowed) ?? v)
-            }.joined(separator: "&")
+        var text = "?"
+        for (index, (name, value)) in query.enumerated() {
+            if index > 0 { text += "&" }
+            text += name
+            text += "="
+            text += String(value)
+        }
+        return text
     }
 
     static func shortReason(_ error: TransportError) -> String {
