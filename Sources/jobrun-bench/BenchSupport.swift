@@ -12,6 +12,18 @@ func measure(_ body: () throws -> Void) rethrows -> Double {
 /// every inode deleted while its inode-table block is still dirty.
 func settleDisk() { sync() }
 
+/// The checkout this binary was built in (it lies under `.build` there): the nearest folder
+/// above the executable that holds `Package.swift`, so that the repository's files are found
+/// whatever the current directory; nil for a binary copied elsewhere.
+func checkoutDirectory() -> String? {
+    var folder = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+    while folder.path != "/" {
+        if FileManager.default.fileExists(atPath: folder.appendingPathComponent("Package.swift").path) { return folder.path }
+        folder = folder.deletingLastPathComponent()
+    }
+    return nil
+}
+
 /// Peak resident set size of this process so far, in MiB (Linux reports ru_maxrss in KiB).
 func peakRSSMiB() -> Double {
     var usage = rusage()

@@ -231,7 +231,10 @@ struct FuzzBenchmark {
     // MARK: corpus
 
     private func jobFileCorpus() throws -> [String] {
-        let files = try FileManager.default.contentsOfDirectory(atPath: jobsDir).filter { $0.hasSuffix(".yaml") }.sorted()
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: jobsDir) else {
+            throw BenchError("cannot list the job files to start from: no folder \(jobsDir) (--jobs-dir)")
+        }
+        let files = names.filter { $0.hasSuffix(".yaml") }.sorted()
         guard !files.isEmpty else { throw BenchError("no job files in \(jobsDir) (--jobs-dir)") }
         return try files.map { try String(contentsOfFile: jobsDir + "/" + $0, encoding: .utf8) } + Self.hostileInputs().prefix(1).map(\.1)
     }

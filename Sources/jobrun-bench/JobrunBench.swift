@@ -73,10 +73,11 @@ struct FuzzBench: ParsableCommand {
         commandName: "fuzz", abstract: "A bounded-time mutation fuzzer over the job-file and account-config decoders.")
     @Option(help: "How long to fuzz, in seconds.") var seconds = 60.0
     @Option(help: "Seed of the mutation sequence (a run is replayed by its seed).") var seed: UInt64 = 1
-    @Option(help: "Job files to start from.") var jobsDir = "jobs"
+    @Option(help: "Job files to start from (default: the jobs folder of the checkout this binary was built in).") var jobsDir: String?
     @Option(help: "Where findings are saved.") var outDir = NSTemporaryDirectory() + "jobrun-fuzz"
 
     func run() throws {
-        try FuzzBenchmark(seconds: seconds, seed: seed, jobsDir: jobsDir, outDir: outDir).run()
+        let jobs = jobsDir ?? (checkoutDirectory().map { $0 + "/jobs" } ?? "jobs")
+        try FuzzBenchmark(seconds: seconds, seed: seed, jobsDir: jobs, outDir: outDir).run()
     }
 }
