@@ -64,9 +64,7 @@ struct AllBench: ParsableCommand {
         ]
     }
 
-    private static var executable: String {
-        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
-    }
+    private static var executable: String { thisExecutable.path }
 }
 
 /// Runs a process with this process's stdout and stderr; returns its exit status.

@@ -12,11 +12,20 @@ func measure(_ body: () throws -> Void) rethrows -> Double {
 /// every inode deleted while its inode-table block is still dirty.
 func settleDisk() { sync() }
 
+/// This executable (symbolic links resolved), however it was started.
+let thisExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+
+/// The folder holding this executable.
+var executableFolder: URL { thisExecutable.deletingLastPathComponent() }
+
+/// The path of `name` (`jobrun`, `cloudd`) built next to this executable.
+func siblingExecutable(_ name: String) -> String { executableFolder.appendingPathComponent(name).path }
+
 /// The checkout this binary was built in (it lies under `.build` there): the nearest folder
 /// above the executable that holds `Package.swift`, so that the repository's files are found
 /// whatever the current directory; nil for a binary copied elsewhere.
 func checkoutDirectory() -> String? {
-    var folder = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+    var folder = executableFolder
     while folder.path != "/" {
         if FileManager.default.fileExists(atPath: folder.appendingPathComponent("Package.swift").path) { return folder.path }
         folder = folder.deletingLastPathComponent()

@@ -26,11 +26,10 @@ struct ClusterBench: ParsableCommand {
     @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-cluster"
 
     func run() throws {
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         let benchmark = ClusterBenchmark(
             maxHosts: max(1, hosts), jobs: quick ? 6 : jobs, peers: quick ? 10 : peers, messagesPerPeer: quick ? 20 : messagesPerPeer,
-            syncMessages: quick ? 5 : syncMessages, clouddPath: cloudd ?? here.appendingPathComponent("cloudd").path,
-            jobrunPath: jobrun ?? here.appendingPathComponent("jobrun").path, workDir: workDir)
+            syncMessages: quick ? 5 : syncMessages, clouddPath: cloudd ?? siblingExecutable("cloudd"),
+            jobrunPath: jobrun ?? siblingExecutable("jobrun"), workDir: workDir)
         defer { try? FileManager.default.removeItem(atPath: workDir) }
         try benchmark.run()
     }

@@ -73,7 +73,7 @@ final class BenchCloud: @unchecked Sendable {
     private let server: CloudServer?
 
     static func start(smallFiles: Int, largeFiles: Int, largeBytes: Int64, rssBytes: Int64, cloudd: String?) async throws -> BenchCloud {
-        let executable = cloudd ?? (URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("cloudd").path)
+        let executable = cloudd ?? siblingExecutable("cloudd")
         var big = [Int64](repeating: largeBytes, count: largeFiles)
         if rssBytes > 0 { big.append(rssBytes) }
         if FileManager.default.isExecutableFile(atPath: executable) {

@@ -10,8 +10,7 @@ struct NoopRunBenchmark {
     var workDir: String
 
     func run() throws {
-        let binDir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        let jobrun = binDir.appendingPathComponent("jobrun").path
+        let jobrun = siblingExecutable("jobrun")
         guard FileManager.default.isExecutableFile(atPath: jobrun) else {
             throw BenchError("build jobrun first: \(jobrun) is missing (swift build -c release --product jobrun)")
         }

@@ -151,7 +151,7 @@ struct RetentionBenchmark {
     static func pass(_ engine: String, db: String, keep: Int, sizeLimit: Int64? = nil) throws -> (Pass, Double, Int) {
         let writer = try Postbox(path: db)
         let child = Process()
-        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        child.executableURL = thisExecutable
         child.arguments = ["retention-pass", engine, db, "\(keep)"] + (sizeLimit.map { ["\($0)"] } ?? [])
         let out = Pipe()
         child.standardOutput = out

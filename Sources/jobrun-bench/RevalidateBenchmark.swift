@@ -41,7 +41,7 @@ func runRevalidateBenchmark(parents: Int, perParent: Int, concurrency: Int, clou
     try? FileManager.default.removeItem(atPath: workDir)
     try FileManager.default.createDirectory(atPath: workDir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: workDir) }
-    let executable = cloudd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("cloudd").path
+    let executable = cloudd ?? siblingExecutable("cloudd")
     guard FileManager.default.isExecutableFile(atPath: executable) else { throw BenchError("no cloudd at \(executable) (build it or pass --cloudd)") }
     let (process, dcURLs) = try launchCloudd(
         executable,

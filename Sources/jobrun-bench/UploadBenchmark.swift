@@ -51,7 +51,7 @@ final class UploadBenchServer: @unchecked Sendable {
     private let server: CloudServer?
 
     static func start(cloudd: String?, uploadDirectory: String) async throws -> UploadBenchServer {
-        let executable = cloudd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("cloudd").path
+        let executable = cloudd ?? siblingExecutable("cloudd")
         if FileManager.default.isExecutableFile(atPath: executable) {
             let (p, dcURLs) = try launchCloudd(
                 executable,

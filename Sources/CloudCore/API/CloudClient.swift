@@ -274,15 +274,7 @@ public final class CloudClient: Sendable {
     /// `?k=v&…`: the names are the protocol's own (`UploadQuery`, plain letters) and the values
     /// integers, so nothing needs percent-encoding (this runs for every part sent).
     static func queryString(_ query: [(String, Int64)]) -> String {
-        guard !query.isEmpty else { return "" }
-        var text = "?"
-        for (index, (name, value)) in query.enumerated() {
-            if index > 0 { text += "&" }
-            text += name
-            text += "="
-            text += String(value)
-        }
-        return text
+        query.isEmpty ? "" : "?" + query.map { "\($0)=\($1)" }.joined(separator: "&")
     }
 
     static func shortReason(_ error: TransportError) -> String {
