@@ -111,6 +111,8 @@ let package = Package(
                 "Jobs", "PostboxPostgres", "TestSupport", .product(name: "Yams", package: "Yams"), .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["ExampleKind/count-messages.yaml"]),
+        // The CLI's own logic, in process (its behaviour as a user sees it is in IntegrationTests).
+        .testTarget(name: "jobrunTests", dependencies: ["jobrun"]),
         .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "CloudCore", "Postbox", "PostboxPostgres", "MediaBox", "TestSupport"]),
     ]
 )

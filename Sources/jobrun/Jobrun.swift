@@ -29,11 +29,14 @@ struct Jobrun: AsyncParsableCommand {
             Foundation.exit(JobExitCode.usage.rawValue)
         }
         do {
-            if arguments.first == RunCommand.configuration.commandName, let run = try? RunCommand.parse(Array(arguments.dropFirst())) {
-                // `jobrun run …`, the line cron and timers start every few minutes, parsed by its
-                // own command alone: the whole command tree is built only when another command
-                // is asked for, or when this parse fails (help, a misspelt option), so that every
-                // message and exit code comes from the full parse below.
+            if arguments.first == RunCommand.configuration.commandName,
+                let run = RunCommandLine.parse(Array(arguments.dropFirst())) ?? (try? RunCommand.parse(Array(arguments.dropFirst())))
+            {
+                // `jobrun run …`, the line cron and timers start every few minutes: its plain
+                // spellings are read without reflection, the others by its own command alone.
+                // The whole command tree is built only when another command is asked for, or
+                // when both fail (help, a misspelt option), so that every message and exit code
+                // comes from the full parse below.
                 try await run.run()
                 return
             }
