@@ -22,21 +22,24 @@ final class UploadQueueIntegrationTests: XCTestCase {
         let started = Date()
         for trial in 0..<trials {
             guard case .success(let itemId) = try h.enqueue(source, peer: peer) else { return XCTFail("enqueue failed") }
-            // Odd trials: kill at a random moment of start-up and the first parts. Even trials:
-            // once a random number of the ~380 parts is acknowledged — mid-upload however fast
-            // the machine (random times alone mostly missed the upload once it got faster).
+            // Odd trials: kill at a random moment of start-up, at the latest when the first part
+            // is acknowledged. Even trials: once a random number of the ~380 parts is
+            // acknowledged. Both stay mid-upload however fast the machine: random times alone
+            // mostly missed the upload once it got faster, and a fast start-up then finished it.
             let victim = try h.start(["run", "upload-queue"])
             let delay: String
             if trial % 2 == 1 {
-                let seconds = Double.random(in: 0.05...0.6)
-                usleep(useconds_t(seconds * 1_000_000))
-                delay = String(format: "%.2f s", seconds)
+                let seconds = Double.random(in: 0.01...0.6)
+                let deadline = Date().addingTimeInterval(seconds)
+                while victim.isRunning, Date() < deadline, ((try? h.acknowledgedParts(itemId).count) ?? 0) == 0 { usleep(5_000) }
+                delay = String(format: "%.2f s at most", seconds)
             } else {
                 let target = Int.random(in: 1...300)
                 let deadline = Date().addingTimeInterval(60)
                 while victim.isRunning, Date() < deadline, ((try? h.acknowledgedParts(itemId).count) ?? 0) < target { usleep(5_000) }
                 delay = "\(target) acknowledged parts"
             }
+            XCTAssertTrue(victim.isRunning, "trial \(trial): the run ended before it was killed (after \(delay))")
             victim.signal(SIGKILL)
             victim.wait()
             let mid = try XCTUnwrap(try h.uploadItems().first { $0.id == itemId })
@@ -52,7 +55,7 @@ final class UploadQueueIntegrationTests: XCTestCase {
             // count as already in the cloud, the ones sent now as they land.
             let runId = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(resumed.stdout.utf8)) as? [String: Any])?["run"] as? String)
             let progress = h.logEvents().filter { $0["event"] as? String == "upload.progress" && $0["run"] as? String == runId }
-            let last = try XCTUnwrap(progress.last, "trial \(trial): a final upload.progress event")
+            let last = try XCTUnwrap(progress.last, "trial \(trial): a final upload.progress event (killed after \(delay), item \(mid.state))")
             XCTAssertEqual((last["files"] as? NSNumber)?.intValue, 1, "trial \(trial): \(last)")
             XCTAssertEqual((last["files_total"] as? NSNumber)?.intValue, 1, "trial \(trial): \(last)")
             XCTAssertEqual((last["bytes"] as? NSNumber)?.intValue, 200_000_000, "trial \(trial): \(last)")
