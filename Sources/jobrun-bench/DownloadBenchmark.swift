@@ -211,16 +211,24 @@ private func benchmarkBody(
         var table = BenchTable(title: "Small files: \(small.count) × 10–200 KB", columns: ["round", "tool", "seconds", "files/s", "MB/s"])
         var worstCurl = Double.infinity, worstAria = Double.infinity
         var worstCurlLine = (product: 0.0, peer: 0.0), worstAriaLine = (product: 0.0, peer: 0.0)
+        // Every tool's files stay until all rounds are done (`waitOutFreedInodes`): removing one
+        // tool's 2,000 files would slow the file creation of the tool timed after it.
+        waitOutFreedInodes()
+        var outputs: [String] = []
+        defer { for path in outputs { try? FileManager.default.removeItem(atPath: path) } }
         for round in 1...smallRounds {
-            let box = try MediaBox(basePath: workDir + "/small-media", fetcher: fetch)
+            let media = workDir + "/small-media-\(round)"
+            outputs.append(media)
+            let box = try MediaBox(basePath: media, fetcher: fetch)
             let t = try await timed { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: 32) }
             try verify(box: box, docs: Array(small.prefix(50)), api: api)
-            try? FileManager.default.removeItem(atPath: workDir + "/small-media")
+            outputs.append(workDir + "/aria2c-small-\(round)")
             let ariaSmall = try runPeer(
-                workDir: workDir, name: "aria2c-small", urls: smallURLs,
+                workDir: workDir, name: "aria2c-small-\(round)", urls: smallURLs, keepOutput: true,
                 command: ["aria2c", "-q", "-i", "URLS", "-j", "16", "-x", "1", "--allow-overwrite=true", "-d", "OUT"])
+            outputs.append(workDir + "/curl-small-\(round)")
             let curlSmall = try runPeer(
-                workDir: workDir, name: "curl-small", urls: smallURLs, curl: true,
+                workDir: workDir, name: "curl-small-\(round)", urls: smallURLs, curl: true, keepOutput: true,
                 command: ["curl", "-s", "--parallel", "--parallel-max", "16", "--output-dir", "OUT", "-K", "CFG"])
             let rows = [
                 ("MultipartFetch → MediaBox (durable batches)", t), ("aria2c -j 16 -x 1", ariaSmall),
@@ -354,8 +362,9 @@ private func durableWriteSeconds(bytes: Int64, path: String) throws -> Double {
 }
 
 /// Runs a peer tool over `urls` into a fresh directory; returns seconds. `URLS`, `CFG` and `OUT`
-/// in the command are replaced by the URL list (aria2c), the curl config and the output dir.
-private func runPeer(workDir: String, name: String, urls: [String], curl: Bool = false, command: [String]) throws -> Double {
+/// in the command are replaced by the URL list (aria2c), the curl config and the output dir,
+/// which is removed afterwards unless `keepOutput`.
+private func runPeer(workDir: String, name: String, urls: [String], curl: Bool = false, keepOutput: Bool = false, command: [String]) throws -> Double {
     let out = workDir + "/" + name
     try? FileManager.default.removeItem(atPath: out)
     try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
@@ -378,7 +387,7 @@ private func runPeer(workDir: String, name: String, urls: [String], curl: Bool =
     guard p.terminationStatus == 0 else { throw ValidationError("\(args[0]) exited with \(p.terminationStatus)") }
     let count = (try? FileManager.default.contentsOfDirectory(atPath: out).filter { !$0.hasSuffix(".aria2") }.count) ?? 0
     guard count == urls.count else { throw ValidationError("\(args[0]) produced \(count) of \(urls.count) files") }
-    try? FileManager.default.removeItem(atPath: out)
+    if !keepOutput { try? FileManager.default.removeItem(atPath: out) }
     return t
 }
 

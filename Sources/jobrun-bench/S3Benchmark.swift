@@ -127,7 +127,9 @@ struct S3Benchmark {
         let peerGet = try measure { try runPeer(awsBase + ["s3", "cp", "s3://\(options.bucket)/peer/large", back], env) }
         try fm.removeItem(atPath: back)
 
-        // 3. Small files in and out.
+        // 3. Small files in and out. Each tool reads them back into its own folder, and both stay
+        // until the end (`waitOutFreedInodes`).
+        waitOutFreedInodes()
         let names = (0..<options.smallFiles).map { "f\($0)" }
         let productSmallPut = try await measureAsync {
             try await forEachConcurrently(names, limit: options.concurrency) { name in
@@ -149,9 +151,8 @@ struct S3Benchmark {
                 _ = try await s3.getObject("product/small/" + name, to: .fileDescriptor(fd, offset: 0))
             }
         }
-        try fm.removeItem(atPath: smallBack)
         let peerSmallGet = try measure {
-            try runPeer(awsBase + ["s3", "cp", "--recursive", "s3://\(options.bucket)/peer/small/", smallBack], env)
+            try runPeer(awsBase + ["s3", "cp", "--recursive", "s3://\(options.bucket)/peer/small/", options.workDir + "/small-back-peer"], env)
         }
 
         var table = BenchTable(
