@@ -2,7 +2,9 @@ import ArgumentParser
 import Foundation
 
 /// `jobrun-bench all`: every benchmark, each in its own process (so one's memory and page cache
-/// state do not count against the next), then one table of the ratios against the peers.
+/// state do not count against the next), then one table of the ratios against the peers. The
+/// scratch directories are removed at the end, so that no benchmark's file creation pays for an
+/// earlier one's removals (`WorkDirectory`).
 struct AllBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "all",
@@ -16,12 +18,18 @@ struct AllBench: ParsableCommand {
         let ratiosFile = NSTemporaryDirectory() + "jobrun-bench-ratios-\(getpid()).jsonl"
         guard FileManager.default.createFile(atPath: ratiosFile, contents: nil) else { throw BenchError("cannot create \(ratiosFile)") }
         defer { try? FileManager.default.removeItem(atPath: ratiosFile) }
+        // Scratch directories are removed after the last benchmark, not by each (`WorkDirectory`).
+        let removalsFile = NSTemporaryDirectory() + "jobrun-bench-removals-\(getpid())"
+        guard FileManager.default.createFile(atPath: removalsFile, contents: nil) else { throw BenchError("cannot create \(removalsFile)") }
+        defer { WorkDirectory.removeDeferred(listedIn: removalsFile) }
         let selected = only.map { Set($0.split(separator: ",").map(String.init)) }
         var failed: [String] = []
         for (name, arguments) in plan() where selected?.contains(name) ?? true {
             print("\n════ jobrun-bench \(([name] + arguments).joined(separator: " "))")
             fflush(nil)  // before the child writes to the same output
-            let status = try spawnInheriting(Self.executable, [name] + arguments, environment: [BenchRatios.environmentKey: ratiosFile])
+            let status = try spawnInheriting(
+                Self.executable, [name] + arguments,
+                environment: [BenchRatios.environmentKey: ratiosFile, WorkDirectory.deferredRemovalsKey: removalsFile])
             if status != 0 { failed.append(name) }
         }
         let ratios = BenchRatios.read(ratiosFile)
@@ -36,30 +44,31 @@ struct AllBench: ParsableCommand {
         if !failed.isEmpty { throw BenchError("benchmarks that failed: \(failed.joined(separator: ", "))") }
     }
 
-    /// Each benchmark with the sizes of this run.
+    /// Each benchmark with the sizes of this run. Those that time file creation (download,
+    /// upload, s3) come before cleanup, which removes tens of thousands of files (`WorkDirectory`).
     private func plan() -> [(String, [String])] {
         if quick {
             return [
                 ("postbox", ["--messages", "100000", "--transactions", "10000", "--reads", "20000"]),
                 ("noop-run", ["--runs", "10"]),
-                ("cleanup", ["--files", "20000"]),
                 ("download", ["--small-files", "300", "--large-files", "2", "--large-mb", "50", "--rss-gib", "1"]),
                 ("upload", ["--large-mb", "100", "--small-files", "100", "--rounds", "1"]),
+                ("s3", ["--large-mb", "50", "--small-files", "100"]),
                 ("revalidate", ["--parents", "100", "--per-parent", "100"]),
                 ("retention", ["--messages", "200000"]),
-                ("s3", ["--large-mb", "50", "--small-files", "100"]),
+                ("cleanup", ["--files", "20000"]),
                 ("fuzz", ["--seconds", "10"]),
             ]
         }
         return [
             ("postbox", []),
             ("noop-run", []),
-            ("cleanup", ["--files", full ? "1000000" : "200000"]),
             ("download", []),
             ("upload", full ? [] : ["--large-mb", "500"]),
+            ("s3", full ? [] : ["--large-mb", "200"]),
             ("revalidate", []),
             ("retention", []),
-            ("s3", full ? [] : ["--large-mb", "200"]),
+            ("cleanup", ["--files", full ? "1000000" : "200000"]),
             ("fuzz", []),
         ]
     }

@@ -8,26 +8,9 @@ func measure(_ body: () throws -> Void) rethrows -> Double {
 }
 
 /// Writes back every dirty page (untimed), so one phase's leftovers never land in the next
-/// phase's time: its syncs, and on ext4 without a journal the longest wait for its freed inodes
-/// to be reused, which writing their inode-table blocks back shortens (`waitOutFreedInodes`).
+/// phase's syncs. (Files removed earlier slow the next phase's file creation all the same:
+/// see `WorkDirectory`.)
 func settleDisk() { sync() }
-
-/// Seconds for which ext4 without a journal does not reuse a freed inode once its inode-table
-/// block is written back (300 while it is dirty). Creating a file scans past every such inode,
-/// so a phase that creates thousands of files right after thousands were removed — by an
-/// earlier benchmark, or by the tool timed before it — runs several times slower, whoever runs it.
-let freedInodeReuseSeconds: UInt32 = 60
-
-/// Before the first timed phase of a benchmark that creates many files: syncs, then waits until
-/// the inodes freed before it (by the benchmarks before it, or its own set-up) can be reused.
-/// Such a benchmark also keeps every tool's files until its last timed phase, so that no tool
-/// pays for removing another's.
-func waitOutFreedInodes() {
-    settleDisk()
-    print("waiting \(freedInodeReuseSeconds + 1) s until inodes freed earlier can be reused (untimed)")
-    fflush(nil)
-    sleep(freedInodeReuseSeconds + 1)
-}
 
 /// This executable (symbolic links resolved), however it was started.
 let thisExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()

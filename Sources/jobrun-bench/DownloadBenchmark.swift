@@ -141,7 +141,7 @@ func runDownloadBenchmark(
     let fm = FileManager.default
     try? fm.removeItem(atPath: workDir)
     try fm.createDirectory(atPath: workDir, withIntermediateDirectories: true)
-    defer { try? fm.removeItem(atPath: workDir) }
+    defer { WorkDirectory.remove(workDir) }
     let largeBytes = Int64(largeMB) * 1_000_000
     let rssBytes = Int64(rssGiB) << 30
     let cloud = try await BenchCloud.start(smallFiles: smallFiles, largeFiles: largeFiles, largeBytes: largeBytes, rssBytes: rssBytes, cloudd: cloudd)
@@ -211,27 +211,19 @@ private func benchmarkBody(
         var table = BenchTable(title: "Small files: \(small.count) × 10–200 KB", columns: ["round", "tool", "seconds", "files/s", "MB/s"])
         var worstCurl = Double.infinity, worstAria = Double.infinity, worstSyncedCurl = Double.infinity
         var worstCurlLine = (product: 0.0, peer: 0.0), worstAriaLine = (product: 0.0, peer: 0.0)
-        // Every tool's files stay until all rounds are done (`waitOutFreedInodes`): removing one
-        // tool's 2,000 files would slow the file creation of the tool timed after it.
-        waitOutFreedInodes()
-        var outputs: [String] = []
-        defer { for path in outputs { try? FileManager.default.removeItem(atPath: path) } }
+        // Every tool's files stay until the benchmark ends (`WorkDirectory`): removing one tool's
+        // 2,000 files would slow the file creation of the tool timed after it.
         for round in 1...smallRounds {
-            let media = workDir + "/small-media-\(round)"
-            outputs.append(media)
-            let box = try MediaBox(basePath: media, fetcher: fetch)
+            let box = try MediaBox(basePath: workDir + "/small-media-\(round)", fetcher: fetch)
             let t = try await timed { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: 32) }
             try verify(box: box, docs: Array(small.prefix(50)), api: api)
-            outputs.append(workDir + "/aria2c-small-\(round)")
             let ariaSmall = try runPeer(
                 workDir: workDir, name: "aria2c-small-\(round)", urls: smallURLs, keepOutput: true,
                 command: ["aria2c", "-q", "-i", "URLS", "-j", "16", "-x", "1", "--allow-overwrite=true", "-d", "OUT"])
-            outputs.append(workDir + "/curl-small-\(round)")
             let curlCommand = ["curl", "-s", "--parallel", "--parallel-max", "16", "--output-dir", "OUT", "-K", "CFG"]
             let curlSmall = try runPeer(
                 workDir: workDir, name: "curl-small-\(round)", urls: smallURLs, curl: true, keepOutput: true, command: curlCommand)
             // Context, not a target: the same curl run made as durable as the product's files.
-            outputs.append(workDir + "/curl-sync-small-\(round)")
             let syncedCurlSmall = try runPeer(
                 workDir: workDir, name: "curl-sync-small-\(round)", urls: smallURLs, curl: true, keepOutput: true, syncAfter: true,
                 command: curlCommand)

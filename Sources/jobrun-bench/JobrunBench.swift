@@ -26,7 +26,7 @@ struct PostboxBench: ParsableCommand {
     var postgresUrl: String?
 
     func run() throws {
-        defer { try? FileManager.default.removeItem(atPath: workDir) }
+        defer { WorkDirectory.remove(workDir) }
         if store == "postgres" {
             guard let url = postgresUrl ?? ProcessInfo.processInfo.environment[PostgresClusterConfig.urlVariable] else {
                 throw ValidationError("--store postgres needs --postgres-url or \(PostgresClusterConfig.urlVariable)")
@@ -50,7 +50,7 @@ struct NoopRunBench: ParsableCommand {
     @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-noop"
 
     func run() throws {
-        defer { try? FileManager.default.removeItem(atPath: workDir) }
+        defer { WorkDirectory.remove(workDir) }
         try NoopRunBenchmark(runs: runs, workDir: workDir).run()
     }
 }
@@ -63,7 +63,7 @@ struct CleanupBench: ParsableCommand {
     @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-cleanup"
 
     func run() throws {
-        defer { try? FileManager.default.removeItem(atPath: workDir) }
+        defer { WorkDirectory.remove(workDir) }
         try runCleanupBenchmark(files: files, folders: folders, evictFraction: evict, workDir: workDir)
     }
 }

@@ -14,7 +14,7 @@ struct RetentionBench: ParsableCommand {
     @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-retention"
 
     func run() throws {
-        defer { try? FileManager.default.removeItem(atPath: workDir) }
+        defer { WorkDirectory.remove(workDir) }
         try RetentionBenchmark(messages: messages, peers: peers, workDir: workDir).run()
     }
 }

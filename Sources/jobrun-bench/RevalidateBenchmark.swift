@@ -40,7 +40,7 @@ struct RevalidateBench: ParsableCommand {
 func runRevalidateBenchmark(parents: Int, perParent: Int, concurrency: Int, cloudd: String?, workDir: String) async throws {
     try? FileManager.default.removeItem(atPath: workDir)
     try FileManager.default.createDirectory(atPath: workDir, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: workDir) }
+    defer { WorkDirectory.remove(workDir) }
     let executable = cloudd ?? siblingExecutable("cloudd")
     guard FileManager.default.isExecutableFile(atPath: executable) else { throw BenchError("no cloudd at \(executable) (build it or pass --cloudd)") }
     let (process, dcURLs) = try launchCloudd(

@@ -44,7 +44,7 @@ struct S3Benchmark {
         let fm = FileManager.default
         try? fm.removeItem(atPath: options.workDir)
         try fm.createDirectory(atPath: options.workDir, withIntermediateDirectories: true)
-        defer { try? fm.removeItem(atPath: options.workDir) }
+        defer { WorkDirectory.remove(options.workDir) }
         guard let aws = findExecutable("aws") else { throw BenchError("aws (awscli) is not on PATH: scripts/install-deps.sh --bench") }
 
         var server: Process? = nil
@@ -128,8 +128,7 @@ struct S3Benchmark {
         try fm.removeItem(atPath: back)
 
         // 3. Small files in and out. Each tool reads them back into its own folder, and both stay
-        // until the end (`waitOutFreedInodes`).
-        waitOutFreedInodes()
+        // until the benchmark ends (`WorkDirectory`).
         let names = (0..<options.smallFiles).map { "f\($0)" }
         let productSmallPut = try await measureAsync {
             try await forEachConcurrently(names, limit: options.concurrency) { name in

@@ -118,7 +118,7 @@ struct UploadBenchmark {
         let work = options.workDir
         try? fm.removeItem(atPath: work)
         try fm.createDirectory(atPath: work, withIntermediateDirectories: true)
-        defer { try? fm.removeItem(atPath: work) }
+        defer { WorkDirectory.remove(work) }
         let server = try await UploadBenchServer.start(cloudd: options.cloudd, uploadDirectory: work + "/server")
         do {
             try await body(server: server, work: work)
@@ -165,9 +165,8 @@ struct UploadBenchmark {
         var curlLarge: [Timing] = [], productLarge: [Timing] = [], productLargeWithEnqueue: [Timing] = [], productLargeParts: [Timing] = []
         var curlSmall: [Timing] = [], productSmall: [Timing] = []
         var rssAfterLarge = 0.0
-        // Every upload stays on the server until the end (`waitOutFreedInodes`): removing one
-        // tool's files would slow the file creation of the tool timed after it.
-        waitOutFreedInodes()
+        // Every upload stays on the server until the benchmark ends (`WorkDirectory`): removing
+        // one tool's files would slow the file creation of the tool timed after it.
         for round in 0..<options.rounds {
             let postbox = try Postbox(directory: work + "/postbox-\(round)")
             let queue = UploadQueue(postbox: postbox, directory: work + "/uploads-\(round)")
