@@ -165,8 +165,9 @@ struct UploadBenchmark {
         var curlLarge: [Timing] = [], productLarge: [Timing] = [], productLargeWithEnqueue: [Timing] = [], productLargeParts: [Timing] = []
         var curlSmall: [Timing] = [], productSmall: [Timing] = []
         var rssAfterLarge = 0.0
-        // Every upload stays on the server until the benchmark ends (`WorkDirectory`): removing
-        // one tool's files would slow the file creation of the tool timed after it.
+        // The small files stay on the server until the benchmark ends (`WorkDirectory`): removing
+        // one tool's 500 would slow the file creation of the tool timed after it. A large file is
+        // one inode, removed at once; kept, it made the next round's large uploads slower for both.
         for round in 0..<options.rounds {
             let postbox = try Postbox(directory: work + "/postbox-\(round)")
             let queue = UploadQueue(postbox: postbox, directory: work + "/uploads-\(round)")
@@ -180,6 +181,7 @@ struct UploadBenchmark {
                 print("curl large: \(cpu.report(client: "curl"))")
                 let plain = try JSONDecoder().decode(PlainUploadInfo.self, from: try await client.transport.get("\(dc)/admin/plain-uploads/\(name)").body)
                 guard plain.sha256 == largeSHA else { throw ValidationError("curl upload arrived with another SHA-256") }
+                try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/plain/\(name)")
                 curlLarge.append(Timing(seconds: ct, bytes: largeBytes, files: 1))
 
                 // Product, large: enqueue (hard link + SHA-256) then upload.
@@ -205,6 +207,7 @@ struct UploadBenchmark {
                 )
                 let info = try JSONDecoder().decode(FileInfo.self, from: try await client.transport.get("\(dc)/admin/files/\(result.documentId)").body)
                 guard info.sha256 == largeSHA, info.size == largeBytes else { throw ValidationError("the product's upload arrived with another SHA-256") }
+                try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/files/\(result.documentId)")
                 productLarge.append(Timing(seconds: Double(t2 - t1) / 1e9, bytes: largeBytes, files: 1))
                 productLargeWithEnqueue.append(Timing(seconds: Double(t2 - t0) / 1e9, bytes: largeBytes, files: 1))
                 productLargeParts.append(Timing(seconds: Double(partsDone.last - t1) / 1e9, bytes: largeBytes, files: 1))
