@@ -18,7 +18,6 @@ struct AllBench: ParsableCommand {
         let ratiosFile = NSTemporaryDirectory() + "jobrun-bench-ratios-\(getpid()).jsonl"
         guard FileManager.default.createFile(atPath: ratiosFile, contents: nil) else { throw BenchError("cannot create \(ratiosFile)") }
         defer { try? FileManager.default.removeItem(atPath: ratiosFile) }
-        // Scratch directories are removed after the last benchmark, not by each (`WorkDirectory`).
         let removalsFile = NSTemporaryDirectory() + "jobrun-bench-removals-\(getpid())"
         guard FileManager.default.createFile(atPath: removalsFile, contents: nil) else { throw BenchError("cannot create \(removalsFile)") }
         defer { WorkDirectory.removeDeferred(listedIn: removalsFile) }

@@ -23,16 +23,12 @@ enum BenchRatios {
 
     static func record(_ benchmark: String, _ measure: String, product: String, peer: String, ratio: Double, target: Double) {
         guard let path = ProcessInfo.processInfo.environment[environmentKey],
-            var line = try? JSONEncoder().encode(
+            let line = try? JSONEncoder().encode(
                 BenchRatio(
                     benchmark: benchmark, measure: measure, product: product, peer: peer,
-                    ratio: ratio, target: target)),
-            let handle = FileHandle(forWritingAtPath: path)
+                    ratio: ratio, target: target))
         else { return }
-        line.append(0x0a)
-        handle.seekToEndOfFile()
-        handle.write(line)
-        handle.closeFile()
+        appendLine(line, to: path)
     }
 
     static func read(_ path: String) -> [BenchRatio] {

@@ -7,10 +7,34 @@ func measure(_ body: () throws -> Void) rethrows -> Double {
     return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
 }
 
+/// Wall-clock seconds taken by an async `body`.
+func measureAsync(_ body: () async throws -> Void) async rethrows -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try await body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
 /// Writes back every dirty page (untimed), so one phase's leftovers never land in the next
 /// phase's syncs. (Files removed earlier slow the next phase's file creation all the same:
 /// see `WorkDirectory`.)
 func settleDisk() { sync() }
+
+/// `settleDisk`, then the wall-clock seconds taken by `body`: a timed phase that touches the disk.
+func measureSettled(_ body: () async throws -> Void) async rethrows -> Double {
+    settleDisk()
+    return try await measureAsync(body)
+}
+
+/// Appends `line` and a newline to the file at `path`; false if it cannot be opened for writing.
+/// How benchmark processes hand results to `jobrun-bench all` (`BenchRatios`, `WorkDirectory`).
+@discardableResult
+func appendLine(_ line: Data, to path: String) -> Bool {
+    guard let handle = FileHandle(forWritingAtPath: path) else { return false }
+    handle.seekToEndOfFile()
+    handle.write(line + Data([0x0a]))
+    handle.closeFile()
+    return true
+}
 
 /// This executable (symbolic links resolved), however it was started.
 let thisExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()

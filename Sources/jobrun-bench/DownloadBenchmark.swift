@@ -190,7 +190,7 @@ private func benchmarkBody(
         resetPeakRSS()
         let before = currentRSSMiB()
         let sampler = RSSSampler()
-        let t = try await timed {
+        let t = try await measureSettled {
             _ = try await box.fetch(CloudDocumentMediaResource(document: huge, reference: .standalone), info: info(MediaResourceId("")))
         }
         let peak = max(peakRSSFromStatusMiB(), sampler.stop())
@@ -215,7 +215,7 @@ private func benchmarkBody(
         // 2,000 files would slow the file creation of the tool timed after it.
         for round in 1...smallRounds {
             let box = try MediaBox(basePath: workDir + "/small-media-\(round)", fetcher: fetch)
-            let t = try await timed { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: 32) }
+            let t = try await measureSettled { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: 32) }
             try verify(box: box, docs: Array(small.prefix(50)), api: api)
             let ariaSmall = try runPeer(
                 workDir: workDir, name: "aria2c-small-\(round)", urls: smallURLs, keepOutput: true,
@@ -261,12 +261,12 @@ private func benchmarkBody(
     if !large.isEmpty {
         let box = try MediaBox(basePath: workDir + "/large-media", fetcher: fetch)
         let resources = large.map { CloudDocumentMediaResource(document: $0, reference: .standalone) }
-        let t = try await timed { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: large.count) }
+        let t = try await measureSettled { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: large.count) }
         try verify(box: box, docs: [large[0]], api: api)
         largeRows.append(("MultipartFetch → MediaBox (synced on completion)", t, largeTotal / t / 1e6))
         try? FileManager.default.removeItem(atPath: workDir + "/large-media")
         let box2 = try MediaBox(basePath: workDir + "/large-media2", fetcher: fetch, options: MediaBox.Options(completionSync: .none))
-        let t2 = try await timed { _ = try await fetch.fetchBatch(resources, into: box2, info: info, maxConcurrentFiles: large.count) }
+        let t2 = try await measureSettled { _ = try await fetch.fetchBatch(resources, into: box2, info: info, maxConcurrentFiles: large.count) }
         largeRows.append(("MultipartFetch → MediaBox (no fsync, as the peers)", t2, largeTotal / t2 / 1e6))
         try? FileManager.default.removeItem(atPath: workDir + "/large-media2")
         let urls = large.map(plainURL)
@@ -299,13 +299,6 @@ private func benchmarkBody(
 /// File size helper.
 private func fm(_ path: String) throws -> Int64 {
     (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
-}
-
-private func timed(_ body: () async throws -> Void) async rethrows -> Double {
-    settleDisk()
-    let start = DispatchTime.now().uptimeNanoseconds
-    try await body()
-    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
 }
 
 /// Checks stored files against the server's SHA-256.

@@ -112,44 +112,37 @@ struct S3Benchmark {
         let upload = S3FileUpload(client: s3, partSize: partSize, multipartThreshold: partSize, concurrentParts: options.concurrency)
         let rssBefore = peakRSSMiB()
         var result: S3FileUpload.Result? = nil
-        settleDisk()
-        let productPut = try await measureAsync {
+        let productPut = try await measureSettled {
             result = try await upload.upload(file: large, to: "product/large", journalPath: options.workDir + "/large.journal")
         }
-        settleDisk()
-        let peerPut = try measure { try runPeer(awsBase + ["s3", "cp", large, "s3://\(options.bucket)/peer/large"], env) }
+        let peerPut = try await measureSettled { try runPeer(awsBase + ["s3", "cp", large, "s3://\(options.bucket)/peer/large"], env) }
 
         // 2. Large file back by ranged GETs.
         let back = options.workDir + "/large.back"
-        settleDisk()
-        let productGet = try await measureAsync { try await rangedDownload(s3, key: "product/large", size: largeSize, partSize: partSize, to: back) }
+        let productGet = try await measureSettled { try await rangedDownload(s3, key: "product/large", size: largeSize, partSize: partSize, to: back) }
         let rssAfter = peakRSSMiB()
         let backSHA = try sha256(ofFile: back)
         guard backSHA == result?.sha256 else { throw BenchError("the large file read back differs from what was staged") }
         try fm.removeItem(atPath: back)
-        settleDisk()
-        let peerGet = try measure { try runPeer(awsBase + ["s3", "cp", "s3://\(options.bucket)/peer/large", back], env) }
+        let peerGet = try await measureSettled { try runPeer(awsBase + ["s3", "cp", "s3://\(options.bucket)/peer/large", back], env) }
         try fm.removeItem(atPath: back)
 
         // 3. Small files in and out. Each tool reads them back into its own folder, and both stay
         // until the benchmark ends (`WorkDirectory`).
         let names = (0..<options.smallFiles).map { "f\($0)" }
-        settleDisk()
-        let productSmallPut = try await measureAsync {
+        let productSmallPut = try await measureSettled {
             try await forEachConcurrently(names, limit: options.concurrency) { name in
                 let path = smallDir + "/" + name
                 let data = try Data(contentsOf: URL(fileURLWithPath: path))
                 try await s3.putObject("product/small/" + name, body: .data(data), sha256: CloudCrypto.SHA256.hash(data))
             }
         }
-        settleDisk()
-        let peerSmallPut = try measure {
+        let peerSmallPut = try await measureSettled {
             try runPeer(awsBase + ["s3", "cp", "--recursive", smallDir, "s3://\(options.bucket)/peer/small/"], env)
         }
         let smallBack = options.workDir + "/small-back"
         try fm.createDirectory(atPath: smallBack, withIntermediateDirectories: true)
-        settleDisk()
-        let productSmallGet = try await measureAsync {
+        let productSmallGet = try await measureSettled {
             try await forEachConcurrently(names, limit: options.concurrency) { name in
                 let fd = open(smallBack + "/" + name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
                 guard fd >= 0 else { throw BenchError("cannot create \(name)") }
@@ -157,8 +150,7 @@ struct S3Benchmark {
                 _ = try await s3.getObject("product/small/" + name, to: .fileDescriptor(fd, offset: 0))
             }
         }
-        settleDisk()
-        let peerSmallGet = try measure {
+        let peerSmallGet = try await measureSettled {
             try runPeer(awsBase + ["s3", "cp", "--recursive", "s3://\(options.bucket)/peer/small/", options.workDir + "/small-back-peer"], env)
         }
 
@@ -223,13 +215,6 @@ func forEachConcurrently<T: Sendable>(_ items: [T], limit: Int, _ body: @escapin
         }
         try await group.waitForAll()
     }
-}
-
-/// Wall-clock seconds taken by an async `body`.
-func measureAsync(_ body: () async throws -> Void) async rethrows -> Double {
-    let start = DispatchTime.now().uptimeNanoseconds
-    try await body()
-    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
 }
 
 /// Writes `size` bytes of a cheap non-repeating pattern.

@@ -18,12 +18,7 @@ enum WorkDirectory {
 
     /// Removes `path` now, or lists it for `all` to remove at the end.
     static func remove(_ path: String) {
-        if let list = ProcessInfo.processInfo.environment[deferredRemovalsKey], let handle = FileHandle(forWritingAtPath: list) {
-            handle.seekToEndOfFile()
-            handle.write(Data((path + "\n").utf8))
-            handle.closeFile()
-            return
-        }
+        if let list = ProcessInfo.processInfo.environment[deferredRemovalsKey], appendLine(Data(path.utf8), to: list) { return }
         try? FileManager.default.removeItem(atPath: path)
     }
 
