@@ -108,8 +108,8 @@ final class UploadQueueIntegrationTests: XCTestCase {
         }
         let a = try h.start(["run", "upload-a", "--json"])
         let b = try h.start(["run", "upload-b", "--json"])
-        XCTAssertEqual(a.wait(timeout: 300), 0, a.stderr)
-        XCTAssertEqual(b.wait(timeout: 300), 0, b.stderr)
+        XCTAssertEqual(a.wait(timeout: 300), 0, a.stdout + a.stderr)
+        XCTAssertEqual(b.wait(timeout: 300), 0, b.stdout + b.stderr)
         let sentA = JobrunHarness.counters(a.stdout)["items_sent"] ?? 0
         let sentB = JobrunHarness.counters(b.stdout)["items_sent"] ?? 0
         XCTAssertEqual(sentA + sentB, ids.count, "each item sent by exactly one of the two")

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 
 @testable import Jobs
@@ -63,6 +64,31 @@ final class SupportTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: box.directory.path))
         box.close()  // idempotent
         second.close()
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: root.temp(process: "jobrun").path), [])
+    }
+
+    func testTempBoxesStartingTogetherNeverSweepEachOther() throws {
+        // Two launches starting at the same moment (two cron jobs at one minute) each sweep the
+        // other's folder while it is being created: neither may fail or lose its folder.
+        let directory = try TestPaths.makeTempDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let root = DataRoot(url: directory)
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for i in 0..<300 {
+                do {
+                    let box = try TempBox(root: root, process: "jobrun")
+                    let scratch = box.makePath()
+                    if !FileManager.default.createFile(atPath: scratch.path, contents: Data("x".utf8)) {
+                        failures.withLock { $0.append("worker \(worker) launch \(i): its folder was swept") }
+                    }
+                    box.close()
+                } catch {
+                    failures.withLock { $0.append("worker \(worker) launch \(i): \(error)") }
+                }
+            }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, [])
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: root.temp(process: "jobrun").path), [])
     }
 

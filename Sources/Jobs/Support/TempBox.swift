@@ -25,6 +25,8 @@ public final class TempBox: @unchecked Sendable {
     private var parentFD: Int32
     private var counter = 0
     private static let ownerFile = ".owner"
+    /// The owner file while it is being created, before it is locked and renamed to `ownerFile`.
+    private static let newOwnerFile = ".owner.new"
 
     /// Creates this launch's directory (0700) and sweeps stale ones of the same process type.
     public init(root: DataRoot, process: String, sweep: Bool = true) throws {
@@ -40,19 +42,31 @@ public final class TempBox: @unchecked Sendable {
             Foundation.close(parentFD)
             throw DataRootError.cannotCreate(path: directory.path, errno: e, holder: nil)
         }
+        // The owner file is locked under another name and only then renamed into place: a
+        // sweeper starting at the same moment finds no `.owner` (a young box, left alone) or a
+        // locked one, never an unlocked one it would take for a dead launch's and remove.
         let boxFD = openat(parentFD, launchID, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        var failure: Int32 = 0
         if boxFD >= 0 {
-            ownerFD = openat(boxFD, Self.ownerFile, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            ownerFD = openat(boxFD, Self.newOwnerFile, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if ownerFD < 0 || flock(ownerFD, LOCK_EX | LOCK_NB) != 0 {
+                failure = errno
+            } else {
+                let pid = "\(getpid())\n"
+                _ = pid.withCString { Foundation.write(ownerFD, $0, strlen($0)) }
+                if renameat(boxFD, Self.newOwnerFile, boxFD, Self.ownerFile) != 0 { failure = errno }
+            }
             Foundation.close(boxFD)
+        } else {
+            failure = errno
         }
-        guard ownerFD >= 0, flock(ownerFD, LOCK_EX | LOCK_NB) == 0 else {
-            let e = errno
+        guard failure == 0 else {
+            if ownerFD >= 0 { Foundation.close(ownerFD) }
+            ownerFD = -1
             _ = Self.removeTree(parentFD: parentFD, name: launchID)
             Foundation.close(parentFD)
-            throw DataRootError.cannotCreate(path: directory.appendingPathComponent(Self.ownerFile).path, errno: e, holder: nil)
+            throw DataRootError.cannotCreate(path: directory.appendingPathComponent(Self.ownerFile).path, errno: failure, holder: nil)
         }
-        let pid = "\(getpid())\n"
-        _ = pid.withCString { Foundation.write(ownerFD, $0, strlen($0)) }
     }
 
     deinit { close() }
