@@ -42,11 +42,11 @@ struct DemoCommand: AsyncParsableCommand {
 
         let sink = try LogSink(root: dataRoot, process: "demo", console: .off)
         let logger = JobLogger(sink: sink)
-        let tempBox = try TempBox(root: dataRoot, process: "demo")
+        let tempBox = TempBox(root: dataRoot, process: "demo")
         defer { tempBox.close() }
         let runner = JobRunner(
             root: dataRoot, accounts: AccountContextPool(root: dataRoot),
-            logger: logger, tempDirectory: tempBox.directory)
+            logger: logger, temp: tempBox)
 
         if !json {
             print(
@@ -59,7 +59,7 @@ struct DemoCommand: AsyncParsableCommand {
         for (name, yaml) in Self.demoJobs {
             switch kind(of: yaml) {
             case UploadQueueJob.name:
-                let queued = try await enqueueDemoUploads(dataRoot, accounts: runner.accounts, scratch: tempBox.directory.path)
+                let queued = try await enqueueDemoUploads(dataRoot, accounts: runner.accounts, scratch: try tempBox.directory().path)
                 if !json { print("• enqueued \(queued) files for upload (one of them secret)") }
             case RevalidateReferencesJob.name:
                 try await cloud.resetCounters()

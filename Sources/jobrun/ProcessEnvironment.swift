@@ -33,15 +33,15 @@ struct ProcessEnvironment {
                 }
             }
             sink = try LogSink(configuration: configuration)
-            tempBox = try TempBox(root: root, process: process)
         } catch {
             let failure = StorageFailure.jobError(error, doing: "cannot use the data root \(root.path)")
             throw fail(failure.exitCode, failure.message)
         }
+        tempBox = TempBox(root: root, process: process)
         logger = JobLogger(sink: sink)
         JobLogHandler.bootstrap(sink)
         accounts = AccountContextPool(root: root)
-        runner = JobRunner(root: root, accounts: accounts, logger: logger, tempDirectory: tempBox.directory)
+        runner = JobRunner(root: root, accounts: accounts, logger: logger, temp: tempBox)
     }
 
     func close() { tempBox.close() }

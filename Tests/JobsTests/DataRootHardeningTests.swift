@@ -47,7 +47,7 @@ final class DataRootHardeningTests: XCTestCase {
 
         // temp/<process> itself replaced by a link: refused, nothing outside touched.
         try FileManager.default.createSymbolicLink(atPath: root.temp(process: "run").path, withDestinationPath: outside.path)
-        XCTAssertThrowsError(try TempBox(root: root, process: "run")) { error in
+        XCTAssertThrowsError(try TempBox(root: root, process: "run").directory()) { error in
             XCTAssertEqual(error as? DataRootError, .symbolicLink(path: root.temp(process: "run").path))
             XCTAssertEqual((error as? DataRootError)?.exitCode, .config)
         }
@@ -58,7 +58,8 @@ final class DataRootHardeningTests: XCTestCase {
 
         // A link planted as a stale launch entry: the link is removed, never what it points to.
         try FileManager.default.removeItem(atPath: root.temp(process: "run").path)
-        let box = try TempBox(root: root, process: "run")
+        let box = TempBox(root: root, process: "run")
+        _ = try box.directory()
         let planted = root.temp(process: "run").appendingPathComponent("1-deadbeef")
         try FileManager.default.createSymbolicLink(atPath: planted.path, withDestinationPath: outside.path)
         var old = [timespec(tv_sec: time(nil) - 7200, tv_nsec: 0), timespec(tv_sec: time(nil) - 7200, tv_nsec: 0)]

@@ -39,7 +39,7 @@ final class ExampleKindTests: XCTestCase {
         let sink = try LogSink(root: root, process: "test", console: .off)
         let runner = JobRunner(
             root: root, kinds: kinds, accounts: AccountContextPool(root: root), logger: JobLogger(sink: sink),
-            tempDirectory: URL(fileURLWithPath: dir.file("tmp")))
+            temp: TempBox(root: root, process: "test"))
         let result = await runner.run(try JobFile.load(contentsOf: jobFile, kinds: kinds))
         XCTAssertEqual(result.exitCode, .ok, result.message ?? "")
         XCTAssertEqual(result.report.counters["messages"], 3)

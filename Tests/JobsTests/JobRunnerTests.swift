@@ -54,7 +54,7 @@ final class JobRunnerTests: XCTestCase {
         let sink = try LogSink(root: root, process: "test", console: .off)
         return JobRunner(
             root: root, kinds: JobKindRegistry([kind]), accounts: AccountContextPool(root: root),
-            logger: JobLogger(sink: sink), tempDirectory: URL(fileURLWithPath: dir.file("tmp")))
+            logger: JobLogger(sink: sink), temp: TempBox(root: root, process: "test"))
     }
 
     private func history(_ dir: TemporaryDirectory) throws -> [JobRunRecord] {

@@ -41,10 +41,13 @@ final class SupportTests: XCTestCase {
         let directory = try TestPaths.makeTempDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let root = DataRoot(url: directory)
-        let box = try TempBox(root: root, process: "jobrun")
-        XCTAssertEqual(box.directory.deletingLastPathComponent().path, root.temp(process: "jobrun").path)
+        let box = TempBox(root: root, process: "jobrun")
         XCTAssertTrue(box.launchID.hasPrefix("\(getpid())-"))
-        let scratch = box.makePath(prefix: "part", suffix: ".bin")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: root.temp.path), "nothing is created before the first use")
+        let scratch = try box.makePath(prefix: "part", suffix: ".bin")
+        let boxDirectory = try box.directory()
+        XCTAssertEqual(boxDirectory.deletingLastPathComponent().path, root.temp(process: "jobrun").path)
+        XCTAssertEqual(scratch.deletingLastPathComponent(), boxDirectory)
         try Data("x".utf8).write(to: scratch)
 
         // A live box (lock held) is never swept, even by this process.
@@ -56,13 +59,16 @@ final class SupportTests: XCTestCase {
         try FileManager.default.createDirectory(at: stale, withIntermediateDirectories: true)
         try Data("99999\n".utf8).write(to: stale.appendingPathComponent(".owner"))
         try Data("junk".utf8).write(to: stale.appendingPathComponent("junk"))
-        let second = try TempBox(root: root, process: "jobrun")  // sweeps on start
+        let second = TempBox(root: root, process: "jobrun")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: stale.path), "a box not yet used sweeps nothing")
+        _ = try second.directory()  // the first use sweeps
         XCTAssertFalse(FileManager.default.fileExists(atPath: stale.path))
-        XCTAssertTrue(FileManager.default.fileExists(atPath: box.directory.path))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: boxDirectory.path))
 
         box.close()
-        XCTAssertFalse(FileManager.default.fileExists(atPath: box.directory.path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: boxDirectory.path))
         box.close()  // idempotent
+        XCTAssertThrowsError(try box.directory(), "a closed box is not created again")
         second.close()
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: root.temp(process: "jobrun").path), [])
     }
@@ -77,8 +83,8 @@ final class SupportTests: XCTestCase {
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
             for i in 0..<300 {
                 do {
-                    let box = try TempBox(root: root, process: "jobrun")
-                    let scratch = box.makePath()
+                    let box = TempBox(root: root, process: "jobrun")
+                    let scratch = try box.makePath()
                     if !FileManager.default.createFile(atPath: scratch.path, contents: Data("x".utf8)) {
                         failures.withLock { $0.append("worker \(worker) launch \(i): its folder was swept") }
                     }

@@ -7,7 +7,8 @@ public struct JobContext: Sendable {
     public let attempt: Int
     public let account: AccountContext
     public let logger: JobLogger
-    public let tempDirectory: URL
+    /// Scratch space of this launch, created on first use (`temp.makePath()`).
+    public let temp: TempBox
     /// `--dry-run`: report what would be done, change nothing.
     public let dryRun: Bool
 

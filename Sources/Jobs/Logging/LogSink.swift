@@ -226,7 +226,7 @@ public final class LogSink: @unchecked Sendable {
         guard let url = fileURL else { return }
         let base = url.lastPathComponent + "."
         let now = Date()
-        for name in TempBox.entries(of: dirFD) where name.hasPrefix(base) {
+        for name in DataRoot.entries(of: dirFD) where name.hasPrefix(base) {
             guard let index = Int(name.dropFirst(base.count)) else { continue }
             var info = stat()
             let tooOld: Bool

@@ -9,19 +9,20 @@ public struct JobRunner: Sendable {
     public let kinds: JobKindRegistry
     public let accounts: AccountContextPool
     public let logger: JobLogger
-    public let tempDirectory: URL
+    /// The launch's scratch space, handed to every kind; created only if one uses it.
+    public let temp: TempBox
     public let metrics: MetricsWriter
     /// Failure hooks and heartbeat pings (`onFailure`, `heartbeat`); dry runs send none.
     public var alerts: RunAlerts
     /// Runs kept per job in the history table.
     public var historyLimit = 200
 
-    public init(root: DataRoot, kinds: JobKindRegistry = .shipped, accounts: AccountContextPool, logger: JobLogger, tempDirectory: URL) {
+    public init(root: DataRoot, kinds: JobKindRegistry = .shipped, accounts: AccountContextPool, logger: JobLogger, temp: TempBox) {
         self.root = root
         self.kinds = kinds
         self.accounts = accounts
         self.logger = logger
-        self.tempDirectory = tempDirectory
+        self.temp = temp
         self.metrics = MetricsWriter(root: root)
         self.alerts = RunAlerts(root: root, logger: logger)
     }
@@ -267,7 +268,7 @@ public struct JobRunner: Sendable {
             let accountLog = log.with(["account": .int(context.id)])
             let jobContext = JobContext(
                 job: job, runId: runId, attempt: attempt, account: context,
-                logger: accountLog, tempDirectory: tempDirectory, dryRun: dryRun)
+                logger: accountLog, temp: temp, dryRun: dryRun)
             do {
                 let accountReport = try await withTimeout(job.timeout) { try await kind.run(jobContext) }
                 accountLog.info(kind.reportEvent, accountReport.logFields)

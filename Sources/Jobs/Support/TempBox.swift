@@ -4,8 +4,13 @@ import Foundation
     import Glibc
 #endif
 
-/// Per-launch scratch space: `<root>/temp/<process>/<launch-id>/`, removed by `close()` (or when
-/// the value is released), and swept by the next launch if the owner died.
+/// Per-launch scratch space: `<root>/temp/<process>/<launch-id>/`, created on first use,
+/// removed by `close()` (or when the value is released), and swept by a later launch if the
+/// owner died.
+///
+/// Nothing is created until `directory()` or `makePath` is called: a run that needs no scratch
+/// space (a cron run with nothing to do) creates and removes no folder. The first use sweeps
+/// stale folders of the same process type, then creates this launch's.
 ///
 /// Ownership is an `flock` held on `<launch-id>/.owner` for the life of the process, not a pid
 /// check, so pid reuse cannot keep a dead launch's directory alive or get a live one removed:
@@ -15,28 +20,48 @@ import Foundation
 /// (`openat` with `O_NOFOLLOW`, `unlinkat`): a symbolic link planted in `temp/` is refused or
 /// removed as a link, and nothing outside the data root is ever deleted through one.
 public final class TempBox: @unchecked Sendable {
+    public let root: DataRoot
     public let process: String
     /// `<pid>-<random>`: unique per launch, readable in `ls`.
     public let launchID: String
-    public let directory: URL
     private let lock = NSLock()
-    private var ownerFD: Int32
-    /// `temp/<process>/`, opened without following links; removal of the box goes through it.
-    private var parentFD: Int32
+    private var state = State.notCreated
     private var counter = 0
     private static let ownerFile = ".owner"
     /// The owner file while it is being created, before it is locked and renamed to `ownerFile`.
     private static let newOwnerFile = ".owner.new"
 
-    /// Creates this launch's directory (0700) and sweeps stale ones of the same process type.
-    public init(root: DataRoot, process: String, sweep: Bool = true) throws {
+    private enum State {
+        case notCreated
+        /// `parentFD` is `temp/<process>/`, opened without following links; removal of the box
+        /// goes through it. `ownerFD` holds the owner lock.
+        case created(directory: URL, parentFD: Int32, ownerFD: Int32)
+        case closed
+    }
+
+    /// Names this launch's box; nothing is created yet.
+    public init(root: DataRoot, process: String) {
+        self.root = root
         self.process = process
-        let parent = root.temp(process: process)
-        parentFD = try DataRoot.openDirectory(parent, in: root)
-        if sweep { _ = Self.sweepStale(parentFD: parentFD, parentPath: parent.path) }
         launchID = "\(getpid())-\(UInt32.random(in: 0...UInt32.max).hexPadded)"
-        directory = parent.appendingPathComponent(launchID, isDirectory: true)
-        ownerFD = -1
+    }
+
+    deinit { close() }
+
+    /// The box's directory, created (0700) on the first call after sweeping stale ones of the
+    /// same process type. Throws what the data root refuses (a planted link, no permission).
+    public func directory() throws -> URL {
+        lock.lock()
+        defer { lock.unlock() }
+        switch state {
+        case .created(let directory, _, _): return directory
+        case .closed: throw DataRootError.cannotCreate(path: root.temp(process: process).appendingPathComponent(launchID).path, errno: EBADF, holder: nil)
+        case .notCreated: break
+        }
+        let parent = root.temp(process: process)
+        let parentFD = try DataRoot.openDirectory(parent, in: root)
+        _ = Self.sweepStale(parentFD: parentFD, parentPath: parent.path)
+        let directory = parent.appendingPathComponent(launchID, isDirectory: true)
         guard mkdirat(parentFD, launchID, 0o700) == 0 else {
             let e = errno
             Foundation.close(parentFD)
@@ -46,6 +71,7 @@ public final class TempBox: @unchecked Sendable {
         // sweeper starting at the same moment finds no `.owner` (a young box, left alone) or a
         // locked one, never an unlocked one it would take for a dead launch's and remove.
         let boxFD = openat(parentFD, launchID, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        var ownerFD: Int32 = -1
         var failure: Int32 = 0
         if boxFD >= 0 {
             ownerFD = openat(boxFD, Self.newOwnerFile, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -62,17 +88,17 @@ public final class TempBox: @unchecked Sendable {
         }
         guard failure == 0 else {
             if ownerFD >= 0 { Foundation.close(ownerFD) }
-            ownerFD = -1
             _ = Self.removeTree(parentFD: parentFD, name: launchID)
             Foundation.close(parentFD)
             throw DataRootError.cannotCreate(path: directory.appendingPathComponent(Self.ownerFile).path, errno: failure, holder: nil)
         }
+        state = .created(directory: directory, parentFD: parentFD, ownerFD: ownerFD)
+        return directory
     }
 
-    deinit { close() }
-
     /// A fresh path inside the box (not created), e.g. for a download or an upload part.
-    public func makePath(prefix: String = "tmp", suffix: String = "") -> URL {
+    public func makePath(prefix: String = "tmp", suffix: String = "") throws -> URL {
+        let directory = try directory()
         lock.lock()
         counter += 1
         let n = counter
@@ -80,16 +106,16 @@ public final class TempBox: @unchecked Sendable {
         return directory.appendingPathComponent("\(prefix)-\(n)\(suffix)")
     }
 
-    /// Removes the directory and releases the lock. Idempotent.
+    /// Removes the directory (if it was created) and releases the lock. Idempotent.
     public func close() {
         lock.lock()
         defer { lock.unlock() }
-        guard ownerFD >= 0 else { return }
-        _ = Self.removeTree(parentFD: parentFD, name: launchID)
-        Foundation.close(ownerFD)
-        Foundation.close(parentFD)
-        ownerFD = -1
-        parentFD = -1
+        if case .created(_, let parentFD, let ownerFD) = state {
+            _ = Self.removeTree(parentFD: parentFD, name: launchID)
+            Foundation.close(ownerFD)
+            Foundation.close(parentFD)
+        }
+        state = .closed
     }
 
     /// Removes launch directories under `parent` whose owner lock is not held (owner dead), and
@@ -105,7 +131,7 @@ public final class TempBox: @unchecked Sendable {
 
     static func sweepStale(parentFD: Int32, parentPath: String) -> [URL] {
         var removed: [URL] = []
-        for name in entries(of: parentFD) {
+        for name in DataRoot.entries(of: parentFD) {
             let url = URL(fileURLWithPath: parentPath).appendingPathComponent(name, isDirectory: true)
             var st = stat()
             guard fstatat(parentFD, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
@@ -137,28 +163,13 @@ public final class TempBox: @unchecked Sendable {
         guard let tempFD = try? root.openDirectory(["temp"], create: false) else { return [] }
         defer { Foundation.close(tempFD) }
         var removed: [URL] = []
-        for name in entries(of: tempFD) {
+        for name in DataRoot.entries(of: tempFD) {
             let fd = openat(tempFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else { continue }
             removed += sweepStale(parentFD: fd, parentPath: root.temp(process: name).path)
             Foundation.close(fd)
         }
         return removed
-    }
-
-    /// The names in the directory `fd` (without `.` and `..`).
-    static func entries(of fd: Int32) -> [String] {
-        let dup = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dup >= 0, let dir = fdopendir(dup) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name != ".", name != ".." { names.append(name) }
-        }
-        return names
     }
 
     /// Removes `name` under `parentFD`: a directory recursively through descriptors, anything
@@ -169,7 +180,7 @@ public final class TempBox: @unchecked Sendable {
         guard errno == EISDIR || errno == EPERM, depth < 64 else { return errno == ENOENT }
         let fd = openat(parentFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return false }
-        for child in entries(of: fd) { removeTree(parentFD: fd, name: child, depth: depth + 1) }
+        for child in DataRoot.entries(of: fd) { removeTree(parentFD: fd, name: child, depth: depth + 1) }
         Foundation.close(fd)
         return unlinkat(parentFD, name, AT_REMOVEDIR) == 0 || errno == ENOENT
     }
