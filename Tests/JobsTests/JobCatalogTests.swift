@@ -37,6 +37,13 @@ final class JobCatalogTests: XCTestCase {
             }, "\(messages)")
         XCTAssertTrue(messages.contains { $0.contains("broken.yaml:2:7: unknown job kind 'nope'") }, "\(messages)")
         XCTAssertThrowsError(try JobCatalog.loadStrict(directory: directory))
+        // Hidden files are not job files; a path that is no directory is an error at its line 1.
+        try ("name: hidden\n" + body).write(to: directory.appendingPathComponent(".hidden.yaml"), atomically: true, encoding: .utf8)
+        XCTAssertEqual(JobCatalog.load(directory: directory).jobs.map(\.name), ["same"])
+        let file = directory.appendingPathComponent("a.yaml")
+        XCTAssertEqual(
+            JobCatalog.load(directory: file).errors.map(\.description),
+            ["\(file.path):1:1: cannot read jobs directory: Not a directory (ENOTDIR) (expected a directory of *.yaml job files)"])
 
         // `validate <files…>`: paths shown as given, a missing file is an error too.
         let listed = JobCatalog.load(files: [directory.appendingPathComponent("a.yaml").path, "/nonexistent.yaml"])

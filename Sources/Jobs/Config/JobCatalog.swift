@@ -21,11 +21,11 @@ public struct JobCatalog: Sendable {
     /// Loads every job file of `directory`. Never throws for bad files: their errors are in
     /// `errors` (use `loadStrict` to fail on any). A missing directory is an error at `directory:1:1`.
     public static func load(directory: URL, kinds: JobKindRegistry = .shipped) -> JobCatalog {
-        let fm = FileManager.default
-        let names: [String]
-        do {
-            names = try fm.contentsOfDirectory(atPath: directory.path)
-        } catch {
+        // Listed with readdir on a descriptor, as the data root's folders are: FileManager's
+        // listing costs every `jobrun run` about a tenth of a millisecond more.
+        let fd = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO, userInfo: [NSFilePathErrorKey: directory.path])
             return JobCatalog(
                 jobs: [],
                 errors: [
@@ -35,6 +35,8 @@ public struct JobCatalog: Sendable {
                         expected: "a directory of *.yaml job files")
                 ], directory: directory, kinds: kinds)
         }
+        let names = DataRoot.entries(of: fd)
+        close(fd)
         let files = names.filter { ($0.hasSuffix(".yaml") || $0.hasSuffix(".yml")) && !$0.hasPrefix(".") }.sorted()
         var jobs: [JobFile] = []
         var errors: [JobFileError] = []
