@@ -23,13 +23,17 @@ public final class MediaBox: Sendable {
         public var completionSync: CompletionSync
         /// How often a fetch waiting on another process's lock looks again.
         public var lockPollInterval: Duration
+        /// `storeBatch` writes files under no name (`UnnamedFile`) and links them once synced.
+        /// Off, or on a file system without `O_TMPFILE`, it writes them under their partial names.
+        public var unnamedBatchFiles: Bool
         public init(
             partialDurability: MediaBoxPartialFile.Durability = .processCrash, completionSync: CompletionSync = .group,
-            lockPollInterval: Duration = .milliseconds(20)
+            lockPollInterval: Duration = .milliseconds(20), unnamedBatchFiles: Bool = true
         ) {
             self.partialDurability = partialDurability
             self.completionSync = completionSync
             self.lockPollInterval = lockPollInterval
+            self.unnamedBatchFiles = unnamedBatchFiles
         }
     }
 
@@ -274,14 +278,18 @@ public final class MediaBox: Sendable {
 
     /// Stores many resources with batched durability (by default): every file written, one
     /// `syncfs` for all, then each linked into place, the directories synced once, and all rows
-    /// inserted in one StorageBox transaction. A crash before the link leaves only partial files
-    /// (reconciliation removes them); never a complete file with missing data.
+    /// inserted in one StorageBox transaction. Files are written under no name (`UnnamedFile`)
+    /// where the file system allows it, else under their partial names. A crash before the link
+    /// leaves no complete file with missing data: an unnamed file vanishes, a partial one is
+    /// removed by reconciliation.
     @discardableResult
     public func storeBatch(
         _ items: [(MediaResourceId, Data)], info: (MediaResourceId) -> MediaResourceStorageInfo,
         accessTime: Int64? = nil, durability: BatchDurability = .batch
     ) throws -> [MediaResourceData] {
         let syncEach = durability == .syncEach
+        // Unnamed files are published by the chunk's link step, which `syncEach` does not have.
+        var unnamedFiles = options.unnamedBatchFiles && !syncEach
         var results: [MediaResourceData] = []
         results.reserveCapacity(items.count)
         let chunkSize = 256
@@ -289,9 +297,9 @@ public final class MediaBox: Sendable {
         while start < items.count {
             let chunk = items[start..<min(start + chunkSize, items.count)]
             start += chunkSize
-            var open: [(MediaBoxPartialFile, MediaResourceStorageInfo, MediaResourceId)] = []
+            var open: [(BatchFile, MediaResourceStorageInfo, MediaResourceId)] = []
             var touched: [MediaStorageKey] = []
-            defer { for (p, _, _) in open { p.close() } }
+            defer { for (f, _, _) in open { f.close() } }
             var chunkResults: [MediaStorageKey: MediaResourceData] = [:]
             for (id, data) in chunk {
                 let i = info(id)
@@ -301,34 +309,43 @@ public final class MediaBox: Sendable {
                     chunkResults[MediaStorageKey(location: i.location, id: id)] = d
                     continue
                 }
-                // No meta: the data is written whole and completed in this call (one inode per
-                // file; a crash before the link leaves a partial that resumes from zero).
-                guard
-                    let partial = try MediaBoxPartialFile.open(
-                        paths: paths, wait: true, durability: .processCrash,
-                        withMeta: false, syncNewDirectory: durability == .syncEach)
-                else { continue }
-                if let d = completeData(paths) {
-                    partial.discard()
-                    touched.append(MediaStorageKey(location: i.location, id: id))
-                    chunkResults[MediaStorageKey(location: i.location, id: id)] = d
-                    continue
+                let file: BatchFile
+                if unnamedFiles, let unnamed = try UnnamedFile.create(in: paths.directory) {
+                    file = .unnamed(unnamed, paths: paths, size: Int64(data.count))
+                    open.append((file, i, id))
+                    try data.withUnsafeBytes { try PosixFile.pwriteAll(unnamed.descriptor, $0, offset: 0, path: paths.complete) }
+                } else {
+                    unnamedFiles = false
+                    // No meta: the data is written whole and completed in this call (one inode per
+                    // file; a crash before the link leaves a partial that resumes from zero).
+                    guard
+                        let partial = try MediaBoxPartialFile.open(
+                            paths: paths, wait: true, durability: .processCrash,
+                            withMeta: false, syncNewDirectory: syncEach)
+                    else { continue }
+                    if let d = completeData(paths) {
+                        partial.discard()
+                        touched.append(MediaStorageKey(location: i.location, id: id))
+                        chunkResults[MediaStorageKey(location: i.location, id: id)] = d
+                        continue
+                    }
+                    file = .partial(partial)
+                    open.append((file, i, id))
+                    try partial.setSize(Int64(data.count))
+                    try partial.write(offset: 0, data: data)
+                    if syncEach { try partial.complete(sync: true) } else { try partial.prepareForBatchCompletion() }
                 }
-                try partial.setSize(Int64(data.count))
-                try partial.write(offset: 0, data: data)
                 // The batch's sync finds the data already on its way to the disk.
-                if durability == .batch { PosixFile.startWriteback(partial.descriptor, offset: 0, count: data.count) }
-                if syncEach { try partial.complete(sync: true) } else { try partial.prepareForBatchCompletion() }
-                open.append((partial, i, id))
+                if durability == .batch { PosixFile.startWriteback(file.descriptor, offset: 0, count: data.count) }
             }
             if !syncEach, let first = open.first {
                 let sync = durability == .batch
                 // One sync for the whole file system instead of one fsync per file.
                 if sync { try PosixFile.syncFileSystem(containing: first.0.descriptor, files: open.map { $0.0.descriptor }, path: basePath) }
                 var directories = Set<String>()
-                for (p, _, _) in open {
-                    try p.publish(syncDirectory: false)
-                    directories.insert(p.paths.directory)
+                for (f, _, _) in open {
+                    try f.publish()
+                    directories.insert(f.paths.directory)
                 }
                 // The links of a chunk land in many shard folders. One more sync of the file
                 // system makes all of them durable at once (it writes back every dirty directory
@@ -339,10 +356,9 @@ public final class MediaBox: Sendable {
             }
             let time = accessTime ?? Self.now()
             var entries: [StorageBoxEntry] = []
-            for (p, i, id) in open {
-                let size = p.knownSize ?? 0
-                entries.append(StorageBoxEntry(id: id, info: i, size: size, accessTime: time))
-                chunkResults[MediaStorageKey(location: i.location, id: id)] = MediaResourceData(path: p.paths.complete, offset: 0, size: size, complete: true)
+            for (f, i, id) in open {
+                entries.append(StorageBoxEntry(id: id, info: i, size: f.size, accessTime: time))
+                chunkResults[MediaStorageKey(location: i.location, id: id)] = MediaResourceData(path: f.paths.complete, offset: 0, size: f.size, complete: true)
             }
             try storageBox.insert(entries)
             try storageBox.touch(touched, at: time)

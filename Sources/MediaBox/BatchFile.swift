@@ -1,0 +1,55 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One resource of a `MediaBox.storeBatch` chunk, written and waiting for the chunk's sync
+/// before it is published under its complete name.
+enum BatchFile {
+    /// Written under no name (`UnnamedFile`); `size` is the data's length.
+    case unnamed(UnnamedFile, paths: ResourceStorePaths, size: Int64)
+    /// Written under the partial name, where the file system has no unnamed files.
+    case partial(MediaBoxPartialFile)
+
+    var descriptor: Int32 {
+        switch self {
+        case .unnamed(let file, _, _): return file.descriptor
+        case .partial(let partial): return partial.descriptor
+        }
+    }
+
+    var paths: ResourceStorePaths {
+        switch self {
+        case .unnamed(_, let paths, _): return paths
+        case .partial(let partial): return partial.paths
+        }
+    }
+
+    var size: Int64 {
+        switch self {
+        case .unnamed(_, _, let size): return size
+        case .partial(let partial): return partial.knownSize ?? 0
+        }
+    }
+
+    /// Gives the file its complete name (the directory is synced by the caller, once for the
+    /// chunk). An abandoned partial download of the same resource (an interrupted fetch that
+    /// left `_partial` and its meta, with nobody writing them) goes with it.
+    func publish() throws {
+        switch self {
+        case .unnamed(let file, let paths, _):
+            _ = try file.link(to: paths.complete)
+            MediaBoxPartialFile.removeAbandoned(paths)
+        case .partial(let partial):
+            try partial.publish(syncDirectory: false)
+        }
+    }
+
+    func close() {
+        switch self {
+        case .unnamed(let file, _, _): file.close()
+        case .partial(let partial): partial.close()
+        }
+    }
+}
