@@ -13,11 +13,13 @@ final class BatchFileTests: XCTestCase {
             let tmp = TemporaryDirectory(prefix: "mediabox-batchfile")
             let media = tmp.path + "/media"
             let box = try MediaBox(basePath: media, options: MediaBox.Options(unnamedBatchFiles: unnamed))
-            // An interrupted download of s0 left a partial and its meta; nobody writes them now.
+            // An interrupted download of s0 left a partial and its meta claiming its first 100
+            // bytes; nobody writes them now. The batch replaces them and creates no meta.
             let stale = try XCTUnwrap(MediaBoxPartialFile.open(paths: box.paths(for: MediaResourceId("s0")), wait: true))
             try stale.setSize(700)
             try stale.write(offset: 0, data: MediaBoxFixtures.pattern(id: "s0", count: 100))
             stale.close()
+            XCTAssertTrue(FileManager.default.fileExists(atPath: box.paths(for: MediaResourceId("s0")).partialMeta))
             // s1 is complete already: it is kept and only touched.
             try box.storeBatch(
                 [(MediaResourceId("s1"), MediaBoxFixtures.pattern(id: "s1", count: 700))], info: { _ in MediaResourceStorageInfo() }, accessTime: 1)

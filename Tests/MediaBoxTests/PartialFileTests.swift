@@ -230,25 +230,6 @@ final class PartialFileTests: XCTestCase {
         XCTAssertEqual(try MediaShard.storedFileNames(in: tmp.path + "/media").filter { $0.contains("_") }, [])
     }
 
-    func testStoreBatchCreatesNoMetaAndReplacesAStaleResume() throws {
-        let tmp = TemporaryDirectory(prefix: "mediabox-batch-nometa")
-        let box = try MediaBox(basePath: tmp.path + "/media")
-        // An interrupted download of s0 left a partial and its meta claiming the first 100 bytes.
-        let paths = box.paths(for: MediaResourceId("s0"))
-        let full = MediaBoxFixtures.pattern(id: "s0", count: 500)
-        let stale = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, wait: true))
-        try stale.setSize(500)
-        try stale.write(offset: 0, data: full.prefix(100))
-        stale.close()
-        XCTAssertTrue(FileManager.default.fileExists(atPath: paths.partialMeta))
-        let items = (0..<20).map { (MediaResourceId("s\($0)"), MediaBoxFixtures.pattern(id: "s\($0)", count: 500)) }
-        _ = try box.storeBatch(items, info: { _ in MediaResourceStorageInfo(contentType: .photo) })
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: paths.complete)), full)
-        // No partial or meta names are left, and none were needed for the others.
-        XCTAssertEqual(try MediaShard.storedFileNames(in: tmp.path + "/media").filter { $0.contains("_") }, [])
-        XCTAssertEqual(try box.stats().total.count, 20)
-    }
-
     func testCompletionCutsBytesBeyondTheSizeAnEarlierWriterLeft() async throws {
         let tmp = TemporaryDirectory(prefix: "mediabox-cut")
         let box = try MediaBox(basePath: tmp.path + "/media", fetcher: PatternFetcher(), options: MediaBox.Options(completionSync: .fsync))
