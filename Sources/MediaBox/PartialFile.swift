@@ -206,11 +206,7 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     /// Removes the partial download of `paths` and its meta if nobody is writing it (its lock
     /// is free); a name that does not exist costs one failed open.
     static func removeAbandoned(_ paths: ResourceStorePaths) {
-        let fd = Glibc.open(paths.partial, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard fd >= 0 else { return }
-        defer { Glibc.close(fd) }
-        guard ResourceLock.tryLock(fd, .exclusive), PosixFile.isSameFile(fd, path: paths.partial) else { return }
-        _ = try? PosixFile.unlinkIfExists(paths.partial)
+        guard case .removed = ResourceRemoval.remove(paths.partial, dryRun: false) else { return }
         _ = try? PosixFile.unlinkIfExists(paths.partialMeta)
     }
 
