@@ -33,6 +33,19 @@ enum BatchFile {
         }
     }
 
+    /// Writes the resource's whole `data`. A partial file is then cut to its size, or with
+    /// `completeNow` synced and published at once (a batch that syncs each file).
+    func write(_ data: Data, completeNow: Bool) throws {
+        switch self {
+        case .unnamed(let file, let paths, _):
+            try data.withUnsafeBytes { try PosixFile.pwriteAll(file.descriptor, $0, offset: 0, path: paths.complete) }
+        case .partial(let partial):
+            try partial.setSize(Int64(data.count))
+            try partial.write(offset: 0, data: data)
+            if completeNow { try partial.complete(sync: true) } else { try partial.prepareForBatchCompletion() }
+        }
+    }
+
     /// Gives the file its complete name (the directory is synced by the caller, once for the
     /// chunk). An abandoned partial download of the same resource (an interrupted fetch that
     /// left `_partial` and its meta, with nobody writing them) goes with it.

@@ -312,8 +312,6 @@ public final class MediaBox: Sendable {
                 let file: BatchFile
                 if unnamedFiles, let unnamed = try UnnamedFile.create(in: paths.directory) {
                     file = .unnamed(unnamed, paths: paths, size: Int64(data.count))
-                    open.append((file, i, id))
-                    try data.withUnsafeBytes { try PosixFile.pwriteAll(unnamed.descriptor, $0, offset: 0, path: paths.complete) }
                 } else {
                     unnamedFiles = false
                     // No meta: the data is written whole and completed in this call (one inode per
@@ -330,11 +328,9 @@ public final class MediaBox: Sendable {
                         continue
                     }
                     file = .partial(partial)
-                    open.append((file, i, id))
-                    try partial.setSize(Int64(data.count))
-                    try partial.write(offset: 0, data: data)
-                    if syncEach { try partial.complete(sync: true) } else { try partial.prepareForBatchCompletion() }
                 }
+                open.append((file, i, id))
+                try file.write(data, completeNow: syncEach)
                 // The batch's sync finds the data already on its way to the disk.
                 if durability == .batch { PosixFile.startWriteback(file.descriptor, offset: 0, count: data.count) }
             }

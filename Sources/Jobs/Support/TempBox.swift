@@ -35,7 +35,7 @@ public final class TempBox: @unchecked Sendable {
         case notCreated
         /// `parentFD` is `temp/<process>/`, opened without following links; removal of the box
         /// goes through it. `ownerFD` holds the owner lock.
-        case created(directory: URL, parentFD: Int32, ownerFD: Int32)
+        case created(parentFD: Int32, ownerFD: Int32)
         case closed
     }
 
@@ -53,15 +53,15 @@ public final class TempBox: @unchecked Sendable {
     public func directory() throws -> URL {
         lock.lock()
         defer { lock.unlock() }
+        let parent = root.temp(process: process)
+        let directory = parent.appendingPathComponent(launchID, isDirectory: true)
         switch state {
-        case .created(let directory, _, _): return directory
-        case .closed: throw DataRootError.cannotCreate(path: root.temp(process: process).appendingPathComponent(launchID).path, errno: EBADF, holder: nil)
+        case .created: return directory
+        case .closed: throw DataRootError.cannotCreate(path: directory.path, errno: EBADF, holder: nil)
         case .notCreated: break
         }
-        let parent = root.temp(process: process)
         let parentFD = try DataRoot.openDirectory(parent, in: root)
         _ = Self.sweepStale(parentFD: parentFD, parentPath: parent.path)
-        let directory = parent.appendingPathComponent(launchID, isDirectory: true)
         guard mkdirat(parentFD, launchID, 0o700) == 0 else {
             let e = errno
             Foundation.close(parentFD)
@@ -92,7 +92,7 @@ public final class TempBox: @unchecked Sendable {
             Foundation.close(parentFD)
             throw DataRootError.cannotCreate(path: directory.appendingPathComponent(Self.ownerFile).path, errno: failure, holder: nil)
         }
-        state = .created(directory: directory, parentFD: parentFD, ownerFD: ownerFD)
+        state = .created(parentFD: parentFD, ownerFD: ownerFD)
         return directory
     }
 
@@ -110,7 +110,7 @@ public final class TempBox: @unchecked Sendable {
     public func close() {
         lock.lock()
         defer { lock.unlock() }
-        if case .created(_, let parentFD, let ownerFD) = state {
+        if case .created(let parentFD, let ownerFD) = state {
             _ = Self.removeTree(parentFD: parentFD, name: launchID)
             Foundation.close(ownerFD)
             Foundation.close(parentFD)
