@@ -29,8 +29,8 @@ final class ProcessTests: XCTestCase {
     }
 
     /// Cron, the scheduler and `enqueue-upload` open one store at the same moments, each for a
-    /// few transactions. The WAL survives every close (truncated to zero bytes after the close's
-    /// checkpoint), and the opener that finds it must neither fail with a busy store nor lose a
+    /// few transactions. The WAL survives every close (kept when small, checkpointed and emptied
+    /// when not), and the opener that finds it must neither fail with a busy store nor lose a
     /// write of the other process.
     func testTwoProcessesOpeningAndClosingOneStoreAtOnceManyTimesLoseNothing() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("open-close-\(UUID().uuidString)").path
@@ -44,7 +44,7 @@ final class ProcessTests: XCTestCase {
         XCTAssertEqual(b.wait(timeout: 600), 0, b.stderr)
         var st = stat()
         XCTAssertEqual(stat(path + "-wal", &st), 0, "the WAL is kept at close")
-        XCTAssertEqual(st.st_size, 0, "the last close checkpointed the WAL into the database and emptied it")
+        XCTAssertLessThanOrEqual(Int64(st.st_size), SqliteValueBox.walKeptAtCloseBytes, "a close leaves at most a small WAL")
         let postbox = try Postbox(path: path)
         XCTAssertEqual(try postbox.readSync { try $0.peers.count() }, 2 * opens)
         try postbox.readSync { tx in

@@ -109,12 +109,16 @@ public struct StoreInspection: Sendable {
 
     /// Opens the Postbox at `path` read-only. A WAL database needs its `-shm` file; when the
     /// directory cannot take it (a read-only file system or a directory nobody may write), the
-    /// store is opened as immutable instead: nothing can be writing it then.
+    /// store is opened as immutable instead: nothing can be writing it then. An immutable open
+    /// reads the database file alone, so it is only made when no WAL holds commits the file
+    /// lacks (SQLite itself reads a WAL on a read-only file system when its `-shm` is there).
     static func openPostbox(_ path: String) throws -> Postbox {
         do {
             return try Postbox(path: path, readOnly: true)
         } catch {
-            guard directoryIsFrozen((path as NSString).deletingLastPathComponent) else { throw error }
+            var wal = stat()
+            let walHoldsCommits = stat(path + "-wal", &wal) == 0 && wal.st_size > 0
+            guard directoryIsFrozen((path as NSString).deletingLastPathComponent), !walHoldsCommits else { throw error }
             return try Postbox(path: path, readOnly: true, immutable: true)
         }
     }
