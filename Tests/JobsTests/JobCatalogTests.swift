@@ -40,6 +40,13 @@ final class JobCatalogTests: XCTestCase {
         // Hidden files are not job files; a path that is no directory is an error at its line 1.
         try ("name: hidden\n" + body).write(to: directory.appendingPathComponent(".hidden.yaml"), atomically: true, encoding: .utf8)
         XCTAssertEqual(JobCatalog.load(directory: directory).jobs.map(\.name), ["same"])
+        // A named pipe is refused at once (reading it would wait for a writer forever).
+        let pipe = directory.appendingPathComponent("pipe.yaml").path
+        XCTAssertEqual(mkfifo(pipe, 0o600), 0)
+        XCTAssertEqual(
+            JobCatalog.load(directory: directory).errors.map(\.description).filter { $0.contains("pipe.yaml") },
+            ["\(pipe):1:1: cannot read job file: it is not a regular file (expected a readable YAML file)"])
+        unlink(pipe)
         let file = directory.appendingPathComponent("a.yaml")
         XCTAssertEqual(
             JobCatalog.load(directory: file).errors.map(\.description),

@@ -47,7 +47,7 @@ public struct ClusterConfig: Sendable {
                     "the cluster configuration \(path) is owned by \(DataRoot.userName(st.st_uid)), not by \(DataRoot.userName(geteuid())) who runs jobrun")
             }
             let bytes: [UInt8]
-            switch AccountCloudConfig.readSmallFile(path, limit: maxSize) {
+            switch SmallFile.read(path, limit: maxSize) {
             case .success(let data): bytes = data
             case .failure(let problem): throw .config("cannot read the cluster configuration \(path): \(problem.message)")
             }

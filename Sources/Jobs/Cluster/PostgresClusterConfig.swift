@@ -79,7 +79,7 @@ public struct PostgresClusterConfig: Sendable {
             if let refusal = AccountCloudConfig.credentialsRefusal(passwordFile) {
                 throw .config("postgres.passwordFile: " + refusal.replacingOccurrences(of: "credentials file", with: "password file"))
             }
-            switch AccountCloudConfig.readSmallFile(passwordFile, limit: 4096) {
+            switch SmallFile.read(passwordFile, limit: 4096) {
             case .success(let data):
                 password = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init)
                 if password?.isEmpty ?? true { throw .config("postgres.passwordFile: the password file \(passwordFile) is empty") }

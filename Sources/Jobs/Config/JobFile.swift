@@ -90,23 +90,19 @@ public struct JobFile: Sendable, Hashable {
     public static func load(contentsOf url: URL, displayPath: String? = nil, kinds: JobKindRegistry = .shipped) throws(JobFileErrors) -> JobFile {
         let shown = displayPath ?? url.path
         let origin = SourcePosition(file: shown, line: 1, column: 1)
-        let data: Data
-        do {
-            data = try readLimited(url, limit: maximumSize)
-        } catch let error as JobFileTooLarge {
+        let data: [UInt8]
+        switch SmallFile.read(url.path, limit: maximumSize) {
+        case .success(let bytes): data = bytes
+        case .failure(.tooLarge):
             throw JobFileErrors([
                 JobFileError(
-                    origin, "job file is larger than \(ByteSize.human(Int64(error.limit)))",
+                    origin, "job file is larger than \(ByteSize.human(Int64(maximumSize)))",
                     expected: "a job file of a few kilobytes")
             ])
-        } catch {
-            throw JobFileErrors([
-                JobFileError(
-                    origin, "cannot read job file: \(StorageFailure.classify(error).1)",
-                    expected: "a readable YAML file")
-            ])
+        case .failure(let problem):
+            throw JobFileErrors([JobFileError(origin, "cannot read job file: \(problem.message)", expected: "a readable YAML file")])
         }
-        guard let text = String(data: data, encoding: .utf8) else {
+        guard let text = String(validating: data, as: UTF8.self) else {
             throw JobFileErrors([JobFileError(origin, "job file is not valid UTF-8", expected: "UTF-8 text")])
         }
         return try parse(yaml: text, file: shown, kinds: kinds)
@@ -116,23 +112,9 @@ public struct JobFile: Sendable, Hashable {
     /// reads every file of the jobs directory, so one huge file must not stall them.
     public static let maximumSize = 256 * 1024
 
-    /// Reads at most `limit` bytes, throwing `JobFileTooLarge` beyond them.
-    private static func readLimited(_ url: URL, limit: Int) throws -> Data {
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
-        let data = try handle.read(upToCount: limit + 1) ?? Data()
-        if data.count > limit { throw JobFileTooLarge(limit: limit) }
-        return data
-    }
-
     /// Parses and validates job-file text; `file` is the name used in error positions.
     public static func parse(yaml: String, file: String, kinds: JobKindRegistry = .shipped) throws(JobFileErrors) -> JobFile {
         var decoder = JobFileDecoder(file: file, kinds: kinds)
         return try decoder.decode(yaml: yaml)
     }
-}
-
-/// A job file over `JobFile.maximumSize`.
-struct JobFileTooLarge: Error {
-    let limit: Int
 }

@@ -34,7 +34,7 @@ public enum AccountCloudConfig {
             throw .config("cannot read \(path): \(StorageFailure.describe(errno: errno))")
         }
         let bytes: [UInt8]
-        switch readSmallFile(path, limit: maxConfigSize) {
+        switch SmallFile.read(path, limit: maxConfigSize) {
         case .success(let data): bytes = data
         case .failure(let problem): throw .config("cannot read the cloud configuration \(path): \(problem.message)")
         }
@@ -83,35 +83,6 @@ public enum AccountCloudConfig {
     }
 
     /// Why a small file could not be read: the reason only, never its contents.
-    struct ReadProblem: Error {
-        var message: String
-    }
-
-    /// Reads at most `limit` bytes of the regular file at `path` (a larger file is refused).
-    static func readSmallFile(_ path: String, limit: Int) -> Result<[UInt8], ReadProblem> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return .failure(ReadProblem(message: StorageFailure.describe(errno: errno))) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return .failure(ReadProblem(message: StorageFailure.describe(errno: errno))) }
-        if (st.st_mode & S_IFMT) == S_IFDIR { return .failure(ReadProblem(message: "it is a directory, not a file")) }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { return .failure(ReadProblem(message: "it is not a regular file")) }
-        guard st.st_size <= limit else { return .failure(ReadProblem(message: "it is \(st.st_size) bytes; at most \(limit) are read")) }
-        var data = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while data.count <= limit {
-            let n = read(fd, &buffer, buffer.count)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return .failure(ReadProblem(message: StorageFailure.describe(errno: errno)))
-            }
-            if n == 0 { break }
-            data += buffer[0..<n]
-        }
-        guard data.count <= limit else { return .failure(ReadProblem(message: "it grew past \(limit) bytes while being read")) }
-        return .success(data)
-    }
-
     /// A key as errors show it: at most 40 characters, so an error never replays a file's lines.
     static func shown(_ key: String) -> String {
         key.count <= 40 ? key : String(key.prefix(40)) + "…"

@@ -107,7 +107,7 @@ struct CloudConfigDecoder {
         guard let (file, node) = credentialsFile else { return }
         let full = file.hasPrefix("/") ? file : (accountDirectory as NSString).appendingPathComponent(file)
         if let refusal = AccountCloudConfig.credentialsRefusal(full) { return problem(node, refusal) }
-        switch AccountCloudConfig.readSmallFile(full, limit: AccountCloudConfig.maxCredentialsSize) {
+        switch SmallFile.read(full, limit: AccountCloudConfig.maxCredentialsSize) {
         case .success(let data):
             let first =
                 String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init)?

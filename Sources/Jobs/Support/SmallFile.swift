@@ -1,0 +1,62 @@
+import Foundation
+
+/// Reads small files whole (job files, configuration, credentials, metrics files): one `fstat`
+/// and usually one `read`, with no buffer zeroed first and no Foundation file handle, whose
+/// first use is a measurable part of a cron run.
+enum SmallFile {
+    /// Why a small file was not read.
+    enum Problem: Error, Equatable {
+        case unreadable(errno: Int32)
+        case directory
+        case notRegular
+        /// Over the limit, by `fstat`'s size or (`size` nil) by what a read returned.
+        case tooLarge(size: Int64?, limit: Int)
+
+        var message: String {
+            switch self {
+            case .unreadable(let code): return StorageFailure.describe(errno: code)
+            case .directory: return "it is a directory, not a file"
+            case .notRegular: return "it is not a regular file"
+            case .tooLarge(let size?, let limit): return "it is \(size) bytes; at most \(limit) are read"
+            case .tooLarge(nil, let limit): return "it grew past \(limit) bytes while being read"
+            }
+        }
+    }
+
+    /// The regular file at `path`, if it holds at most `limit` bytes.
+    static func read(_ path: String, limit: Int) -> Result<[UInt8], Problem> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return .failure(.unreadable(errno: errno)) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return .failure(.unreadable(errno: errno)) }
+        if (st.st_mode & S_IFMT) == S_IFDIR { return .failure(.directory) }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { return .failure(.notRegular) }
+        guard st.st_size <= limit else { return .failure(.tooLarge(size: Int64(st.st_size), limit: limit)) }
+        return read(descriptor: fd, limit: limit, expectedSize: Int(st.st_size))
+    }
+
+    /// At most `limit` bytes of the open `fd` from its offset; more than that is `.tooLarge`.
+    static func read(descriptor fd: Int32, limit: Int, expectedSize: Int? = nil) -> Result<[UInt8], Problem> {
+        var bytes = [UInt8]()
+        // The expected size plus one byte, to see the end (or that the file grew) in one read.
+        var capacity = (expectedSize ?? 65_535) + 1
+        while true {
+            var failure: Int32 = 0
+            let chunk = [UInt8](unsafeUninitializedCapacity: capacity - bytes.count) { buffer, count in
+                count = 0
+                while true {
+                    let n = Glibc.read(fd, buffer.baseAddress!, buffer.count)
+                    if n < 0, errno == EINTR { continue }
+                    if n < 0 { failure = errno } else { count = n }
+                    return
+                }
+            }
+            if failure != 0 { return .failure(.unreadable(errno: failure)) }
+            if chunk.isEmpty { return .success(bytes) }
+            if bytes.isEmpty { bytes = chunk } else { bytes += chunk }
+            if bytes.count > limit { return .failure(.tooLarge(size: nil, limit: limit)) }
+            if bytes.count == capacity { capacity *= 2 }
+        }
+    }
+}
