@@ -40,7 +40,8 @@ public struct MetricsWriter: Sendable {
 
     /// `jobrun_<job>.prom`; job names are already `[A-Za-z0-9_-]`, anything else becomes `_`.
     public func fileURL(job: String) -> URL {
-        let safe = String(job.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : "_" })
+        func isSafe(_ c: Character) -> Bool { c.isASCII && (c.isLetter || c.isNumber || c == "-" || c == "_") }
+        let safe = job.utf8.allSatisfy({ $0 < 0x80 && isSafe(Character(Unicode.Scalar($0))) }) ? job : String(job.map { isSafe($0) ? $0 : "_" })
         return directory.appendingPathComponent("jobrun_\(safe).prom")
     }
 
@@ -82,7 +83,7 @@ public struct MetricsWriter: Sendable {
         let labels = [(Self.jobLabel, job), ("kind", kind)]
         var kept = ""
         var inRunsFamily = false
-        for line in previous.text.split(separator: "\n", omittingEmptySubsequences: true) {
+        for line in String(decoding: previous.bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true) {
             if line.hasPrefix("# HELP ") || line.hasPrefix("# TYPE ") { inRunsFamily = line.split(separator: " ")[2] == Self.runsTotal }
             if inRunsFamily || line.hasPrefix(Self.runsTotal + "{") { continue }
             kept += line + "\n"
@@ -112,7 +113,7 @@ public struct MetricsWriter: Sendable {
             out += "# HELP \(name) \(PrometheusText.escapeHelp(help))\n# TYPE \(name) \(type)\n"
         }
         func line(_ name: String, _ labels: [(String, String)], _ value: Double) {
-            out += PrometheusText.sample(name, labels: labels, value: value) + "\n"
+            PrometheusText.appendSample(name, labels: labels, value: value, to: &out)
         }
         family("jobrun_last_run_timestamp_seconds", "gauge", "Unix time the last run of the job started.")
         line("jobrun_last_run_timestamp_seconds", base, metrics.started.timeIntervalSince1970)
@@ -172,10 +173,11 @@ public struct MetricsWriter: Sendable {
     }
 
     private func renderBuildInfo(_ labels: [(String, String)]) -> String {
-        "# HELP jobrun_build_info The jobrun build that wrote this file (always 1).\n# TYPE jobrun_build_info gauge\n"
-            + PrometheusText.sample(
-                "jobrun_build_info", labels: [labels[0], ("version", BuildInfo.version), ("swift", BuildInfo.swift), ("platform", BuildInfo.platform)],
-                value: 1) + "\n"
+        var out = "# HELP jobrun_build_info The jobrun build that wrote this file (always 1).\n# TYPE jobrun_build_info gauge\n"
+        PrometheusText.appendSample(
+            "jobrun_build_info", labels: [labels[0], ("version", BuildInfo.version), ("swift", BuildInfo.swift), ("platform", BuildInfo.platform)],
+            value: 1, to: &out)
+        return out
     }
 
     private func renderRuns(_ labels: [(String, String)], _ runs: [String: Double]) -> String {
@@ -183,24 +185,16 @@ public struct MetricsWriter: Sendable {
             "# HELP \(Self.runsTotal) Runs of the job by outcome, skipped overlaps and suspended (disabled or paused) runs included; dry runs are not counted.\n"
         out += "# TYPE \(Self.runsTotal) counter\n"
         let outcomes = Self.countedOutcomes + runs.keys.filter { !Self.countedOutcomes.contains($0) }.sorted()
-        for outcome in outcomes { out += PrometheusText.sample(Self.runsTotal, labels: labels + [("outcome", outcome)], value: runs[outcome] ?? 0) + "\n" }
+        for outcome in outcomes { PrometheusText.appendSample(Self.runsTotal, labels: labels + [("outcome", outcome)], value: runs[outcome] ?? 0, to: &out) }
         return out
     }
 
-    /// What the existing file says: its text, the last success time and the run counts.
-    static func previous(in dirFD: Int32, name: String) -> (text: String, lastSuccess: Date?, runs: [String: Double]) {
+    /// What the existing file says: its bytes, the last success time and the run counts.
+    static func previous(in dirFD: Int32, name: String) -> (bytes: [UInt8], lastSuccess: Date?, runs: [String: Double]) {
         let fd = openat(dirFD, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return ("", nil, [:]) }
+        guard fd >= 0 else { return ([], nil, [:]) }
         defer { close(fd) }
-        var data = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while data.count < 4 << 20 {
-            let n = read(fd, &buffer, buffer.count)
-            if n < 0, errno == EINTR { continue }
-            if n <= 0 { break }
-            data += buffer[0..<n]
-        }
-        let text = String(decoding: data, as: UTF8.self)
+        guard case .success(let data) = SmallFile.read(descriptor: fd, limit: 4 << 20) else { return ([], nil, [:]) }
         var lastSuccess: Date?
         var runs: [String: Double] = [:]
         // Over the bytes: only the two series read back are looked at, and no line is split into
@@ -213,13 +207,24 @@ public struct MetricsWriter: Sendable {
             let isRuns = !isSuccess && line.starts(with: runsPrefix)
             guard isSuccess || isRuns, let value = lastField(line).flatMap({ Double(String(decoding: $0, as: UTF8.self)) }) else { continue }
             if isSuccess { lastSuccess = Date(timeIntervalSince1970: value) }
-            if isRuns, let start = line.firstRange(of: outcomeLabel)?.upperBound,
+            if isRuns, let start = indexAfter(outcomeLabel, in: line),
                 let end = line[start...].firstIndex(of: UInt8(ascii: "\""))
             {
                 runs[String(decoding: line[start..<end], as: UTF8.self)] = value
             }
         }
-        return (text, lastSuccess, runs)
+        return (data, lastSuccess, runs)
+    }
+
+    /// The index just after the first `needle` in `line` (a plain loop: `firstRange(of:)` on a slice goes
+    /// through Foundation's unspecialized `DataProtocol` and costs more than the whole file).
+    private static func indexAfter(_ needle: [UInt8], in line: ArraySlice<UInt8>) -> Int? {
+        var start = line.startIndex
+        while start + needle.count <= line.endIndex {
+            if line[start..<start + needle.count].elementsEqual(needle) { return start + needle.count }
+            start += 1
+        }
+        return nil
     }
 
     /// The last space-separated field of a line (the sample's value), nil for an empty line.

@@ -2,6 +2,7 @@
 public enum PrometheusText {
     /// Escapes a label value: backslash, double quote and newline, as the format requires.
     public static func escapeLabelValue(_ value: String) -> String {
+        if !value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") }) { return value }
         var out = ""
         for character in value {
             switch character {
@@ -16,6 +17,7 @@ public enum PrometheusText {
 
     /// Escapes HELP text: backslash and newline.
     public static func escapeHelp(_ text: String) -> String {
+        if !text.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\n") }) { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
@@ -31,13 +33,25 @@ public enum PrometheusText {
     /// Makes a valid metric or label name (`[a-zA-Z_:][a-zA-Z0-9_:]*`; labels without `:`),
     /// replacing other characters with `_`.
     public static func sanitizeName(_ name: String, label: Bool = false) -> String {
-        var out = ""
-        for (index, scalar) in name.unicodeScalars.enumerated() {
-            let letter = (scalar >= "a" && scalar <= "z") || (scalar >= "A" && scalar <= "Z") || scalar == "_" || (!label && scalar == ":")
-            let digit = scalar >= "0" && scalar <= "9"
-            out.unicodeScalars.append(letter || (digit && index > 0) ? scalar : "_")
+        func valid(_ byte: UInt8, first: Bool) -> Bool {
+            isNameByte(byte) && !(label && byte == UInt8(ascii: ":")) && !(first && byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
         }
-        return out.isEmpty ? "_" : out
+        var bytes = name.utf8.makeIterator()
+        if let first = bytes.next(), valid(first, first: true), IteratorSequence(bytes).allSatisfy({ valid($0, first: false) }) { return name }
+        var out = [UInt8]()
+        for (index, byte) in name.utf8.enumerated() where byte < 0x80 || byte >= 0xC0 {  // one `_` per character
+            out.append(valid(byte, first: index == 0) ? byte : UInt8(ascii: "_"))
+        }
+        return out.isEmpty ? "_" : String(decoding: out, as: UTF8.self)
+    }
+
+    /// `[a-zA-Z0-9_:]`: the bytes a metric name may hold (a digit not first; a label no `:`).
+    public static func isNameByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): return true
+        case UInt8(ascii: "_"), UInt8(ascii: ":"): return true
+        default: return false
+        }
     }
 
     /// Formats a sample value (`+Inf`, `-Inf`, `NaN` as the format spells them).
@@ -50,8 +64,25 @@ public enum PrometheusText {
 
     /// `name{a="x",b="y"} value`, labels in the given order.
     public static func sample(_ name: String, labels: [(String, String)], value: Double) -> String {
-        let labelText =
-            labels.isEmpty ? "" : "{" + labels.map { "\(sanitizeName($0.0, label: true))=\"\(escapeLabelValue($0.1))\"" }.joined(separator: ",") + "}"
-        return "\(name)\(labelText) \(formatValue(value))"
+        var out = ""
+        appendSample(name, labels: labels, value: value, to: &out)
+        out.removeLast()
+        return out
+    }
+
+    /// Appends `sample(name, labels:, value:)` and a newline to `out`, without building each
+    /// label's text apart (a metrics file is a few dozen of these per run).
+    public static func appendSample(_ name: String, labels: [(String, String)], value: Double, to out: inout String) {
+        out += name
+        for (index, label) in labels.enumerated() {
+            out += index == 0 ? "{" : ","
+            out += sanitizeName(label.0, label: true)
+            out += "=\""
+            out += escapeLabelValue(label.1)
+            out += "\""
+        }
+        out += labels.isEmpty ? " " : "} "
+        out += formatValue(value)
+        out += "\n"
     }
 }
