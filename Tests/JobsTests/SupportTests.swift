@@ -5,6 +5,18 @@ import XCTest
 @testable import Jobs
 
 final class SupportTests: XCTestCase {
+    func testLaunchEnvironmentIsTheEnvironmentTheProcessStartedWith() {
+        let variables = LaunchEnvironment.variables
+        for name in ["PATH", "HOME"] {
+            XCTAssertEqual(variables[name], getenv(name).map { String(cString: $0) }, name)
+        }
+        XCTAssertFalse(variables.keys.contains { $0.isEmpty || $0.contains("=") })
+        // A value may hold `=`: only the first one separates the name.
+        if let entry = environ.pointee.map({ String(cString: $0) }), let equals = entry.firstIndex(of: "=") {
+            XCTAssertEqual(variables[String(entry[..<equals])], String(entry[entry.index(after: equals)...]))
+        }
+    }
+
     func testExitCodesFollowSysexits() {
         XCTAssertEqual(JobExitCode.allCases.map(\.rawValue), [0, 1, 64, 66, 69, 73, 74, 75, 78])
     }
