@@ -473,21 +473,3 @@ public struct JobRunner: Sendable {
         String(UUID().uuidString.lowercased().filter { $0 != "-" }.prefix(12))  // (replacingOccurrences goes through NSString: 0.4 ms at start-up)
     }
 }
-
-/// The job's `timeout` passed.
-struct RunTimeout: Error {}
-
-/// Runs `body`, cancelling it when `timeout` passes (it must be cooperative) and throwing
-/// `RunTimeout` then.
-func withTimeout<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            throw RunTimeout()
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next() else { throw CancellationError() }
-        return first
-    }
-}
