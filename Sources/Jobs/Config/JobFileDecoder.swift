@@ -121,7 +121,9 @@ struct JobFileDecoder {
     }
 
     private mutating func decodeKind(_ fields: Fields) -> (any JobKind)? {
-        let expected = "one of " + kinds.names.joined(separator: ", ")
+        // Only an error spells out the kinds: a valid file never builds the list.
+        let kinds = self.kinds
+        var expected: String { "one of " + kinds.names.joined(separator: ", ") }
         guard let node = fields.value("kind") else {
             missing("kind", expected, in: fields)
             return nil
@@ -201,9 +203,9 @@ struct JobFileDecoder {
         return alnum(first) && text.unicodeScalars.allSatisfy { alnum($0) || $0 == "-" || $0 == "_" }
     }
 
-    private mutating func string(_ node: ConfigNode, key: String, expected: String) -> String? {
+    private mutating func string(_ node: ConfigNode, key: String, expected: @autoclosure () -> String) -> String? {
         guard case .scalar(let text, .string) = node.value else {
-            errors.append(JobFileError(node.position, "'\(key)' has the wrong type: found \(node.typeName)", expected: expected))
+            errors.append(JobFileError(node.position, "'\(key)' has the wrong type: found \(node.typeName)", expected: expected()))
             return nil
         }
         return text

@@ -23,16 +23,8 @@ enum CronParser {
     ]
 
     static func parse(_ text: String) -> Result<CronSchedule, ConfigValueError> {
-        let chars = Array(text)
-        // Split on blanks, remembering each field's offset.
-        var tokens: [(String, Int)] = []
-        var index = 0
-        while index < chars.count {
-            if chars[index] == " " || chars[index] == "\t" { index += 1; continue }
-            let start = index
-            while index < chars.count, chars[index] != " ", chars[index] != "\t" { index += 1 }
-            tokens.append((String(chars[start..<index]), start))
-        }
+        // Split on blanks, remembering each field's offset in characters.
+        let tokens = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map { (String($0), text.distance(from: text.startIndex, to: $0.startIndex)) }
         if tokens.count == 1, tokens[0].0.hasPrefix("@") {
             guard let expanded = macros[tokens[0].0.lowercased()] else {
                 return .failure(ConfigValueError(offset: tokens[0].1, message: "unknown macro '\(tokens[0].0)' (@reboot is not supported)"))
@@ -40,7 +32,7 @@ enum CronParser {
             return parseFields(expanded.split(separator: " ").map { (String($0), tokens[0].1) }, expression: text)
         }
         guard tokens.count == 5 else {
-            let offset = tokens.count > 5 ? tokens[5].1 : chars.count
+            let offset = tokens.count > 5 ? tokens[5].1 : text.count
             return .failure(ConfigValueError(offset: offset, message: "expected 5 fields, found \(tokens.count)"))
         }
         return parseFields(tokens, expression: text)
