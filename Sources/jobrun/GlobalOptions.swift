@@ -22,7 +22,7 @@ struct GlobalOptions: ParsableArguments {
 
     var jobsDirectory: URL {
         let path = jobsDir ?? getenv("JOBRUN_JOBS_DIR").map { String(cString: $0) } ?? "./jobs"
-        let url = URL(fileURLWithPath: path)
+        let url = URL(fileURLWithPath: path, isDirectory: true)  // (told, not asked: no `stat`)
         // An absolute path without `.`, `..` or empty components is already standard; only
         // another one goes through Foundation's path standardization (a tenth of a millisecond
         // of every `jobrun run`).

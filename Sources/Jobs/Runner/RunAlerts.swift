@@ -132,8 +132,9 @@ struct AlertState {
     private var name: String { JobSuspension.fileName(job) }
 
     private func read() -> (failures: Int, alerted: Bool)? {
-        guard let data = FileManager.default.contents(atPath: root.alerts.appendingPathComponent(name).path),
-            let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        // No file (the usual case: no failure streak) costs one `open`, not a FileManager.
+        guard case .success(let bytes) = SmallFile.read(root.alerts.appendingPathComponent(name).path, limit: 65_536),
+            let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
         else { return nil }
         return ((object["failures"] as? NSNumber)?.intValue ?? 0, (object["alerted"] as? Bool) ?? false)
     }
