@@ -12,19 +12,16 @@ public enum ByteSize {
     ]
 
     public static func parse(_ text: String) -> Result<Int64, ConfigValueError> {
-        let chars = Array(text)
-        var index = 0
-        if chars.first == "-" { return .failure(ConfigValueError(offset: 0, message: "negative sizes are not allowed")) }
-        while index < chars.count, chars[index].isASCII, chars[index].isNumber || chars[index] == "." { index += 1 }
-        let numberText = String(chars[0..<index])
+        if text.first == "-" { return .failure(ConfigValueError(offset: 0, message: "negative sizes are not allowed")) }
+        let numberText = text.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
         guard !numberText.isEmpty, numberText.filter({ $0 == "." }).count <= 1, numberText.first != ".",
-            numberText.last != ".", let number = Double(numberText)
+            numberText.last != ".", let number = Double(String(numberText))
         else {
             return .failure(ConfigValueError(offset: 0, message: "size must start with a number"))
         }
-        var unitStart = index
-        while unitStart < chars.count, chars[unitStart] == " " { unitStart += 1 }
-        let unit = String(chars[unitStart...])
+        let afterNumber = text[numberText.endIndex...]
+        let unit = String(afterNumber.drop { $0 == " " })
+        let unitStart = numberText.count + (afterNumber.count - unit.count)  // in characters, for the error's column
         guard let multiplier = units[unit] else {
             return .failure(ConfigValueError(offset: unitStart, message: "unknown size unit '\(unit)'"))
         }

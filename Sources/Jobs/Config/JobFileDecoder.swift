@@ -159,7 +159,7 @@ struct JobFileDecoder {
     }
 
     private mutating func decodeConcurrencyPolicy(_ node: ConfigNode?) -> ConcurrencyPolicy {
-        let expected = "one of " + ConcurrencyPolicy.allCases.map(\.rawValue).joined(separator: ", ")
+        var expected: String { "one of " + ConcurrencyPolicy.allCases.map(\.rawValue).joined(separator: ", ") }  // for errors only
         guard let node, let text = string(node, key: "concurrencyPolicy", expected: expected) else { return .forbid }
         if let parsed = ConcurrencyPolicy(rawValue: text) { return parsed }
         errors.append(
