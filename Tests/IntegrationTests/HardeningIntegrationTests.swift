@@ -99,4 +99,41 @@ final class HardeningIntegrationTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.contains("cleanup"), r.stdout)
     }
+
+    /// A closed store keeps its last commits in the `-wal` file. On a read-only file system
+    /// `status` still reads them through the `-shm` file; without it, the store is refused with
+    /// the reason rather than shown without those commits.
+    func testStatusOnAReadOnlyMountReadsTheKeptWALOrSaysWhyNot() throws {
+        let h = JobrunHarness()
+        try h.writeCleanupJob("cleanup")
+        XCTAssertEqual(try h.run(["run", "cleanup"]).status, 0)
+        let db = h.root + "/account-0/postbox/db/db.sqlite"
+        var wal = stat()
+        XCTAssertEqual(stat(db + "-wal", &wal), 0)
+        XCTAssertGreaterThan(wal.st_size, 0, "the run's records are in the kept WAL")
+        let mount = h.dir.file("read-only")
+        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+        guard Self.shell("mount --bind '\(h.root)' '\(mount)' && mount -o remount,bind,ro '\(mount)'") else {
+            _ = Self.shell("umount '\(mount)'")
+            throw XCTSkip("a read-only bind mount needs CAP_SYS_ADMIN")
+        }
+        defer { _ = Self.shell("umount '\(mount)'") }
+        func status() throws -> (status: Int32, stdout: String, stderr: String) {
+            let p = try ChildProcess(h.binary, ["status", "--json", "--root", mount, "--jobs-dir", h.jobsDir], environment: [:])
+            let code = p.wait(timeout: 120)
+            return (code, p.stdout, p.stderr)
+        }
+        let read = try status()
+        XCTAssertEqual(read.status, 0, read.stderr)
+        XCTAssertTrue(read.stdout.contains("succeeded"), "the run recorded only in the WAL is shown: \(read.stdout)")
+        XCTAssertEqual(unlink(db + "-shm"), 0)
+        let refused = try status()
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("-wal file holds commits the database file lacks"), refused.stderr)
+    }
+
+    private static func shell(_ command: String) -> Bool {
+        guard let p = try? ChildProcess("/bin/sh", ["-c", command + " 2>/dev/null"], environment: [:]) else { return false }
+        return p.wait(timeout: 60) == 0
+    }
 }

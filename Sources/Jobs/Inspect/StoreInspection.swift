@@ -116,9 +116,13 @@ public struct StoreInspection: Sendable {
         do {
             return try Postbox(path: path, readOnly: true)
         } catch {
+            guard directoryIsFrozen((path as NSString).deletingLastPathComponent) else { throw error }
             var wal = stat()
-            let walHoldsCommits = stat(path + "-wal", &wal) == 0 && wal.st_size > 0
-            guard directoryIsFrozen((path as NSString).deletingLastPathComponent), !walHoldsCommits else { throw error }
+            if stat(path + "-wal", &wal) == 0, wal.st_size > 0 {
+                throw JobError(
+                    "\(path): its -wal file holds commits the database file lacks, and on a read-only file system SQLite reads them only through the store's -shm file, which is missing (copy the store with both)",
+                    exitCode: StorageFailure.classify(error).0, retryable: false)
+            }
             return try Postbox(path: path, readOnly: true, immutable: true)
         }
     }
