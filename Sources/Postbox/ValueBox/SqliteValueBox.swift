@@ -156,7 +156,7 @@ public final class SqliteValueBox: ValueBox {
         db = nil
     }
 
-    /// The largest WAL a closing connection leaves unchecked-pointed: 64 frames of 4 KiB pages,
+    /// The largest WAL a closing connection leaves without a checkpoint: 64 frames of 4 KiB pages,
     /// a few dozen idle runs' records, which the next opener reads back in well under a
     /// millisecond.
     public static let walKeptAtCloseBytes: Int64 = 64 * (4096 + 24) + 32
