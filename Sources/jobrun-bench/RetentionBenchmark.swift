@@ -178,9 +178,11 @@ struct RetentionBenchmark {
 
     static func size(_ path: String) -> Int64 { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? 0 }
 
+    /// A closed store: the database file and its WAL (a small WAL keeps the last commits).
     static func copy(_ from: String, _ to: String) throws {
         for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: to + s) }
         try FileManager.default.copyItem(atPath: from, toPath: to)
+        if FileManager.default.fileExists(atPath: from + "-wal") { try FileManager.default.copyItem(atPath: from + "-wal", toPath: to + "-wal") }
     }
 
     static let base: Int64 = 1_600_000_000

@@ -19,7 +19,7 @@ final class RetentionCrashTests: XCTestCase {
 
         // The reference: one uninterrupted run, timed.
         let reference = dir.file("reference.sqlite")
-        try FileManager.default.copyItem(atPath: fixture, toPath: reference)
+        try Self.copyStore(fixture, to: reference)
         let started = Date()
         let full = try ChildProcess.run(testkit, ["retention-run", reference, "\(maxPerPeer)", "\(keep)", "\(batch)"], timeout: 600)
         let duration = Date().timeIntervalSince(started)
@@ -33,7 +33,7 @@ final class RetentionCrashTests: XCTestCase {
         var killedMidway = 0
         for trial in 0..<20 {
             let db = dir.file("trial-\(trial).sqlite")
-            try FileManager.default.copyItem(atPath: fixture, toPath: db)
+            try Self.copyStore(fixture, to: db)
             let child = try ChildProcess(testkit, ["retention-run", db, "\(maxPerPeer)", "\(keep)", "\(batch)"])
             // Process start-up included: from early in the run to past its end.
             Thread.sleep(forTimeInterval: Double.random(in: 0.02...(duration * 0.95), using: &rng))
@@ -72,6 +72,13 @@ final class RetentionCrashTests: XCTestCase {
             try? FileManager.default.removeItem(atPath: db)
         }
         XCTAssertGreaterThanOrEqual(killedMidway, 10, "most kills landed inside the run")
+    }
+
+    /// A copy of a closed store: the database file and its WAL, which keeps the last commits
+    /// when it is small.
+    static func copyStore(_ from: String, to: String) throws {
+        try FileManager.default.copyItem(atPath: from, toPath: to)
+        if FileManager.default.fileExists(atPath: from + "-wal") { try FileManager.default.copyItem(atPath: from + "-wal", toPath: to + "-wal") }
     }
 }
 
