@@ -29,11 +29,18 @@ final class WALAtCloseTests: XCTestCase {
         return stat(path + "-wal", &st) == 0 ? Int64(st.st_size) : -1
     }
 
-    /// The rows the database file holds by itself: an immutable open reads no WAL.
-    private func rowsInDatabaseFileAlone(_ path: String) throws -> Int {
+    private func immutable() -> SqliteValueBox.Options {
         var options = SqliteValueBox.Options(readOnly: true)
         options.immutable = true
-        return try SqliteValueBox(path: path, options: options).count(rows)
+        return options
+    }
+
+    /// The rows the database file holds by itself: a copy of the file alone, opened immutable.
+    private func rowsInDatabaseFileAlone(_ path: String) throws -> Int {
+        let alone = path + ".alone"
+        try? FileManager.default.removeItem(atPath: alone)
+        try FileManager.default.copyItem(atPath: path, toPath: alone)
+        return try SqliteValueBox(path: alone, options: immutable()).count(rows)
     }
 
     func testASmallWALIsKeptAtCloseAndTheNextOpenerReadsIt() throws {
@@ -43,6 +50,9 @@ final class WALAtCloseTests: XCTestCase {
         XCTAssertGreaterThan(wal, 0, "the commits stay in the WAL")
         XCTAssertLessThanOrEqual(wal, SqliteValueBox.walKeptAtCloseBytes)
         XCTAssertEqual(try rowsInDatabaseFileAlone(path), 0, "nothing was checkpointed at close")
+        XCTAssertThrowsError(try SqliteValueBox(path: path, options: immutable()), "an immutable open would miss the WAL's commits") {
+            XCTAssertEqual($0 as? PostboxError, .walUnreadable(path: path))
+        }
         let reopened = try SqliteValueBox(path: path)
         XCTAssertEqual(try reopened.count(rows), 5, "the next opener rebuilds the WAL index and sees every commit")
         XCTAssertEqual(try reopened.integrityCheck(), ["ok"])

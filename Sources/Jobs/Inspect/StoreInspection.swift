@@ -109,20 +109,14 @@ public struct StoreInspection: Sendable {
 
     /// Opens the Postbox at `path` read-only. A WAL database needs its `-shm` file; when the
     /// directory cannot take it (a read-only file system or a directory nobody may write), the
-    /// store is opened as immutable instead: nothing can be writing it then. An immutable open
-    /// reads the database file alone, so it is only made when no WAL holds commits the file
-    /// lacks (SQLite itself reads a WAL on a read-only file system when its `-shm` is there).
+    /// store is opened as immutable instead: nothing can be writing it then. (SQLite itself reads
+    /// a kept WAL on a read-only file system when its `-shm` is there; an immutable open of a
+    /// store whose WAL holds commits is refused by Postbox.)
     static func openPostbox(_ path: String) throws -> Postbox {
         do {
             return try Postbox(path: path, readOnly: true)
         } catch {
             guard directoryIsFrozen((path as NSString).deletingLastPathComponent) else { throw error }
-            var wal = stat()
-            if stat(path + "-wal", &wal) == 0, wal.st_size > 0 {
-                throw JobError(
-                    "\(path): its -wal file holds commits the database file lacks, and on a read-only file system SQLite reads them only through the store's -shm file, which is missing (copy the store with both)",
-                    exitCode: StorageFailure.classify(error).0, retryable: false)
-            }
             return try Postbox(path: path, readOnly: true, immutable: true)
         }
     }

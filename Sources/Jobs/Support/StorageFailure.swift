@@ -84,7 +84,7 @@ public enum StorageFailure {
         case .busy: return .temporary
         case .readOnly: return .cannotCreate
         case .schemaTooNew: return .config
-        case .notADatabase, .corrupt, .decoding: return .ioError
+        case .notADatabase, .corrupt, .decoding, .walUnreadable: return .ioError
         case .transactionFinished: return .jobFailed
         case .unsupported: return .config
         case .server(_, let code, _):

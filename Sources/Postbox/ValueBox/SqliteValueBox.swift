@@ -23,7 +23,8 @@ public final class SqliteValueBox: ValueBox {
         /// SQLite page cache size in KiB.
         public var cacheSizeKiB: Int
         /// Read-only without the WAL's shared-memory file (`immutable=1`): only for a file
-        /// nobody can be writing, e.g. on a read-only mount.
+        /// nobody can be writing, e.g. on a read-only mount. It reads the database file alone, so
+        /// it is refused (`walUnreadable`) while a `-wal` file holds commits.
         public var immutable = false
         public init(readOnly: Bool = false, synchronous: Synchronous = .normal, busyTimeoutMilliseconds: Int32 = 60_000, cacheSizeKiB: Int = 16 * 1024) {
             self.readOnly = readOnly
@@ -83,6 +84,9 @@ public final class SqliteValueBox: ValueBox {
             try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
         try Self.checkHeader(path: path)
+        if options.readOnly && options.immutable && stat(path + "-wal", &st) == 0 && st.st_size > 0 {
+            throw PostboxError.walUnreadable(path: path)
+        }
         if !options.readOnly && stat(path, &st) != 0 {
             let fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
             if fd >= 0 { Glibc.close(fd) }
