@@ -41,7 +41,8 @@ public struct MetricsWriter: Sendable {
     /// `jobrun_<job>.prom`; job names are already `[A-Za-z0-9_-]`, anything else becomes `_`.
     public func fileURL(job: String) -> URL {
         func isSafe(_ c: Character) -> Bool { c.isASCII && (c.isLetter || c.isNumber || c == "-" || c == "_") }
-        let safe = job.utf8.allSatisfy({ $0 < 0x80 && isSafe(Character(Unicode.Scalar($0))) }) ? job : String(job.map { isSafe($0) ? $0 : "_" })
+        // Checked over the bytes first: a valid job name is used as it is.
+        let safe = job.utf8.allSatisfy { $0 < 0x80 && isSafe(Character(Unicode.Scalar($0))) } ? job : String(job.map { isSafe($0) ? $0 : "_" })
         return directory.appendingPathComponent("jobrun_\(safe).prom")
     }
 

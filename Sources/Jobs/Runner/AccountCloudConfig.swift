@@ -82,7 +82,6 @@ public enum AccountCloudConfig {
         return nil
     }
 
-    /// Why a small file could not be read: the reason only, never its contents.
     /// A key as errors show it: at most 40 characters, so an error never replays a file's lines.
     static func shown(_ key: String) -> String {
         key.count <= 40 ? key : String(key.prefix(40)) + "…"

@@ -4,7 +4,7 @@ import Foundation
 /// and usually one `read`, with no buffer zeroed first and no Foundation file handle, whose
 /// first use is a measurable part of a cron run.
 enum SmallFile {
-    /// Why a small file was not read.
+    /// Why a small file was not read: the reason only, never its contents.
     enum Problem: Error, Equatable {
         case unreadable(errno: Int32)
         case directory
