@@ -46,7 +46,7 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
             mimeType: mimeType, staging: mode)
         let item: UploadItem
         do {
-            item = try await UploadEnqueue.enqueue(request, account: account, root: options.dataRoot)
+            item = try await UploadEnqueue.enqueue(request, account: account, root: options.settings.dataRoot)
         } catch {
             throw fail(error.exitCode, error.message)
         }

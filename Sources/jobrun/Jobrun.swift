@@ -22,15 +22,9 @@ struct Jobrun: AsyncParsableCommand {
     /// mean" (exit 64) instead of a bare "unexpected argument".
     static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
-        let names = configuration.subcommands.map { $0.configuration.commandName ?? "" } + ["help"]
-        if let first = arguments.first, !first.hasPrefix("-"), !names.contains(first) {
-            FileHandle.standardError.write(
-                Data("jobrun: unknown command '\(first)'\(NameSuggestion.hint(for: first, among: names)) (see jobrun --help)\n".utf8))
-            Foundation.exit(JobExitCode.usage.rawValue)
-        }
         do {
             if arguments.first == RunCommand.configuration.commandName,
-                let run = RunCommandLine.parse(Array(arguments.dropFirst())) ?? (try? RunCommand.parse(Array(arguments.dropFirst())))
+                let run = RunCommandLine.parse(Array(arguments.dropFirst())) ?? (try? RunCommand.parse(Array(arguments.dropFirst())))?.request
             {
                 // `jobrun run …`, the line cron and timers start every few minutes: its plain
                 // spellings are read without reflection, the others by its own command alone.
@@ -39,6 +33,12 @@ struct Jobrun: AsyncParsableCommand {
                 // comes from the full parse below.
                 try await run.run()
                 return
+            }
+            let names = configuration.subcommands.map { $0.configuration.commandName ?? "" } + ["help"]
+            if let first = arguments.first, !first.hasPrefix("-"), !names.contains(first) {
+                FileHandle.standardError.write(
+                    Data("jobrun: unknown command '\(first)'\(NameSuggestion.hint(for: first, among: names)) (see jobrun --help)\n".utf8))
+                Foundation.exit(JobExitCode.usage.rawValue)
             }
             var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? AsyncParsableCommand {

@@ -21,12 +21,12 @@ struct ScheduleCommand: AsyncParsableCommand {
     @Flag(name: .customLong("now"), help: "Also run every enabled job once at start.") var runNow = false
 
     func run() async throws {
-        let catalog = try options.catalog()
+        let catalog = try options.settings.catalog()
         if !catalog.errors.isEmpty {
             throw fail(.config, "invalid job files, nothing scheduled:\n" + catalog.errors.map(\.description).joined(separator: "\n"))
         }
         let env = try ProcessEnvironment(
-            options: options, logging: logging, process: "scheduler", console: isatty(STDERR_FILENO) == 1 ? .human : .json)
+            options: options.settings, logging: logging.settings, process: "scheduler", console: isatty(STDERR_FILENO) == 1 ? .human : .json)
         defer { env.close() }
         let workQueue: ClusterWorkQueue?
         do { workQueue = try ClusterConfig.load(root: env.root).postgres.map { pg throws(JobError) in try ClusterWorkQueue(cluster: pg) } } catch {

@@ -21,7 +21,7 @@ struct StatsCommand: ParsableCommand {
     @Flag(help: "Postbox database usage instead: bytes per table and per peer, WAL, free pages.") var database = false
 
     func run() throws {
-        let root = options.dataRoot
+        let root = options.settings.dataRoot
         let inspection = StoreInspection(root: root)
         if let missing = inspection.missingRoot() { throw fail(.noInput, missing) }
         if database { return try databaseStats(inspection) }

@@ -29,13 +29,13 @@ struct StatusCommand: ParsableCommand {
     static let jsonVersion = 1
 
     func run() throws {
-        let root = options.dataRoot
+        let root = options.settings.dataRoot
         let inspection = StoreInspection(root: root)
         if let missing = inspection.missingRoot() { throw fail(.noInput, missing) }
         let history: [StoreInspection.AccountRun]
         do { history = try inspection.recentRuns(job: job, limit: max(limit, 50)) } catch { throw fail(error.exitCode, error.message) }
         // The jobs directory is optional here: without it, rows come from the history alone.
-        let catalog = try? JobCatalog.loadRequired(directory: options.jobsDirectory)
+        let catalog = try? JobCatalog.loadRequired(directory: options.settings.jobsDirectory)
         let rows = JobStatusRow.rows(history: history.map(\.run), jobs: catalog?.jobs ?? [], suspension: JobSuspension(root: root), only: job)
         let recent = Dictionary(grouping: history) { $0.run.job }.mapValues { Array($0.sorted { $0.run.startedAt > $1.run.startedAt }.prefix(limit)) }
         let shownRuns = recent.keys.sorted().flatMap { recent[$0]! }

@@ -33,7 +33,7 @@ struct UnitsCommand: ParsableCommand {
     @Option(help: "Namespace of the CronJobs (--kubernetes).") var namespace: String?
 
     func run() throws {
-        let catalog = try options.catalog()
+        let catalog = try options.settings.catalog()
         if !catalog.errors.isEmpty {
             throw fail(.config, catalog.errors.map(\.description).joined(separator: "\n"))
         }

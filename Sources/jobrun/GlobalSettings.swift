@@ -1,0 +1,53 @@
+import Foundation
+import Jobs
+
+/// The values of the options every `jobrun` command takes (`--root`, `--jobs-dir`, `--json`),
+/// however the command line was read, and what they lead to: the data root and the job catalog.
+struct GlobalSettings: Equatable, Sendable {
+    var root: String?
+    var jobsDir: String?
+    var json = false
+
+    var dataRoot: DataRoot { DataRoot.resolve(explicit: root) }
+
+    /// True when neither `--root` nor `$JOBRUN_ROOT` chose the root (it is `./data`).
+    var rootIsDefault: Bool {
+        [root, LaunchEnvironment.variables[DataRoot.environmentVariable]].allSatisfy { $0?.isEmpty ?? true }
+    }
+
+    var jobsDirectory: URL {
+        let path = jobsDir ?? getenv("JOBRUN_JOBS_DIR").map { String(cString: $0) } ?? "./jobs"
+        let url = URL(fileURLWithPath: path, isDirectory: true)  // (told, not asked: no `stat`)
+        // An absolute path without `.`, `..` or empty components is already standard; only
+        // another one goes through Foundation's path standardization (a tenth of a millisecond
+        // of every `jobrun run`).
+        let components = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        let isStandard = path.hasPrefix("/") && !components.contains { $0.isEmpty || $0 == "." || $0 == ".." }
+        return isStandard ? url : url.standardizedFileURL
+    }
+
+    /// The job catalog of `--jobs-dir` (invalid files are kept as errors, not thrown). A missing,
+    /// non-directory or empty jobs directory ends the process with the fix in the message.
+    func catalog() throws -> JobCatalog {
+        do { return try JobCatalog.loadRequired(directory: jobsDirectory) } catch { throw fail(error.exitCode, error.description) }
+    }
+
+    /// The data root a job-running command may create: an explicit `--root` or `$JOBRUN_ROOT` is
+    /// created when missing; the `./data` fallback only when it already exists (a command run in
+    /// the wrong directory must not leave a fresh root behind), and a dry run never creates one.
+    func rootToUse(dryRun: Bool = false) throws -> DataRoot {
+        let root = dataRoot
+        guard DataRoot.exists(root) == false else { return root }
+        if dryRun {
+            throw fail(
+                .noInput, "no data root at \(root.path): a dry run creates nothing (give --root or set \(DataRoot.environmentVariable) to an existing root)")
+        }
+        if rootIsDefault {
+            throw fail(
+                .noInput,
+                "no data root: neither --root nor \(DataRoot.environmentVariable) is set and \(root.path) does not exist (give --root DIR, set \(DataRoot.environmentVariable), or create \(root.path) to use it)"
+            )
+        }
+        return root
+    }
+}
