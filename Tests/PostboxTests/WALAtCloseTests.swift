@@ -85,4 +85,27 @@ final class WALAtCloseTests: XCTestCase {
         XCTAssertEqual(walBytes(path), 0, "the last connection checkpoints the large WAL")
         XCTAssertEqual(try rowsInDatabaseFileAlone(path), count)
     }
+
+    /// `syncCommitted` makes commits durable without checkpointing them: the commit stays in the
+    /// WAL the close keeps. A connection with nothing committed, or a reader, has nothing to
+    /// sync; a closed one says so.
+    func testSyncCommittedSyncsTheWALWithoutCheckpointing() throws {
+        let path = try temporaryDatabase()
+        let writer = try SqliteValueBox(path: path)
+        try writer.syncCommitted()
+        try writer.begin()
+        try writer.set(rows, key: ValueBoxKey(Int64(1)), value: Data([1]))
+        try writer.commit()
+        try writer.syncCommitted()
+        try writer.syncCommitted()
+        let reader = try SqliteValueBox(path: path, options: .init(readOnly: true))
+        try reader.syncCommitted()
+        XCTAssertEqual(try reader.count(rows), 1)
+        reader.close()
+        writer.close()
+        XCTAssertThrowsError(try writer.syncCommitted(), "a closed connection cannot sync")
+        XCTAssertGreaterThan(walBytes(path), 0)
+        XCTAssertEqual(try rowsInDatabaseFileAlone(path), 0, "a sync is not a checkpoint")
+        XCTAssertEqual(try SqliteValueBox(path: path).count(rows), 1)
+    }
 }

@@ -161,6 +161,17 @@ public final class Postbox: @unchecked Sendable {
         }
     }
 
+    /// Makes every transaction committed so far durable now, on the store's queue: a store in an
+    /// SQLite file syncs its WAL (else synced at the next checkpoint or when the store closes);
+    /// a server commits durably already.
+    public func syncCommitted() async throws {
+        try await withCheckedThrowingContinuation { (synced: CheckedContinuation<Void, any Error>) in
+            queue.async {
+                synced.resume(with: Result { try self.sqliteValueBox?.syncCommitted() })
+            }
+        }
+    }
+
     /// Blocking form of `transaction`, for command-line tools and benchmarks. Never call it from
     /// inside another transaction's body (it would deadlock on the queue).
     public func transactionSync<T>(_ body: (Transaction) throws -> T) throws -> T {

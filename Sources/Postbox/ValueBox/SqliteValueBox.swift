@@ -71,6 +71,9 @@ public final class SqliteValueBox: ValueBox {
     private var inTransaction = false
     /// Tables created by the open transaction: a rollback un-creates them.
     private var createdInTransaction = Set<Int32>()
+    /// `sqlite3_total_changes64` when the WAL was last synced: changes beyond it are committed
+    /// but not yet durable.
+    private var changesAtLastSync: Int64 = 0
 
     /// Opens (creating if needed, unless read-only) the database at `path`. The directory is
     /// created 0700 and the file 0600. A file that is not SQLite is refused with an error naming it.
@@ -149,7 +152,7 @@ public final class SqliteValueBox: ValueBox {
         finalizeStatements()
         if let db {
             if !options.readOnly {
-                if walFileBytes() <= Self.walKeptAtCloseBytes, sqlite3_total_changes64(db) == 0 || syncWAL(db) {
+                if walFileBytes() <= Self.walKeptAtCloseBytes, sqlite3_total_changes64(db) == changesAtLastSync || syncWAL(db) {
                     jobrun_sqlite3_set_no_checkpoint_on_close(db, 1)
                 } else {
                     sqlite3_exec(db, "PRAGMA journal_size_limit=0", nil, nil, nil)
@@ -158,6 +161,18 @@ public final class SqliteValueBox: ValueBox {
             sqlite3_close_v2(db)
         }
         db = nil
+    }
+
+    /// Makes every transaction this connection committed durable now. In WAL mode with
+    /// `synchronous=NORMAL` a commit reaches the disk at the next checkpoint, or when `close()`
+    /// syncs the WAL; this syncs it at once. Nothing is done when nothing was committed since
+    /// the last sync, so a later `close()` does not sync again either.
+    public func syncCommitted() throws {
+        guard let db else { throw PostboxError.sqlite(path: path, code: SQLITE_MISUSE, message: "database is closed") }
+        let changes = sqlite3_total_changes64(db)
+        guard changes != changesAtLastSync, !options.readOnly else { return }
+        guard syncWAL(db) else { throw PostboxError.sqlite(path: path, code: SQLITE_IOERR, message: "cannot sync the WAL") }
+        changesAtLastSync = changes
     }
 
     /// The largest WAL a closing connection leaves without a checkpoint: 64 frames of 4 KiB pages,
