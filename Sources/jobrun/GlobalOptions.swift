@@ -31,7 +31,6 @@ func printJSON(_ value: LogValue) {
 /// Shell completion of job names: the jobs of the `--jobs-dir` already typed on the line, else
 /// of `$JOBRUN_JOBS_DIR` or `./jobs`.
 let jobNameCompletion = CompletionKind.custom { words, _, _ in
-    var directory = LaunchEnvironment.variables["JOBRUN_JOBS_DIR"] ?? "./jobs"
-    if let index = words.firstIndex(of: "--jobs-dir"), index + 1 < words.count { directory = words[index + 1] }
-    return JobCatalog.load(directory: URL(fileURLWithPath: directory)).jobs.map(\.name)
+    let given = words.firstIndex(of: "--jobs-dir").flatMap { words.indices.contains($0 + 1) ? words[$0 + 1] : nil }
+    return JobCatalog.load(directory: GlobalSettings(jobsDir: given).jobsDirectory).jobs.map(\.name)
 }

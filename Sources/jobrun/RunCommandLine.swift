@@ -43,12 +43,11 @@ enum RunCommandLine {
         var request = RunRequest(job: "")
         var givenValues = Set<Int>()
         var givenFlags = Set<Int>()
-        var job: String?
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             guard argument.hasPrefix("-") else {
-                guard job == nil, !argument.isEmpty else { return nil }
-                job = argument
+                guard request.job.isEmpty, !argument.isEmpty else { return nil }
+                request.job = argument
                 continue
             }
             let equals = argument.firstIndex(of: "=")
@@ -71,8 +70,6 @@ enum RunCommandLine {
                 return nil
             }
         }
-        guard let job else { return nil }
-        request.job = job
-        return request
+        return request.job.isEmpty ? nil : request
     }
 }

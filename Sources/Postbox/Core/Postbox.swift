@@ -145,30 +145,25 @@ public final class Postbox: @unchecked Sendable {
     /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`) on the store's queue. Commits if
     /// it returns, rolls back if it throws. Observers receive the change record after COMMIT.
     public func transaction<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                continuation.resume(with: Result { try self.runWrite(body) })
-            }
-        }
+        try await onQueue { try self.runWrite(body) }
     }
 
     /// Runs `body` in a read transaction: a consistent snapshot that never blocks a writer.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                continuation.resume(with: Result { try self.runRead(body) })
-            }
-        }
+        try await onQueue { try self.runRead(body) }
     }
 
     /// Makes every transaction committed so far durable now, on the store's queue: a store in an
     /// SQLite file syncs its WAL (else synced at the next checkpoint or when the store closes);
     /// a server commits durably already.
     public func syncCommitted() async throws {
-        try await withCheckedThrowingContinuation { (synced: CheckedContinuation<Void, any Error>) in
-            queue.async {
-                synced.resume(with: Result { try self.sqliteValueBox?.syncCommitted() })
-            }
+        try await onQueue { try self.sqliteValueBox?.syncCommitted() }
+    }
+
+    /// Runs `work` on the store's queue, off the cooperative pool, and resumes with its result.
+    private func onQueue<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try work() }) }
         }
     }
 
