@@ -1,5 +1,6 @@
 import CloudCore
 import Foundation
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -201,6 +202,54 @@ final class TransportNginxTests: XCTestCase {
                 url: fixture.url("file.bin"), destination: .sink(maxLength: nil) { collector.data.append(contentsOf: $0) }))
         XCTAssertEqual(response.status, 200)
         XCTAssertTrue(collector.data == file)
+    }
+
+    /// Answers streamed to a sink are spread over the streaming threads (each a libcurl loop of
+    /// its own); one thread when only one is asked for, or when a bandwidth limit must be shared
+    /// exactly. nginx sends slowly here, so that all six answers are in flight at once.
+    func testStreamedAnswersAreSpreadOverTheStreamingThreads() async throws {
+        let body = TransportFixtures.bytes(512 << 10, seed: 11)
+        let slow = try NginxFixture(options: .init(extraServerConfig: "location = /slow.bin { limit_rate 2m; sendfile_max_chunk 32k; }")) { root in
+            try TransportFixtures.write(body, "slow.bin", in: root)
+        }
+        defer { slow.stop() }
+        final class Threads: Sendable {
+            let seen = Mutex<Set<UInt>>([])
+        }
+        let url = slow.url("slow.bin")
+        func threadsUsed(_ configure: (inout TransportConfiguration) -> Void) async throws -> Int {
+            var configuration = TransportConfiguration()
+            configure(&configuration)
+            let transport = try CurlTransport(configuration: configuration)
+            let threads = Threads()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<6 {
+                    group.addTask {
+                        let received = Mutex(Data())
+                        let response = try await transport.send(
+                            HTTPRequest(
+                                url: url,
+                                destination: .sink(maxLength: nil) { bytes in
+                                    threads.seen.withLock { _ = $0.insert(UInt(pthread_self())) }
+                                    received.withLock { $0.append(contentsOf: bytes) }
+                                }))
+                        XCTAssertEqual(response.status, 200)
+                        XCTAssertTrue(received.withLock { $0 == body }, "every answer arrives whole and in order")
+                    }
+                }
+                try await group.waitForAll()
+            }
+            return threads.seen.withLock { $0.count }
+        }
+        let spread = try await threadsUsed { $0.streamingThreads = 2 }
+        XCTAssertEqual(spread, 2)
+        let single = try await threadsUsed { $0.streamingThreads = 1 }
+        XCTAssertEqual(single, 1)
+        let limited = try await threadsUsed {
+            $0.streamingThreads = 2
+            $0.maxReceiveBytesPerSecond = 64 << 20
+        }
+        XCTAssertEqual(limited, 1, "a bandwidth limit keeps every transfer on one thread")
     }
 
     func testMaxBodySizeIsEnforced() async throws {

@@ -81,6 +81,14 @@ public enum ResponseDestination: Sendable {
 
     /// Collect with the configured default limit.
     public static var collect: ResponseDestination { .collect(maxSize: nil) }
+
+    /// The body goes to a file or a sink as it arrives.
+    var isStreamed: Bool {
+        switch self {
+        case .fileDescriptor, .sink: return true
+        case .collect, .discard: return false
+        }
+    }
 }
 
 /// One HTTP request for a ``Transport``.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Settings of a ``CurlTransport``, fixed when the transport is created.
 ///
 /// Timeouts are in seconds. Limits of `nil` mean "unlimited".
@@ -12,12 +14,24 @@ public struct TransportConfiguration: Sendable, Equatable {
         case http2PriorKnowledge
     }
 
-    /// Most connections kept open to one host (`CURLMOPT_MAX_HOST_CONNECTIONS`). Transfers beyond
-    /// this wait in libcurl's queue (or are multiplexed over HTTP/2).
+    /// Most connections one transport thread keeps open to one host
+    /// (`CURLMOPT_MAX_HOST_CONNECTIONS`). Transfers beyond this wait in libcurl's queue (or are
+    /// multiplexed over HTTP/2). Each of the ``streamingThreads`` has connections of its own.
     public var maxConnectionsPerHost: Int = 16
-    /// Most connections open in total (`CURLMOPT_MAX_TOTAL_CONNECTIONS`); also the size of the
-    /// connection cache.
+    /// Most connections one transport thread keeps open in total
+    /// (`CURLMOPT_MAX_TOTAL_CONNECTIONS`); also the size of its connection cache.
     public var maxTotalConnections: Int = 64
+    /// Threads that receive answers streamed to a file or a sink
+    /// (``ResponseDestination/fileDescriptor(_:offset:maxLength:)``, ``ResponseDestination/sink(maxLength:_:)``):
+    /// such a request goes to the thread with the fewest requests in flight. Every other request
+    /// (collected answers, uploads) runs on the first thread, so API calls keep sharing one
+    /// connection cache. More than one lets the per-byte work of a large download (receiving,
+    /// ``HTTPRequest/hashBody``, writing into the file) use more than one core; the further
+    /// threads start with the first streamed answer. A bandwidth limit
+    /// (``maxReceiveBytesPerSecond``, ``maxSendBytesPerSecond``) keeps every request on one
+    /// thread, where the limit is shared exactly. Default: two on a machine with two or more
+    /// cores, else one.
+    public var streamingThreads: Int = min(2, ProcessInfo.processInfo.activeProcessorCount)
     /// Most transfers multiplexed on one HTTP/2 connection (`CURLMOPT_MAX_CONCURRENT_STREAMS`).
     public var maxStreamsPerConnection: Int = 100
     /// Time allowed to establish a connection, TLS handshake included.

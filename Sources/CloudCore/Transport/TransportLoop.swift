@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import Synchronization
 
 /// One libcurl multi handle driven by a dedicated thread.
 ///
@@ -20,6 +21,9 @@ final class TransportLoop: @unchecked Sendable {
     }
 
     let configuration: TransportConfiguration
+    /// Requests sent to this loop and not answered yet (kept by `CurlTransport`, which sends a
+    /// streamed answer to the loop with the fewest).
+    let inFlight = Atomic<Int>(0)
     private let multi: UnsafeMutableRawPointer
 
     // Guarded by `lock`.
