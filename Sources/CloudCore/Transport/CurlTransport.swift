@@ -8,8 +8,8 @@ import Synchronization
 /// then multiplexed, and one thread opens at most ``TransportConfiguration/maxConnectionsPerHost``
 /// to one host. Answers streamed to a file or a sink are spread over
 /// ``TransportConfiguration/streamingThreads`` such threads (each with its own multi handle and
-/// connections), so that large downloads are not bound to one core. Create one per process (or per distinct
-/// configuration) and share it.
+/// connections), so that large downloads are not bound to one core. Create one per process (or
+/// per distinct configuration) and share it.
 ///
 /// ```swift
 /// var configuration = TransportConfiguration()
@@ -35,14 +35,10 @@ public final class CurlTransport: Transport {
     private let loop: TransportLoop
     /// The further threads for streamed answers, started with the first such request.
     private let streamingLoops = Mutex<[TransportLoop]>([])
-    /// More than one thread for streamed answers (a bandwidth limit needs a single thread).
-    private let spreadsStreams: Bool
 
     /// Starts the first transport thread.
     public init(configuration: TransportConfiguration = TransportConfiguration()) throws {
         self.configuration = configuration
-        spreadsStreams =
-            configuration.streamingThreads > 1 && configuration.maxReceiveBytesPerSecond == nil && configuration.maxSendBytesPerSecond == nil
         loop = try TransportLoop(configuration: configuration)
         loop.start()
     }
@@ -83,5 +79,10 @@ public final class CurlTransport: Transport {
             }
             return others.reduce(loop) { $1.inFlight.load(ordering: .relaxed) < $0.inFlight.load(ordering: .relaxed) ? $1 : $0 }
         }
+    }
+
+    /// More than one thread for streamed answers; a bandwidth limit needs a single thread.
+    private var spreadsStreams: Bool {
+        configuration.streamingThreads > 1 && configuration.maxReceiveBytesPerSecond == nil && configuration.maxSendBytesPerSecond == nil
     }
 }
