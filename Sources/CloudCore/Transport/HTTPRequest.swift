@@ -72,9 +72,11 @@ public enum ResponseDestination: Sendable {
     /// size. More than `maxLength` bytes aborts with ``TransportError/tooLarge(limit:received:)``.
     /// The descriptor stays owned by the caller.
     case fileDescriptor(Int32, offset: Int64 = 0, maxLength: Int64? = nil)
-    /// Each chunk is handed to `consume` **on the transport thread**, in order; it must be quick
-    /// and must not block. The buffer is only valid during the call. Throwing aborts the transfer
-    /// and `send` rethrows the error.
+    /// Each chunk is handed to `consume` **on the transport thread running the request**, in
+    /// order; it must be quick and must not block. The buffer is only valid during the call.
+    /// Throwing aborts the transfer and `send` rethrows the error. Sinks of different requests may
+    /// run at the same time on different threads (``TransportConfiguration/streamingThreads``):
+    /// state they share must be safe to touch from both.
     case sink(maxLength: Int64? = nil, @Sendable (UnsafeRawBufferPointer) throws -> Void)
     /// Read and dropped (counted in ``HTTPResponse/bytesReceived``).
     case discard
