@@ -12,6 +12,13 @@ import NIOCore
 /// flight hardly any part is read back from the upload's file (`UploadPartsFile`, page cache),
 /// and `sendMedia` finds the digest ready. Re-sending a part that was already hashed restarts from
 /// part 0 (rare: a retry whose answer was lost).
+///
+/// The hashing paces the upload (`pace`): a part's answer waits while the hashing is more than
+/// `maxLagParts` behind it. Receiving costs less CPU than hashing, so without it a client with
+/// many parts in flight runs far ahead: the kept buffers overflow, later parts are read back from
+/// the file, and `sendMedia` waits for the whole backlog to be hashed on one core while the
+/// other idles. Paced, the hashing runs alongside the receiving and the backlog at the end is
+/// only the parts in flight.
 final class UploadHasher: @unchecked Sendable {
     // @unchecked Sendable: the fields below are guarded by `lock`, except `sha`, only touched
     // by whoever set `busy` (one worker at a time; the lock hand-off orders the accesses).
@@ -34,6 +41,8 @@ final class UploadHasher: @unchecked Sendable {
     /// The last finalized digest and the part generations it covers.
     private var result: (generations: [Int], hex: String)?
     private var waiters: [Waiter] = []
+    /// Part answers waiting for the hashing to come within `maxLagParts` of their part.
+    private var paced: [(part: Int, continuation: CheckedContinuation<Void, Never>)] = []
     private var sha = SHA256()
     /// Request buffers of parts that arrived before the part they follow (several parts are in
     /// flight at once), kept so they are hashed from memory when their turn comes instead of
@@ -42,6 +51,9 @@ final class UploadHasher: @unchecked Sendable {
     private var earlyBytes = 0
     static let earlyLimit = 16 << 20
     static let earlyTotalLimit = 64 << 20
+    /// How far (in parts) the hashing may fall behind a part before its answer waits: as many
+    /// full parts as `earlyLimit` keeps, so a paced upload's parts are all hashed from memory.
+    static let maxLagParts = earlyLimit / UploadPartRules.maxPartSize
     /// Bytes kept by every upload's hasher.
     private static let earlyTotal = Locked(0)
 
@@ -91,22 +103,66 @@ final class UploadHasher: @unchecked Sendable {
             busy = false
         }
         let start = claimWorker()
+        let released = releasePaced(all: false)
         lock.unlock()
+        for c in released { c.resume() }
         if start { Self.queue.async { self.run() } }
+    }
+
+    /// Returns once the hashing is within `maxLagParts` of `part` (the caller's part, stored and
+    /// offered), or at once when waiting cannot help: the next part to hash is missing (the
+    /// client must send it first), the hashing is blocked, or the upload is gone. While anyone
+    /// waits, a worker runs; when it stops without catching up, every waiter is released.
+    func pace(part: Int) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            lock.lock()
+            guard mustWait(part) else {
+                lock.unlock()
+                c.resume()
+                return
+            }
+            paced.append((part, c))
+            let start = claimWorker()
+            lock.unlock()
+            if start { Self.queue.async { self.run() } }
+        }
+    }
+
+    /// Parts fed into the running hash so far: how far the hashing has come.
+    var hashedParts: Int { lock.withLock { hashed.count } }
+
+    /// Whether an answer for `part` waits for the hashing (lock held).
+    private func mustWait(_ part: Int) -> Bool {
+        !cancelled && !blocked && part - hashed.count >= Self.maxLagParts && stored[hashed.count] != nil
+    }
+
+    /// Takes the paced answers that no longer wait (`all`: every one) for the caller to resume
+    /// once it has released the lock (lock held).
+    private func releasePaced(all: Bool) -> [CheckedContinuation<Void, Never>] {
+        guard !paced.isEmpty else { return [] }
+        var released: [CheckedContinuation<Void, Never>] = []
+        paced.removeAll { p in
+            guard all || !mustWait(p.part) else { return false }
+            released.append(p.continuation)
+            return true
+        }
+        return released
     }
 
     /// The parts are gone (forgotten or consumed): stop, answer waiters `nil`.
     func cancel() {
         lock.lock()
         cancelled = true
-        let released = earlyBytes
+        let freed = earlyBytes
         early = [:]
         earlyBytes = 0
-        Self.earlyTotal.withLock { $0 -= released }
+        Self.earlyTotal.withLock { $0 -= freed }
         let ws = waiters
         waiters = []
+        let released = releasePaced(all: true)
         lock.unlock()
         for w in ws { w.continuation.resume(returning: nil) }
+        for c in released { c.resume() }
     }
 
     /// Lowercase hex SHA-256 of parts `0..<parts` as stored now, waiting for the hashing to
@@ -167,8 +223,13 @@ final class UploadHasher: @unchecked Sendable {
             var answers: [(CheckedContinuation<String?, Never>, String?)] = []
             lock.lock()
             let action = nextAction(&answers)
+            // A worker that stops cannot catch up with anyone still waiting.
+            var stopping = false
+            if case .stop = action { stopping = true }
+            let released = releasePaced(all: stopping)
             lock.unlock()
             for (c, v) in answers { c.resume(returning: v) }
+            for c in released { c.resume() }
             switch action {
             case .stop:
                 return

@@ -30,6 +30,8 @@ extension ServerCore {
             guard try file.write(part: part, chunks: body.chunks, size: body.size, hint: hint) == .written else { continue }
             let (hasher, generation) = try uploads.record(fileId: fileId, part: part, size: body.size, totalParts: total, big: big, file: file)
             hasher.offer(part: part, generation: generation, chunks: body.chunks)
+            // Answered once the hashing has caught up enough (see `UploadHasher.pace`).
+            await hasher.pace(part: part)
             break
         }
         return HTTPSupport.json(OkResponse())
