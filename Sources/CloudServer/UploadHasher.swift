@@ -13,8 +13,8 @@ import NIOCore
 /// and `sendMedia` finds the digest ready. Re-sending a part that was already hashed restarts from
 /// part 0 (rare: a retry whose answer was lost).
 ///
-/// The hashing paces the upload (`pace`): a part's answer waits while the hashing is more than
-/// `maxLagParts` behind it. Receiving costs less CPU than hashing, so without it a client with
+/// The hashing paces the upload (`pace`): a part's answer waits while the hashing is
+/// `maxLagParts` parts or more behind it. Receiving costs less CPU than hashing, so without it a client with
 /// many parts in flight runs far ahead: the kept buffers overflow, later parts are read back from
 /// the file, and `sendMedia` waits for the whole backlog to be hashed on one core while the
 /// other idles. Paced, the hashing runs alongside the receiving and the backlog at the end is
