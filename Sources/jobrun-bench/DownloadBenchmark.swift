@@ -213,6 +213,7 @@ private func benchmarkBody(
         var worstCurlLine = (product: 0.0, peer: 0.0), worstAriaLine = (product: 0.0, peer: 0.0)
         // Every tool's files stay until the benchmark ends (`WorkDirectory`): removing one tool's
         // 2,000 files would slow the file creation of the tool timed after it.
+        FileCreationQuiet.wait(scratch: workDir, before: "the small-file rounds")
         for round in 1...smallRounds {
             let box = try MediaBox(basePath: workDir + "/small-media-\(round)", fetcher: fetch)
             let t = try await measureSettled { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: 32) }

@@ -168,6 +168,7 @@ struct UploadBenchmark {
         // The small files stay on the server until the benchmark ends (`WorkDirectory`): removing
         // one tool's 500 would slow the file creation of the tool timed after it. A large file is
         // one inode, removed at once; kept, it made the next round's large uploads slower for both.
+        if options.only != .large { FileCreationQuiet.wait(scratch: work, before: "the small-file uploads") }
         for round in 0..<options.rounds {
             let postbox = try Postbox(directory: work + "/postbox-\(round)")
             let queue = UploadQueue(postbox: postbox, directory: work + "/uploads-\(round)")

@@ -10,7 +10,8 @@ import Foundation
 /// whoever removed them (`settleDisk` does not help). So no benchmark removes files before a
 /// timed phase that creates files: each tool's output stays until the benchmark ends, and `all`
 /// runs the benchmarks that time file creation before the one that removes the most, and
-/// removes every scratch directory only after the last benchmark.
+/// removes every scratch directory only after the last benchmark. Removals from before a
+/// benchmark started are waited out by `FileCreationQuiet`.
 enum WorkDirectory {
     /// The file `all` names for its benchmark processes: each appends its scratch directory
     /// there instead of removing it.
