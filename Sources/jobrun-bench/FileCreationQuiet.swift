@@ -49,22 +49,21 @@ enum FileCreationQuiet {
 
     /// Probes under `scratch` (the benchmark's work directory, so the probe folders are placed
     /// like the tools' folders) until creating a file is fast again or `maxWaitSeconds` have
-    /// passed, and prints what it found. Returns the last probe's µs per inode.
-    @discardableResult
-    static func wait(scratch: String, before phase: String) -> Double? {
+    /// passed, and prints what it found.
+    static func wait(scratch: String, before phase: String) {
         let start = DispatchTime.now().uptimeNanoseconds
         var round = 0
         guard var cost = probe(in: scratch, round: round) else {
             print("file creation before \(phase): cannot probe in \(scratch)")
-            return nil
+            return
         }
         if cost <= limitMicroseconds {
             print("file creation before \(phase): \(fmt(cost, 0)) µs per inode (quiet)")
-            return cost
+            return
         }
         print(
-            "file creation before \(phase): \(fmt(cost, 0)) µs per inode: files removed before this run are still being skipped "
-                + "(ext4 without a journal); waiting for it to pass, at most \(fmt(maxWaitSeconds, 0)) s")
+            "file creation before \(phase): \(fmt(cost, 0)) µs per inode, slowed (on ext4 without a journal: inodes freed in the "
+                + "last minutes are being skipped); waiting for it to pass, at most \(fmt(maxWaitSeconds, 0)) s")
         var waited = 0.0
         while cost > limitMicroseconds, waited < maxWaitSeconds {
             sleep(20)
@@ -78,6 +77,5 @@ enum FileCreationQuiet {
         } else {
             print("file creation before \(phase): still \(fmt(cost, 0)) µs per inode after \(fmt(waited, 0)) s: its figures time the file system's state")
         }
-        return cost
     }
 }
