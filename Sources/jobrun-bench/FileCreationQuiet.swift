@@ -8,15 +8,15 @@ import Foundation
 /// not slowed by files removed shortly before the benchmark started (by tests, an earlier
 /// benchmark run, anything else on the machine).
 ///
-/// On ext4 without a journal, creating a file scans past every inode of its block group that was
-/// freed in the last 60 s, or 360 s while its inode-table block is dirty (`WorkDirectory`).
-/// Measured on this kind of machine: an empty file took 13–25 µs to create in a quiet group and
-/// 600–1,400 µs in a group where 16,000 files had been removed seconds before; and which folder
-/// lands in which group is luck (two folders created one after the other took 13 and 650 µs per
-/// file). A benchmark started in that state times the luck of each tool's folders, the peers' as
-/// much as the product's, instead of the tools. After such a removal the probes below turned
-/// quiet 20–363 s later (`sync` did not shorten it). `WorkDirectory` keeps the benchmarks from
-/// causing it themselves; this covers what happened before they started.
+/// On ext4 without a journal, creating a file scans past the inodes of its block group freed in
+/// the last minutes (`WorkDirectory` has the kernel's rule). Measured on this kind of machine: an
+/// empty file took 13–25 µs to create in a quiet group and 600–1,400 µs in a group where 16,000
+/// files had been removed seconds before; and which folder lands in which group is luck (two
+/// folders created one after the other took 13 and 650 µs per file). A benchmark started in that
+/// state times the luck of each tool's folders, the peers' as much as the product's, instead of
+/// the tools. After such a removal the probes below turned quiet 20–363 s later (`sync` did not
+/// shorten it). `WorkDirectory` keeps the benchmarks from causing it themselves; this covers what
+/// happened before they started.
 enum FileCreationQuiet {
     /// Creating an inode slower than this (µs, the probe's mean) is taken as recently freed
     /// inodes being skipped in some of the groups the probe's folders landed in. Quiet, the probe
