@@ -111,6 +111,9 @@ final class BenchCloud: @unchecked Sendable {
         self.server = server
     }
 
+    /// CPU seconds (user + system) the cloudd child has used so far; nil in-process.
+    func cpuSeconds() -> Double? { process.flatMap { processCPUSeconds($0.processIdentifier) } }
+
     /// Waits (untimed) until cloudd holds every file's part hashes, as a file server does for
     /// files at rest: the timed downloads then measure serving, not cloudd's start-up hashing.
     func waitForPartHashes() async throws {
@@ -216,14 +219,19 @@ private func benchmarkBody(
         FileCreationQuiet.wait(scratch: workDir, before: "the small-file rounds")
         for round in 1...smallRounds {
             let box = try MediaBox(basePath: workDir + "/small-media-\(round)", fetcher: fetch)
-            let t = try await measureSettled { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: 32) }
+            settleDisk()
+            var cpu = PhaseCPU(server: cloud.cpuSeconds)
+            let t = try await measureAsync { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: 32) }
+            let productCPU = cpu.report(client: "product")
             try verify(box: box, docs: Array(small.prefix(50)), api: api)
             let ariaSmall = try runPeer(
                 workDir: workDir, name: "aria2c-small-\(round)", urls: smallURLs, keepOutput: true,
                 command: ["aria2c", "-q", "-i", "URLS", "-j", "16", "-x", "1", "--allow-overwrite=true", "-d", "OUT"])
             let curlCommand = ["curl", "-s", "--parallel", "--parallel-max", "16", "--output-dir", "OUT", "-K", "CFG"]
+            cpu = PhaseCPU(server: cloud.cpuSeconds)
             let curlSmall = try runPeer(
                 workDir: workDir, name: "curl-small-\(round)", urls: smallURLs, curl: true, keepOutput: true, command: curlCommand)
+            print("round \(round) CPU: \(productCPU); \(cpu.report(client: "curl", isChild: true))")
             // Context, not a target: the same curl run made as durable as the product's files.
             let syncedCurlSmall = try runPeer(
                 workDir: workDir, name: "curl-sync-small-\(round)", urls: smallURLs, curl: true, keepOutput: true, syncAfter: true,

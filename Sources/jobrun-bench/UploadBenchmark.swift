@@ -85,15 +85,7 @@ final class UploadBenchServer: @unchecked Sendable {
     }
 
     /// CPU seconds (user + system) the cloudd child has used so far; nil in-process.
-    func cpuSeconds() -> Double? {
-        guard let process, let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return nil }
-        // Fields after the command name: state is field 3, utime and stime are fields 14 and 15.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
+    func cpuSeconds() -> Double? { process.flatMap { processCPUSeconds($0.processIdentifier) } }
 
     func stop() async {
         if let process { process.terminate(); process.waitUntilExit() }
@@ -177,9 +169,9 @@ struct UploadBenchmark {
                 let name = "large-\(round)"
                 settleDisk()
                 // `Expect:` off: curl would otherwise wait up to 1 s for a `100 Continue` the server never sends.
-                var cpu = PhaseCPU(server: server)
+                var cpu = PhaseCPU(server: server.cpuSeconds)
                 let ct = try measure { try Self.runCurl(["-s", "-H", "Expect:", "-o", "/dev/null", "-T", large, "\(dc)/plain/upload/\(name)"]) }
-                print("curl large: \(cpu.report(client: "curl"))")
+                print("curl large: \(cpu.report(client: "curl", isChild: true))")
                 let plain = try JSONDecoder().decode(PlainUploadInfo.self, from: try await client.transport.get("\(dc)/admin/plain-uploads/\(name)").body)
                 guard plain.sha256 == largeSHA else { throw ValidationError("curl upload arrived with another SHA-256") }
                 try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/plain/\(name)")
@@ -191,7 +183,7 @@ struct UploadBenchmark {
                 largeConfig.partsInFlight = options.partsInFlight
                 largeConfig.checkPeer = false
                 settleDisk()
-                cpu = PhaseCPU(server: server)
+                cpu = PhaseCPU(server: server.cpuSeconds)
                 let upload = MultipartUpload(
                     client: client, postbox: postbox, configuration: largeConfig,
                     observer: { event in
@@ -220,14 +212,14 @@ struct UploadBenchmark {
                 try small.enumerated().map { "upload-file = \"\($0.element)\"\nurl = \"\(dc)/plain/upload/r\(round)-s\($0.offset)\"\noutput = \"/dev/null\"\n" }
                     .joined().write(toFile: config, atomically: true, encoding: .utf8)
                 settleDisk()
-                var smallCPU = PhaseCPU(server: server)
+                var smallCPU = PhaseCPU(server: server.cpuSeconds)
                 let cs = try measure {
                     try Self.runCurl(["-s", "--no-progress-meter", "-H", "Expect:", "--parallel", "--parallel-max", String(options.concurrency), "-K", config])
                 }
                 curlSmall.append(Timing(seconds: cs, bytes: smallBytes, files: small.count))
-                print("curl small: \(smallCPU.report(client: "curl"))")
+                print("curl small: \(smallCPU.report(client: "curl", isChild: true))")
                 settleDisk()
-                smallCPU = PhaseCPU(server: server)
+                smallCPU = PhaseCPU(server: server.cpuSeconds)
 
                 // Product, small files: enqueue all (one batch: staged on every core, one
                 // transaction), then drain `concurrency` at a time.
@@ -314,13 +306,6 @@ struct UploadBenchmark {
         )
     }
 
-    /// User + system CPU seconds of this process so far.
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-    }
-
     static func runCurl(_ arguments: [String]) throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -353,38 +338,6 @@ struct UploadBenchmark {
         var sha = SHA256()
         while let d = try h.read(upToCount: 1 << 20), !d.isEmpty { sha.update(d) }
         return sha.finalize().hexString
-    }
-}
-
-/// CPU seconds of one phase: the client's (this process, or its finished children such as
-/// curl) and the cloudd child's, so a phase's cost on the shared cores is seen apart from its
-/// wall time.
-struct PhaseCPU {
-    let server: UploadBenchServer
-    private var own: Double
-    private var children: Double
-    private var serverStart: Double?
-
-    init(server: UploadBenchServer) {
-        self.server = server
-        own = UploadBenchmark.cpuSeconds()
-        children = Self.childrenSeconds()
-        serverStart = server.cpuSeconds()
-    }
-
-    /// "<client> used X s CPU, cloudd Y s"; `client` "curl" counts finished children.
-    mutating func report(client: String) -> String {
-        let used = client == "curl" ? Self.childrenSeconds() - children : UploadBenchmark.cpuSeconds() - own
-        var text = "\(client) used \(fmt(used)) s CPU"
-        if let start = serverStart, let now = server.cpuSeconds() { text += ", cloudd \(fmt(now - start)) s" }
-        self = PhaseCPU(server: server)
-        return text
-    }
-
-    static func childrenSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_CHILDREN.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 }
 
