@@ -329,11 +329,7 @@ struct CPULoad {
         static func sample(postmaster: Int32, cloudd: Int32) -> (postgres: Double, cloudd: Double, hosts: Double, machine: Double) {
             var postgres = ProcStat(pid: postmaster).map { $0.own + $0.reapedChildren } ?? 0
             for child in ProcStat.children(of: postmaster) { postgres += child.own }
-            var usage = rusage()
-            getrusage(RUSAGE_CHILDREN.rawValue, &usage)
-            let hosts =
-                Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-            return (postgres, ProcStat(pid: cloudd)?.own ?? 0, hosts, machineBusySeconds())
+            return (postgres, ProcStat(pid: cloudd)?.own ?? 0, rusageCPUSeconds(RUSAGE_CHILDREN), machineBusySeconds())
         }
 
         /// Busy CPU seconds of all cores since boot: `/proc/stat`'s first line minus idle and iowait.
@@ -345,36 +341,6 @@ struct CPULoad {
             let busy = ticks.prefix(8).enumerated().filter { $0.offset != 3 && $0.offset != 4 }.map(\.element).reduce(0, +)
             return busy / Double(sysconf(Int32(_SC_CLK_TCK)))
         }
-    }
-}
-
-/// CPU times of one process from `/proc/<pid>/stat`, in seconds.
-struct ProcStat {
-    var pid: Int32
-    var parent: Int32
-    /// utime + stime.
-    var own: Double
-    /// cutime + cstime: children this process has waited for.
-    var reapedChildren: Double
-
-    init?(pid: Int32) {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = text.lastIndex(of: ")")
-        else { return nil }
-        // Fields after the command name: state ppid … utime(14) stime(15) cutime(16) cstime(17).
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 15, let ppid = Int32(fields[1]) else { return nil }
-        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
-        func field(_ n: Int) -> Double { Double(fields[n - 3]) ?? 0 }
-        self.pid = pid
-        parent = ppid
-        own = (field(14) + field(15)) / ticks
-        reapedChildren = (field(16) + field(17)) / ticks
-    }
-
-    static func children(of parent: Int32) -> [ProcStat] {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return entries.compactMap { Int32($0) }.compactMap { ProcStat(pid: $0) }.filter { $0.parent == parent }
     }
 }
 

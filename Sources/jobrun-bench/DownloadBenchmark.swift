@@ -112,7 +112,7 @@ final class BenchCloud: @unchecked Sendable {
     }
 
     /// CPU seconds (user + system) the cloudd child has used so far; nil in-process.
-    func cpuSeconds() -> Double? { process.flatMap { processCPUSeconds($0.processIdentifier) } }
+    func cpuSeconds() -> Double? { process.flatMap { ProcStat(pid: $0.processIdentifier)?.own } }
 
     /// Waits (untimed) until cloudd holds every file's part hashes, as a file server does for
     /// files at rest: the timed downloads then measure serving, not cloudd's start-up hashing.

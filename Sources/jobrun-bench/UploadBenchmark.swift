@@ -85,7 +85,7 @@ final class UploadBenchServer: @unchecked Sendable {
     }
 
     /// CPU seconds (user + system) the cloudd child has used so far; nil in-process.
-    func cpuSeconds() -> Double? { process.flatMap { processCPUSeconds($0.processIdentifier) } }
+    func cpuSeconds() -> Double? { process.flatMap { ProcStat(pid: $0.processIdentifier)?.own } }
 
     func stop() async {
         if let process { process.terminate(); process.waitUntilExit() }
