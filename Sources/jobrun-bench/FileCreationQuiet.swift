@@ -68,9 +68,12 @@ enum FileCreationQuiet {
         while cost > limitMicroseconds, waited < maxWaitSeconds {
             sleep(20)
             round += 1
-            guard let next = probe(in: scratch, round: round) else { break }
-            cost = next
             waited = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            guard let next = probe(in: scratch, round: round) else {
+                print("file creation before \(phase): cannot probe in \(scratch) after waiting \(fmt(waited, 0)) s")
+                return
+            }
+            cost = next
         }
         if cost <= limitMicroseconds {
             print("file creation before \(phase): \(fmt(cost, 0)) µs per inode after waiting \(fmt(waited, 0)) s")
