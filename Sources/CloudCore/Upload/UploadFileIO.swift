@@ -30,23 +30,31 @@ enum UploadIO {
         )
     }
 
-    /// SHA-256 (hex) of `length` bytes of `fd` from offset 0, read in 1 MiB blocks with `pread`.
+    /// SHA-256 (hex) of `length` bytes of `fd` from offset 0, read in blocks of at most 1 MiB
+    /// with `pread`.
     static func sha256(fd: Int32, length: Int64) throws -> String {
         var sha = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var offset: Int64 = 0
-        while offset < length {
-            let want = Int(min(Int64(buffer.count), length - offset))
-            let n = try buffer.withUnsafeMutableBytes { raw -> Int in
-                let r = pread(fd, raw.baseAddress, want, off_t(offset))
+        try withReadBuffer(forLength: length) { buffer in
+            var offset: Int64 = 0
+            while offset < length {
+                let want = Int(min(Int64(buffer.count), length - offset))
+                let r = pread(fd, buffer.baseAddress, want, off_t(offset))
                 if r < 0 { throw POSIXFailure(errno) }
-                sha.update(UnsafeRawBufferPointer(rebasing: raw[0..<r]))
-                return r
+                if r == 0 { break }
+                sha.update(UnsafeRawBufferPointer(rebasing: buffer[0..<r]))
+                offset += Int64(r)
             }
-            if n == 0 { break }
-            offset += Int64(n)
         }
         return sha.finalize().hexString
+    }
+
+    /// Runs `body` with an uninitialized buffer for reading a file of `length` bytes: the file's
+    /// size up to 1 MiB. A small file neither allocates nor zeroes a whole megabyte, which for
+    /// thousands of small files enqueued at once was a measurable share of the enqueue.
+    static func withReadBuffer<T>(forLength length: Int64, _ body: (UnsafeMutableRawBufferPointer) throws -> T) rethrows -> T {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(min(max(length, 1), 1 << 20)), alignment: 64)
+        defer { buffer.deallocate() }
+        return try body(buffer)
     }
 
     /// Reads exactly `count` bytes at `offset` into `buffer` (short only at end of file).

@@ -125,10 +125,9 @@ enum UploadStager {
             if !ok { unlink(temporary) }
         }
         var sha = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset: Int64 = 0
-        while true {
-            let n = try buffer.withUnsafeMutableBytes { raw -> Int in
+        try UploadIO.withReadBuffer(forLength: size) { raw in
+            while true {
                 let r = try UploadIO.readFully(fd: input, into: raw, offset: offset)
                 sha.update(UnsafeRawBufferPointer(rebasing: raw[0..<r]))
                 var written = 0
@@ -140,10 +139,9 @@ enum UploadStager {
                     }
                     written += w
                 }
-                return r
+                offset += Int64(r)
+                if r < raw.count { break }
             }
-            offset += Int64(n)
-            if n < buffer.count { break }
         }
         guard offset == size else { throw MultipartUploadError.fileChanged(item: 0, reason: "\(source) changed size while being copied") }
         guard fsync(out) == 0 else { throw MultipartUploadError.staging(path: source, reason: "fsync: \(UploadIO.describe(errno))") }
