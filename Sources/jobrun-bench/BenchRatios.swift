@@ -1,7 +1,8 @@
 import Foundation
 
 /// One line of the summary `jobrun-bench all` prints: a product figure next to its peer's from
-/// the same run, their ratio oriented so that higher is better, and the target it is held to.
+/// the same run, their ratio oriented so that higher is better, and the target it is held to
+/// (none for a comparison printed as context, which the count of targets met leaves out).
 struct BenchRatio: Codable {
     var benchmark: String
     var measure: String
@@ -9,10 +10,11 @@ struct BenchRatio: Codable {
     var peer: String
     /// Higher is better (peer time ÷ product time, or product rate ÷ peer rate).
     var ratio: Double
-    /// The minimum ratio the target asks for.
-    var target: Double
+    /// The minimum ratio the target asks for; nil for context without a target.
+    var target: Double?
 
-    var met: Bool { ratio >= target }
+    /// Whether the target is met; nil without a target.
+    var met: Bool? { target.map { ratio >= $0 } }
 }
 
 /// Where each benchmark leaves its ratios: appended as JSON lines to the file named by
@@ -21,7 +23,7 @@ struct BenchRatio: Codable {
 enum BenchRatios {
     static let environmentKey = "JOBRUN_BENCH_RATIOS"
 
-    static func record(_ benchmark: String, _ measure: String, product: String, peer: String, ratio: Double, target: Double) {
+    static func record(_ benchmark: String, _ measure: String, product: String, peer: String, ratio: Double, target: Double?) {
         guard let path = ProcessInfo.processInfo.environment[environmentKey],
             let line = try? JSONEncoder().encode(
                 BenchRatio(
