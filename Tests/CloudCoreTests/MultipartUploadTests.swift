@@ -146,6 +146,22 @@ final class MultipartUploadTests: XCTestCase {
         }
     }
 
+    func testACopiedStagingOfSeveralReadBlocksIsWholeAndHashedWhole() async throws {
+        let f = try await UploadFixture.start()
+        addTeardownBlock { await f.stop() }
+        // Three blocks of the 1 MiB read buffer, the last of one byte; and a file under one block.
+        for size in [(2 << 20) + 1, 5000] {
+            let path = try f.makeFile("copy-\(size).bin", size: size)
+            let source = try Data(contentsOf: URL(fileURLWithPath: path))
+            let item = try await f.queue.enqueue(UploadRequest(path: path, peerId: f.peer, staging: .copy))
+            XCTAssertEqual(item.sha256, SHA256.hash(source).hexString, "size \(size)")
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: item.stagedPath)), source, "size \(size)")
+            try FileManager.default.removeItem(atPath: path)
+            let r = try await f.upload().upload(itemId: item.id)
+            XCTAssertEqual(try f.server.fileInfo(id: r.documentId)?.sha256, item.sha256, "size \(size)")
+        }
+    }
+
     func testSecretUploadsDecryptToTheOriginal() async throws {
         let f = try await UploadFixture.start()
         addTeardownBlock { await f.stop() }
