@@ -11,7 +11,8 @@ import Jobs
 /// and checked against properties that hold for every input, valid or not:
 /// - the decoder returns (a crash or trap is caught by a signal handler that saves the input);
 /// - it returns quickly (an input slower than `slowLimit` is a finding: a quadratic path or an
-///   expansion);
+///   expansion; a slow input is timed twice more and its least time counts, so a moment the
+///   process was not running is not taken for the decoder's cost);
 /// - every error names a position inside the text (line 1…lines+1, column ≥ 1);
 /// - no error is longer than `maximumErrorLength` (errors never echo a file back);
 /// - the planted credential of an account configuration never appears in an error;
@@ -128,7 +129,8 @@ struct FuzzBenchmark {
                 broken += lengthProblems(error.errors.map(\.description))
             }
         }
-        if seconds > Self.slowLimit { broken.append("slow: \(fmt(seconds * 1000, 1)) ms for \(input.utf8.count) bytes") }
+        let timing = Self.timing(seconds, size: input.utf8.count) { _ = try? JobFile.parse(yaml: input, file: "fuzz.yaml") }
+        if let slow = timing.slow { broken.append(slow) }
         if input.utf8.count % 7 == 0 {
             let again = Result { () throws(JobFileErrors) in try JobFile.parse(yaml: input, file: "fuzz.yaml") }
             let same: Bool
@@ -139,7 +141,7 @@ struct FuzzBenchmark {
             }
             if !same { broken.append("not deterministic") }
         }
-        return Outcome(accepted: accepted, seconds: seconds, broken: broken)
+        return Outcome(accepted: accepted, seconds: timing.seconds, broken: broken)
     }
 
     func checkAccountConfig(_ input: String) -> Outcome {
@@ -157,8 +159,22 @@ struct FuzzBenchmark {
                 }
             }
         }
-        if seconds > Self.slowLimit { broken.append("slow: \(fmt(seconds * 1000, 1)) ms for \(input.utf8.count) bytes") }
-        return Outcome(accepted: accepted, seconds: seconds, broken: broken)
+        let timing = Self.timing(seconds, size: input.utf8.count) {
+            _ = try? AccountCloudConfig.parse(input, path: "config.yaml", accountDirectory: "/nonexistent-account")
+        }
+        if let slow = timing.slow { broken.append(slow) }
+        return Outcome(accepted: accepted, seconds: timing.seconds, broken: broken)
+    }
+
+    /// How long an input takes to decode: `first`, or for a decode over `slowLimit` the least of
+    /// three timings (`first` and two more with `rerun`), so that a moment the process was not
+    /// running is not taken for the decoder's cost; with the "slow" finding if even that is over.
+    static func timing(_ first: Double, size: Int, rerun: () -> Void) -> (seconds: Double, slow: String?) {
+        guard first > slowLimit else { return (first, nil) }
+        let times = [first, measure(rerun), measure(rerun)]
+        let least = times.min()!
+        guard least > slowLimit else { return (least, nil) }
+        return (least, "slow: \(times.map { fmt($0 * 1000, 1) }.joined(separator: ", ")) ms for \(size) bytes")
     }
 
     /// The planted token is a secret only where it stands as the `authToken` value: a mutation
