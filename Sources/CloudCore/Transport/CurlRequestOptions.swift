@@ -53,6 +53,10 @@ enum CurlRequestOptions {
             hasBody = bodyLength > 0
         }
         if hasBody {
+            // One read callback (one `pread`) and one send per part instead of one per 64 KiB.
+            if bodyLength > Self.defaultUploadBuffer {
+                easy.set(CURLOPT_UPLOAD_BUFFERSIZE, Int(min(bodyLength, Int64(Self.largestUploadBuffer))))
+            }
             // Always a read callback: without one libcurl would read stdin.
             easy.set(CURLOPT_READDATA, pointer: context)
             _ = jr_easy_setopt_data_callback(easy.raw, CURLOPT_READFUNCTION, curlReadCallback)
@@ -121,6 +125,11 @@ enum CurlRequestOptions {
             easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: limit)
         }
     }
+
+    /// libcurl's upload buffer unless a request sets another.
+    static let defaultUploadBuffer: Int64 = 64 << 10
+    /// The largest upload buffer asked for: a 512 KiB part, the protocol's largest.
+    static let largestUploadBuffer = 512 << 10
 
     /// Streams and large collects get the big receive buffer; small API calls keep libcurl's
     /// default (a big buffer per handle costs an allocation per transfer).
