@@ -10,7 +10,8 @@ import Foundation
 /// bucket is empty the callback returns `CURL_WRITEFUNC_PAUSE` (`CURL_READFUNC_PAUSE`) — libcurl
 /// keeps the chunk — and the loop unpauses paused transfers round-robin once tokens are back,
 /// polling no longer than until then. A chunk may drive the bucket negative (it is taken whole),
-/// which later chunks repay; the burst allowance is 50 ms of rate (at least 16 KiB).
+/// which later chunks repay; the burst allowance is 50 ms of rate (at least 16 KiB), and a read
+/// callback hands libcurl at most one burst however large its upload buffer is.
 ///
 /// `@unchecked Sendable` is not needed: it lives on the loop thread only, reached from the loop
 /// and from libcurl callbacks the loop runs.
@@ -68,6 +69,11 @@ final class BandwidthLimiter {
         pause(transfer, sending: false)
         return false
     }
+
+    /// The most a read callback should hand libcurl at once under a send limit: the bucket's
+    /// burst, so that one chunk (taken whole) overshoots the rate by at most that much however
+    /// large libcurl's upload buffer is. Nil without a send limit.
+    var sendChunkLimit: Int? { send.map { Int($0.burst) } }
 
     /// Read callback: may the transfer send `count` bytes now? If not it is paused.
     func admitSend(_ transfer: CurlTransfer, count: Int) -> Bool {
