@@ -53,7 +53,7 @@ enum CurlRequestOptions {
             hasBody = bodyLength > 0
         }
         if hasBody {
-            // One read callback (one `pread`) and one send per part instead of one per 64 KiB.
+            // One read callback (one `pread`) per part instead of one per 64 KiB, and larger sends.
             if bodyLength > Self.defaultUploadBuffer {
                 easy.set(CURLOPT_UPLOAD_BUFFERSIZE, Int(min(bodyLength, Int64(Self.largestUploadBuffer))))
             }

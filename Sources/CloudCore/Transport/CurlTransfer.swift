@@ -257,7 +257,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// CURL_READFUNC_ABORT, or CURL_READFUNC_PAUSE (bandwidth limit).
     func readBody(into destination: UnsafeMutableRawPointer, capacity: Int) -> Int {
         let remaining = request.body.length - uploadPosition
-        let count = Int(min(Int64(min(capacity, limiter?.sendChunkLimit ?? capacity)), max(0, remaining)))
+        let chunk = min(capacity, limiter?.sendChunkLimit ?? capacity)
+        let count = Int(min(Int64(chunk), max(0, remaining)))
         guard count > 0 else { return 0 }
         if let limiter, !limiter.admitSend(self, count: count) { return jr_readfunc_pause() }
         switch request.body {
