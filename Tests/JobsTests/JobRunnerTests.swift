@@ -124,6 +124,24 @@ final class JobRunnerTests: XCTestCase {
         XCTAssertEqual(try history(dir).first?.outcome, .cancelled)
     }
 
+    /// A run cancelled before its work (its lock lost while it opened its stores) ends cancelled
+    /// without starting the kind, even a kind that never looks at cancellation.
+    func testARunCancelledBeforeItsWorkNeverStartsTheKind() async throws {
+        let dir = TemporaryDirectory()
+        let kind = ScriptedKind()
+        let r = try runner(kind, dir)
+        let j = try job()
+        let task = Task { () -> RunResult in
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await r.run(j)
+        }
+        let result = await task.value
+        XCTAssertEqual(result.outcome, .cancelled)
+        XCTAssertEqual(result.exitCode, .temporary)
+        XCTAssertEqual(kind.attempts.count, 0, "the kind did not start")
+        XCTAssertEqual(try history(dir).first?.outcome, .cancelled)
+    }
+
     func testASecondRunnerInTheSameProcessRespectsTheLock() async throws {
         let dir = TemporaryDirectory()
         let r = try runner(ScriptedKind(sleep: .milliseconds(800)), dir)

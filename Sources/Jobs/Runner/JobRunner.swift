@@ -110,10 +110,9 @@ public struct JobRunner: Sendable {
         }
         let startFailure = await recordStart(
             contexts, job: job, fileLock: fileLock, runId: runId, started: started, origin: origin, dryRun: dryRun, log: log)
-        do { try await Failpoints.hit("after-start-record") } catch {
-            result.outcome = .cancelled
-            result.exitCode = .temporary
-        }
+        // A cancelled sleep here leaves the run cancelled: its first attempt finds it so and
+        // does not start the kind.
+        try? await Failpoints.hit("after-start-record")
 
         // 3. The work, per account, with timeout and retries.
         let attempts = await work(job, kind: kind, contexts: contexts, runId: runId, dryRun: dryRun, startFailure: startFailure, log: log, result: &result)

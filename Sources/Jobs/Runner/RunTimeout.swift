@@ -6,12 +6,15 @@ struct RunTimeout: Error {}
 
 /// Runs `body` in a task of its own, cancelling it when `timeout` passes (it must be
 /// cooperative) and throwing `RunTimeout` once it has stopped. Cancelling the caller cancels
-/// `body` too.
+/// `body` too, and a caller already cancelled never starts it: the body's task does not inherit
+/// the caller's cancellation, and the handler that passes it on may come after the body has
+/// passed its own check (a run whose lock was lost before its work must not start that work).
 ///
 /// The deadline is a Dispatch timer, not a sleeping sibling task in a task group: a run that
 /// finishes in time (nearly every run) then never creates the group and its second task, which
 /// at start-up is a measurable part of an idle cron run.
 func withTimeout<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try Task.checkCancellation()
     let task = Task { try await body() }
     let deadline = Deadline()
     let expiry = DispatchWorkItem {
