@@ -181,7 +181,6 @@ struct UploadBenchmark {
                 let partsDone = PhaseClock()
                 var largeConfig = MultipartUploadConfiguration()
                 largeConfig.partsInFlight = options.partsInFlight
-                largeConfig.checkPeer = false
                 settleDisk()
                 cpu = PhaseCPU(server: server.cpuSeconds)
                 let upload = MultipartUpload(
@@ -226,13 +225,7 @@ struct UploadBenchmark {
                 let s0 = DispatchTime.now().uptimeNanoseconds
                 let ids = try await queue.enqueue(small.map { UploadRequest(path: $0, peerId: peer) }).map(\.id)
                 let sEnqueued = DispatchTime.now().uptimeNanoseconds
-                let smallUpload = MultipartUpload(
-                    client: client, postbox: postbox,
-                    configuration: {
-                        var c = MultipartUploadConfiguration()
-                        c.checkPeer = false
-                        return c
-                    }())
+                let smallUpload = MultipartUpload(client: client, postbox: postbox)
                 let sent = try await withThrowingTaskGroup(of: Int.self) { group in
                     var next = 0, done = 0
                     for _ in 0..<min(options.concurrency, ids.count) {

@@ -101,6 +101,33 @@ final class MultipartUploadTests: XCTestCase {
         }
     }
 
+    /// A peer not synced into Postbox is checked with the server once per upload instance (one
+    /// run), not once per item: a run of many small files to one chat costs no request per file.
+    func testEachPeerIsCheckedOncePerUploadInstance() async throws {
+        let f = try await UploadFixture.start()
+        addTeardownBlock { await f.stop() }
+        let peers = f.server.dataset().peers.prefix(2).map(\.id)
+        var items: [Int64] = []
+        for (i, peer) in [peers[0], peers[0], peers[0], peers[1], peers[1]].enumerated() {
+            let path = try f.makeFile("p\(i).bin", size: 1000 + i)
+            items.append(try await f.queue.enqueue(UploadRequest(path: path, peerId: peer)).id)
+        }
+        let unknown = try await f.queue.enqueue(UploadRequest(path: try f.makeFile("u.bin", size: 10), peerId: 424242)).id
+        f.server.resetCounters()
+        let upload = f.upload()
+        for id in items { _ = try await upload.upload(itemId: id) }
+        // A refusal is not remembered as a confirmation: the unknown peer is asked about each time.
+        for _ in 0..<2 {
+            await XCTAssertThrowsUploadError(try await upload.upload(itemId: unknown)) {
+                guard case .peerNotFound(424242, _) = $0 else { return false }
+                return true
+            }
+        }
+        let methods = f.server.counters().methods
+        XCTAssertEqual(methods["messages.getHistory"], 2 + 2, "one check per existing peer, one per attempt for the unknown one")
+        XCTAssertEqual(methods["messages.sendMedia"], items.count)
+    }
+
     func testChangedOrMissingStagedFileFailsTheItem() async throws {
         let f = try await UploadFixture.start()
         addTeardownBlock { await f.stop() }

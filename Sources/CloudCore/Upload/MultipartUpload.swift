@@ -35,6 +35,9 @@ public final class MultipartUpload: Sendable {
     private let observer: (@Sendable (MultipartUploadEvent) -> Void)?
     /// Acknowledgements and sends of every upload through this instance, committed in groups.
     private let commits: UploadCommitBatcher
+    /// Peers this instance has found to exist: a run of many items for one peer checks it once
+    /// (or once per worker that starts before the first check ends).
+    private let confirmedPeers = Mutex(Set<Int64>())
 
     /// Item `extra` key of the staged file's modification time (ns) recorded at enqueue.
     public static let mtimeField = "stat.mtimeNs"
@@ -339,18 +342,23 @@ public final class MultipartUpload: Sendable {
     }
 
     /// The peer must exist: known to Postbox, or the server does not answer `PEER_ID_INVALID`.
+    /// Once found, it is not checked again by this instance (a peer removed since then makes the
+    /// send fail with `PEER_ID_INVALID`, which ends that item for good all the same).
     private func checkPeer(_ peerId: Int64, item: Int64) async throws {
+        if confirmedPeers.withLock({ $0.contains(peerId) }) { return }
         let known = try await postbox.read { try $0.peers.get(PeerId(peerId)) != nil }
-        if known { return }
-        do {
-            try await configuration.pacer?.wait()
-            _ = try await client.getHistory(peerId: peerId, limit: 1)
-        } catch let error as CloudClientError {
-            if error.errorName == .peerIdInvalid {
-                throw MultipartUploadError.peerNotFound(peerId: peerId, reason: "the server answered PEER_ID_INVALID")
+        if !known {
+            do {
+                try await configuration.pacer?.wait()
+                _ = try await client.getHistory(peerId: peerId, limit: 1)
+            } catch let error as CloudClientError {
+                if error.errorName == .peerIdInvalid {
+                    throw MultipartUploadError.peerNotFound(peerId: peerId, reason: "the server answered PEER_ID_INVALID")
+                }
+                throw Self.mapped(error, item: item)
             }
-            throw Self.mapped(error, item: item)
         }
+        confirmedPeers.withLock { _ = $0.insert(peerId) }
     }
 
     /// Extends the lease every third of its duration while the upload runs (a long final send
