@@ -134,6 +134,62 @@ final class TransactionTests: XCTestCase {
         }
     }
 
+    /// The open-item index holds exactly the queued and uploading items through every change of
+    /// state and removal, `scanOpen` reads only those, and a store from before the index (schema
+    /// 2) gets it built when it is opened.
+    func testTheUploadQueuesOpenItemIndexFollowsTheItemsAndIsBuiltForAnOlderStore() throws {
+        func item(_ id: Int64, _ state: UploadItem.State) -> UploadItem {
+            var item = UploadItem(id: id, peerId: PeerId(1), stagedPath: "/x/\(id)", originalName: "x", size: 10, sha256: "ab", randomId: id, enqueuedAt: 1)
+            item.state = state
+            return item
+        }
+        func open(_ postbox: Postbox) throws -> [Int64] {
+            try postbox.readSync { tx in
+                var ids: [Int64] = []
+                try tx.uploadQueue.scanOpen {
+                    ids.append($0.id)
+                    return true
+                }
+                return ids
+            }
+        }
+        let states: [UploadItem.State] = [.sent, .queued, .failed, .uploading, .sent, .queued]
+        try forEachEngine { store in
+            let postbox = try store.postbox()
+            try postbox.transactionSync { tx in
+                for (i, state) in states.enumerated() { try tx.uploadQueue.set(item(Int64(i + 1), state)) }
+            }
+            XCTAssertEqual(try open(postbox), [2, 4, 6])
+            try postbox.transactionSync { tx in
+                try tx.uploadQueue.set(item(2, .sent))
+                try tx.uploadQueue.set(item(3, .queued))  // a failed item queued again
+                try tx.uploadQueue.remove(6)
+            }
+            XCTAssertEqual(try open(postbox), [3, 4])
+            let firstOnly = try postbox.readSync { tx -> [Int64] in
+                var ids: [Int64] = []
+                try tx.uploadQueue.scanOpen {
+                    ids.append($0.id)
+                    return false
+                }
+                return ids
+            }
+            XCTAssertEqual(firstOnly, [3], "returning false stops the scan")
+
+            // A store of schema 2: items written, no index.
+            let older = store.sibling()
+            try older.postbox().transactionSync { tx in
+                for (i, state) in states.enumerated() { try tx.uploadQueue.set(item(Int64(i + 1), state)) }
+                try tx.uploadQueue.valueBox.removeAll(PostboxTableId.uploadQueueOpen.table)
+                try tx.metadata.setSchemaVersion(2)
+            }
+            XCTAssertEqual(try open(older.postbox(readOnly: true)), [], "before its migration, nothing is indexed")
+            let migrated = try older.postbox()
+            XCTAssertEqual(try migrated.readSync { try $0.metadata.schemaVersion() }, Postbox.schemaVersion)
+            XCTAssertEqual(try open(migrated), [2, 4, 6])
+        }
+    }
+
     func testSchemaVersionAndMigrationHook() throws {
         try forEachEngine { store in
             let path = store.identity

@@ -240,8 +240,8 @@ public final class UploadQueue: Sendable {
             var found: UploadItem?
             var earliest: Int64?
             var crashLooping: [UploadItem] = []
-            try queue.scan { item in
-                guard item.state == .queued || item.state == .uploading, !excluding.contains(item.id) else { return true }
+            try queue.scanOpen { item in
+                guard !excluding.contains(item.id) else { return true }
                 // Leased and the lease is live (this process's other workers included): not ours.
                 if !item.leaseHolder.isEmpty, item.leaseUntil > now, UploadLeaseHolder.isAlive(item.leaseHolder) {
                     return true

@@ -10,7 +10,7 @@ import Foundation
 /// (`PRAGMA data_version`), so several processes can share the file safely.
 public final class Postbox: @unchecked Sendable {
     /// The schema this build writes. Bump it and add a `PostboxMigration` when the layout changes.
-    public static let schemaVersion: Int32 = 2
+    public static let schemaVersion: Int32 = 3
 
     /// Where the store lives: the SQLite file's path, or `postgres:<schema>` for a store on a
     /// PostgreSQL server (never the server's address or credentials). Named in every error.

@@ -15,10 +15,13 @@ public struct PostboxMigration: Sendable {
     /// for the batched rewrite its openers carry out (`MessageRecordConversion`); until it is
     /// done, readers take rows in either layout. Builds of version 1 refuse to write a
     /// version-2 store, which their decoder could not read.
+    /// Version 3 indexes the upload queue's open items; builds of version 2 refuse to write a
+    /// version-3 store, since an item they queued would be missing from the index.
     public static let all: [PostboxMigration] = [
         PostboxMigration(toVersion: 1) { _ in },
         PostboxMigration(toVersion: 2) { tx in
             if try tx.messages.hasRows() { try tx.metadata.setMessageRecordCursor(.fromStart) }
         },
+        PostboxMigration(toVersion: 3) { tx in try tx.uploadQueue.indexOpenItems() },
     ]
 }

@@ -17,10 +17,11 @@ public enum PostboxTableId: Int32, CaseIterable, Sendable {
     case uploadParts = 12
     case jobRuns = 13
     case sharedMediaTier = 14
+    case uploadQueueOpen = 15
 
     public var keyType: ValueBoxKeyType {
         switch self {
-        case .metadata, .peers, .peerSyncState, .uploadQueue: return .int64
+        case .metadata, .peers, .peerSyncState, .uploadQueue, .uploadQueueOpen: return .int64
         default: return .binary
         }
     }

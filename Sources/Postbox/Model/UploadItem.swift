@@ -9,6 +9,9 @@ import Foundation
 public struct UploadItem: PostboxCoding, Sendable, Equatable {
     public enum State: Int32, Sendable {
         case queued = 0, uploading = 1, sent = 2, failed = 3
+
+        /// Still to be sent: queued, or being (or last being) uploaded.
+        public var isOpen: Bool { self == .queued || self == .uploading }
     }
 
     public var id: Int64

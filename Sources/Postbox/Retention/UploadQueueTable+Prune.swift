@@ -10,6 +10,7 @@ extension UploadQueueTable {
         let partCount = try valueBox.count(parts, .prefix(prefix))
         try valueBox.removeRange(parts, .prefix(prefix))
         try valueBox.remove(table, key: ValueBoxKey(id))
+        try valueBox.remove(open, key: ValueBoxKey(id))
         state.record { $0.updatedUploadItems.insert(id) }
         return partCount
     }

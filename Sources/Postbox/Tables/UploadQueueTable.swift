@@ -1,9 +1,15 @@
 import Foundation
 
-/// The persistent upload queue (items by id, in enqueue order) and the acknowledged parts of
-/// each item (`item(8) part(4)` → empty), written one durable row per acknowledgement.
+/// The persistent upload queue (items by id, in enqueue order), the ids of its open items (queued
+/// or uploading), and the acknowledged parts of each item (`item(8) part(4)` → empty), written
+/// one durable row per acknowledgement.
+///
+/// Sent and failed items stay in the queue until history retention prunes them, so a queue that
+/// has sent many files is mostly finished items: the open-item index lets a worker claiming the
+/// next item read only those still to send.
 public final class UploadQueueTable: Table {
     let parts = PostboxTableId.uploadParts.table
+    let open = PostboxTableId.uploadQueueOpen.table
     private let metadata: MetadataTable
 
     init(valueBox: ValueBox, state: TransactionState) {
@@ -24,7 +30,9 @@ public final class UploadQueueTable: Table {
 
     public func set(_ item: UploadItem) throws {
         try checkWrite()
-        try valueBox.set(table, key: ValueBoxKey(item.id), value: PostboxEncoder.encode(item))
+        let key = ValueBoxKey(item.id)
+        try valueBox.set(table, key: key, value: PostboxEncoder.encode(item))
+        if item.state.isOpen { try valueBox.set(open, key: key, value: Data()) } else { try valueBox.remove(open, key: key) }
         state.record { $0.updatedUploadItems.insert(item.id) }
     }
 
@@ -32,6 +40,26 @@ public final class UploadQueueTable: Table {
     public func scan(visit: (UploadItem) throws -> Bool) throws {
         try checkRead()
         try valueBox.scan(table) { _, data in try visit(try PostboxDecoder.decode(UploadItem.self, from: data)) }
+    }
+
+    /// The open items (queued or uploading) in id order, through the open-item index: the
+    /// finished items are not read. Stop by returning false.
+    public func scanOpen(visit: (UploadItem) throws -> Bool) throws {
+        try checkRead()
+        try valueBox.rangeKeys(open, .all, limit: .max) { key in
+            guard let item = try get(key.getInt64(0)) else { return true }
+            return try visit(item)
+        }
+    }
+
+    /// Writes the open-item index from the items (a store from before the index had none).
+    func indexOpenItems() throws {
+        try checkWrite()
+        try valueBox.removeAll(open)
+        try valueBox.scan(table) { key, data in
+            if try PostboxDecoder.decode(UploadItem.self, from: data).state.isOpen { try valueBox.set(open, key: key, value: Data()) }
+            return true
+        }
     }
 
     private func partKey(_ item: Int64, _ part: Int32) -> ValueBoxKey {

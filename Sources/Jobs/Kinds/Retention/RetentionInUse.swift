@@ -11,8 +11,8 @@ enum RetentionInUse {
     static func predicate(mediaBox: MediaBox, postbox: Postbox) async throws -> MessageInUse {
         let uploading = try await postbox.read { tx -> Set<MessageId> in
             var out = Set<MessageId>()
-            try tx.uploadQueue.scan { item in
-                if item.state == .queued || item.state == .uploading, let mid = item.messageId {
+            try tx.uploadQueue.scanOpen { item in
+                if let mid = item.messageId {
                     out.insert(MessageId(peerId: item.peerId, id: mid))
                 }
                 return true
