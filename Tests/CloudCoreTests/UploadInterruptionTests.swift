@@ -15,6 +15,31 @@ final class UploadInterruptionTests: XCTestCase {
         }
     }
 
+    /// A holder is alive while its process is: this process, or another live one started when
+    /// the name says; not a pid that is gone or now belongs to a process started at another time.
+    /// A holder on another host cannot be checked and counts as alive.
+    func testALeaseHolderIsAliveExactlyWhileItsProcessIs() throws {
+        let mine = UploadLeaseHolder.current(tag: "t")
+        let parts = mine.split(separator: "/").map(String.init)
+        let host = parts[0], pid = parts[1], start = UInt64(parts[2])!
+        XCTAssertTrue(UploadLeaseHolder.isAlive(mine))
+        XCTAssertFalse(UploadLeaseHolder.isAlive("\(host)/\(pid)/\(start + 1)/t"), "this pid, started at another time: reused")
+        XCTAssertFalse(UploadLeaseHolder.isAlive("\(host)/999999/1/dead"))
+        XCTAssertTrue(UploadLeaseHolder.isAlive("another-host/999999/1/t"))
+
+        let sleeper = Process()
+        sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        sleeper.arguments = ["30"]
+        try sleeper.run()
+        let other = sleeper.processIdentifier
+        let stat = try String(contentsOfFile: "/proc/\(other)/stat", encoding: .utf8)
+        let otherStart = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")[19]
+        XCTAssertTrue(UploadLeaseHolder.isAlive("\(host)/\(other)/\(otherStart)/t"))
+        sleeper.terminate()
+        sleeper.waitUntilExit()
+        XCTAssertFalse(UploadLeaseHolder.isAlive("\(host)/\(other)/\(otherStart)/t"), "its process has ended")
+    }
+
     func testKilledAttemptsAreGivenBackAndACrashLoopFailsTheItemSeparately() async throws {
         let f = try await UploadFixture.start()
         addTeardownBlock { await f.stop() }

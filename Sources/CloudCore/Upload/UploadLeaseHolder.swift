@@ -9,12 +9,16 @@ import Foundation
 /// was SIGKILLed never blocks the next one until its lease expires.
 public enum UploadLeaseHolder {
     /// The holder name of this process, with a free-form `tag` (e.g. the job run id).
-    public static func current(tag: String) -> String {
-        "\(hostName)/\(getpid())/\(startTime(of: getpid()) ?? 0)/\(tag)"
-    }
+    public static func current(tag: String) -> String { ownPrefix + tag }
+
+    /// `host/pid/start-time/` of this process: what its holder names begin with.
+    private static let ownPrefix = "\(hostName)/\(getpid())/\(startTime(of: getpid()) ?? 0)/"
 
     /// True if `holder` names a live process (or one on another host, which cannot be checked).
+    /// A holder of this process is alive without a look at `/proc`: a worker claiming the next
+    /// item passes over the items this process's other workers hold at every claim.
     public static func isAlive(_ holder: String) -> Bool {
+        if holder.hasPrefix(ownPrefix) { return true }
         let parts = holder.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
         guard parts.count >= 3, let pid = Int32(parts[1]), let start = UInt64(parts[2]) else { return true }
         guard String(parts[0]) == hostName else { return true }
