@@ -49,6 +49,23 @@ final class LoggingTests: XCTestCase {
         XCTAssertEqual(info.st_mode & 0o777, 0o700)
     }
 
+    /// Every string comes back whole from the JSON it is written as; quotes, backslashes, control
+    /// characters and the two JavaScript line separators are escaped, other text is written as is.
+    func testStringsAreEscapedExactlyWhereJSONNeedsIt() throws {
+        let cases = [
+            "plain ascii", "", "quote \" and backslash \\", "line\nbreak\r\ttab", "bell \u{07} nul \u{00}",
+            "separators \u{2028} \u{2029}", "euro € en dash – emoji 😀 accented é", "\u{7f} delete",
+        ]
+        for text in cases {
+            let encoded = JSONLine.encode(.string(text))
+            let decoded = try JSONSerialization.jsonObject(with: Data(encoded.utf8), options: .fragmentsAllowed) as? String
+            XCTAssertEqual(decoded, text, encoded)
+            XCTAssertFalse(encoded.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x2028 || $0.value == 0x2029 }, encoded)
+        }
+        XCTAssertEqual(JSONLine.encode(.string("a\u{2028}€")), "\"a\\u2028€\"")
+        XCTAssertEqual(JSONLine.encode(.string("plain")), "\"plain\"")
+    }
+
     func testTimestampFormat() {
         XCTAssertEqual(JSONLine.timestamp(Date(timeIntervalSince1970: 1_795_000_000.1234)), "2026-11-18T11:06:40.123Z")
         XCTAssertEqual(JSONLine.timestamp(Date(timeIntervalSince1970: 0)), "1970-01-01T00:00:00.000Z")

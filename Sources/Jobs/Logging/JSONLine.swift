@@ -65,6 +65,12 @@ public enum JSONLine {
 
     private static func appendString(_ text: String, to out: inout String) {
         out += "\""
+        // Most strings need no escape: appended whole. A lead byte 0xE2 may start U+2028/U+2029.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0xE2 }) {
+            out += text
+            out += "\""
+            return
+        }
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
