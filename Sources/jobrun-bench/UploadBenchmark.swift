@@ -155,7 +155,8 @@ struct UploadBenchmark {
         let rssStart = peakRSSMiB()
 
         var curlLarge: [Timing] = [], productLarge: [Timing] = [], productLargeWithEnqueue: [Timing] = [], productLargeParts: [Timing] = []
-        var curlSmall: [Timing] = [], productSmall: [Timing] = []
+        var curlSmall: [Timing] = [], productSmall: [Timing] = [], jobSmall: [Timing] = []
+        let jobRun = UploadJobRun(dcURLs: server.dcURLs, concurrency: options.concurrency, peer: peer)
         var rssAfterLarge = 0.0
         // The small files stay on the server until the benchmark ends (`WorkDirectory`): removing
         // one tool's 500 would slow the file creation of the tool timed after it. A large file is
@@ -251,11 +252,18 @@ struct UploadBenchmark {
                     "product small: enqueue \(fmt(Double(sEnqueued - s0) / 1e9)) s, upload \(fmt(Double(s1 - sEnqueued) / 1e9)) s; enqueue and upload: \(smallCPU.report(client: "this process"))"
                 )
                 productSmall.append(Timing(seconds: Double(s1 - s0) / 1e9, bytes: smallBytes, files: small.count))
+
+                // The same files through the upload-queue job, as an operator runs it.
+                smallCPU = PhaseCPU(server: server.cpuSeconds)
+                let js = try await jobRun.run(small, in: work + "/job-\(round)")
+                jobSmall.append(Timing(seconds: js, bytes: smallBytes, files: small.count))
+                print("product small, upload-queue job (jobrun run, queued beforehand): \(fmt(js)) s; \(smallCPU.report(client: "jobrun", isChild: true))")
             }
             var line: [String] = []
             if let c = curlLarge.last, let p = productLarge.last { line.append("curl \(fmt(c.mbps, 0)) MB/s, product \(fmt(p.mbps, 0)) MB/s (large)") }
-            if let c = curlSmall.last, let p = productSmall.last {
-                line.append("curl \(fmt(c.filesPerSecond, 0)) files/s, product \(fmt(p.filesPerSecond, 0)) files/s (small)")
+            if let c = curlSmall.last, let p = productSmall.last, let j = jobSmall.last {
+                let rates = "curl \(fmt(c.filesPerSecond, 0)) files/s, product \(fmt(p.filesPerSecond, 0)) files/s"
+                line.append(rates + ", upload-queue job \(fmt(j.filesPerSecond, 0)) files/s (small)")
             }
             print("round \(round + 1): " + line.joined(separator: "; "))
         }
@@ -274,6 +282,7 @@ struct UploadBenchmark {
         if !curlSmall.isEmpty {
             add("curl --parallel \(options.concurrency), small", best(curlSmall))
             add("product, small (enqueue+upload, \(options.concurrency) at once)", best(productSmall))
+            add("upload-queue job, small (jobrun run, queued beforehand)", best(jobSmall))
         }
         table.print()
         if !curlLarge.isEmpty {
@@ -293,6 +302,10 @@ struct UploadBenchmark {
                 peer: fmt(best(curlSmall).filesPerSecond, 0) + " files/s curl --parallel \(options.concurrency)",
                 ratio: best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond, target: 1)
             print("ratio small files/s (product / curl): \(fmt(best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond))× (target ≥ 1.0×)")
+            BenchRatios.record(
+                "upload", "\(small.count) small files, upload-queue job", product: fmt(best(jobSmall).filesPerSecond, 0) + " files/s",
+                peer: fmt(best(curlSmall).filesPerSecond, 0) + " files/s curl --parallel \(options.concurrency)",
+                ratio: best(jobSmall).filesPerSecond / best(curlSmall).filesPerSecond, target: nil)
         }
         print(
             "peak RSS of this process: \(fmt(rssStart, 1)) MiB before uploading, \(fmt(rssAfterLarge, 1)) MiB after the \(fmt(Double(largeBytes) / 1e6, 0)) MB upload, \(fmt(peakRSSMiB(), 1)) MiB at the end (bounded: parts are sent from the file by region)"
