@@ -113,9 +113,13 @@ final class MultipartUploadTests: XCTestCase {
             items.append(try await f.queue.enqueue(UploadRequest(path: path, peerId: peer)).id)
         }
         let unknown = try await f.queue.enqueue(UploadRequest(path: try f.makeFile("u.bin", size: 10), peerId: 424242)).id
+        let queued = try await f.queue.openItems().map(\.id)
+        XCTAssertEqual(queued, items + [unknown])
         f.server.resetCounters()
         let upload = f.upload()
         for id in items { _ = try await upload.upload(itemId: id) }
+        let stillOpen = try await f.queue.openItems().map(\.id)
+        XCTAssertEqual(stillOpen, [unknown], "the sent items are no longer open")
         // A refusal is not remembered as a confirmation: the unknown peer is asked about each time.
         for _ in 0..<2 {
             await XCTAssertThrowsUploadError(try await upload.upload(itemId: unknown)) {

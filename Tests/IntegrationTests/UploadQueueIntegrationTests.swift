@@ -174,11 +174,15 @@ final class UploadQueueIntegrationTests: XCTestCase {
         guard case .success(let g2) = try h.enqueue(good2, peer: peer, extra: ["--secret", "--caption", "last"]) else { return XCTFail() }
         try FileManager.default.removeItem(atPath: good2)  // the source may vanish once queued
 
+        let dry = try h.run(["run", "upload-queue", "--json", "--dry-run"])
+        XCTAssertEqual(dry.status, 0, dry.stderr)
+        XCTAssertEqual(JobrunHarness.counters(dry.stdout)["items_waiting"], 5, dry.stdout)
         let r = try h.run(["run", "upload-queue", "--json"])
         XCTAssertEqual(r.status, 0, r.stderr)
         let counters = JobrunHarness.counters(r.stdout)
         XCTAssertEqual(counters["items_sent"], 2)
         XCTAssertEqual(counters["items_failed"], 3)
+        XCTAssertEqual(counters["items_remaining"], 0, "sent and failed items are not counted as remaining")
         let items = Dictionary(uniqueKeysWithValues: try h.uploadItems().map { ($0.id, $0) })
         XCTAssertEqual(items[g1]?.state, .sent)
         XCTAssertEqual(items[g2]?.state, .sent)
@@ -247,6 +251,7 @@ final class UploadQueueLimitsIntegrationTests: XCTestCase {
         let down = try h.run(["run", "upload-queue"])
         XCTAssertEqual(down.status, 69, "cloud unavailable: \(down.stderr)")
         XCTAssertTrue(down.stderr.contains("unreachable"), down.stderr)
+        XCTAssertTrue(down.stderr.contains("3 items stay queued"), down.stderr)
         for item in try h.uploadItems() {
             XCTAssertEqual(item.state, .queued, "an outage fails nothing")
             XCTAssertEqual(item.attempts, 0, "an outage spends no attempt")

@@ -196,6 +196,19 @@ public final class UploadQueue: Sendable {
         }
     }
 
+    /// The items still to send (queued or uploading), in enqueue order, read through the open-item
+    /// index: the sent and failed items the queue keeps are not read.
+    public func openItems() async throws -> [UploadItem] {
+        try await postbox.read { tx in
+            var out: [UploadItem] = []
+            try tx.uploadQueue.scanOpen {
+                out.append($0)
+                return true
+            }
+            return out
+        }
+    }
+
     /// Every item, in enqueue order.
     public func items() async throws -> [UploadItem] {
         try await postbox.read { tx in

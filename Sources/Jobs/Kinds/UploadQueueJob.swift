@@ -110,7 +110,7 @@ public struct UploadQueueJob: JobKind {
         }
 
         let v = tally.values
-        let remaining = try await queue.items().filter { $0.state == .queued || $0.state == .uploading }.count
+        let remaining = try await queue.openItems().count
         let report = Self.report(v, remaining: remaining)
         if v.cloudDown {
             throw JobError.cloudUnavailable(
@@ -122,7 +122,7 @@ public struct UploadQueueJob: JobKind {
 
     /// What a dry run reports: the items waiting, nothing sent.
     static func dryRunReport(_ queue: UploadQueue) async throws -> JobReport {
-        let waiting = try await queue.items().filter { $0.state == .queued || $0.state == .uploading }
+        let waiting = try await queue.openItems()
         let bytes = waiting.reduce(Int64(0)) { $0 + $1.size }
         return JobReport(
             counters: ["items_waiting": Int64(waiting.count), "bytes_waiting": bytes],
@@ -267,7 +267,7 @@ public struct UploadQueueJob: JobKind {
 
     /// Progress over the items this run will work on: the waiting ones, at most `maxItems`.
     static func progress(queue: UploadQueue, maxItems: Int?, log: JobLogger) async throws -> TransferProgress {
-        let waiting = try await queue.items().filter { $0.state == .queued || $0.state == .uploading }.prefix(maxItems ?? Int.max)
+        let waiting = try await queue.openItems().prefix(maxItems ?? Int.max)
         return TransferProgress(label: "upload", totalFiles: waiting.count, totalBytes: waiting.reduce(0) { $0 + $1.size }, log: log)
     }
 
