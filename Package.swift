@@ -95,8 +95,9 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
-        // Child processes for crash and concurrency tests (SIGKILL mid-transaction, two writers).
-        .executableTarget(name: "jobrun-testkit", dependencies: ["Postbox", "PostboxPostgres", "MediaBox", "CloudCore", "CloudProtocol"]),
+        // Child processes for crash and concurrency tests (SIGKILL mid-transaction, two writers), and
+        // for the test fixtures' own exit behaviour.
+        .executableTarget(name: "jobrun-testkit", dependencies: ["Postbox", "PostboxPostgres", "MediaBox", "CloudCore", "CloudProtocol", "ServerFixtures"]),
 
         // Real servers and hosts (PostgreSQL, network namespaces) for tests and the cluster bench; no XCTest.
         .target(name: "ServerFixtures", path: "Tests/ServerFixtures"),

@@ -16,6 +16,7 @@ let commands: [String: TestkitCommand] =
     .merging(cloudCommands) { first, _ in first }
     .merging(retentionCommands) { first, _ in first }
     .merging(objectStorageCommands) { first, _ in first }
+    .merging(fixtureCommands) { first, _ in first }
 
 let args = Array(CommandLine.arguments.dropFirst())
 guard let name = args.first, let command = commands[name] else {

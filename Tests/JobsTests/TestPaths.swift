@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Paths the tests need: the repository root (for `jobs/`, `cron/`) and fresh temp directories.
 enum TestPaths {
@@ -6,10 +7,12 @@ enum TestPaths {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
+    /// A new folder, removed when the test process exits.
     static func makeTempDirectory(_ label: String = #function) throws -> URL {
         let name = "jobs-tests-\(label.filter { $0.isLetter || $0.isNumber })-\(UUID().uuidString.prefix(8))"
         let url = FileManager.default.temporaryDirectory.appendingPathComponent(name, isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        TemporaryDirectory.removeAtExit(url.path)
         return url
     }
 

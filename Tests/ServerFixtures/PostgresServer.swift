@@ -174,10 +174,8 @@ extension PostgresServer {
         return result
     }()
 
+    /// Its folder is removed after this, by `TemporaryDirectory`'s own exit hook.
     private static func stopShared() {
-        if case let .success(server) = sharedServer {
-            server.stop()
-            try? FileManager.default.removeItem(atPath: server.directory.path)
-        }
+        if case let .success(server) = sharedServer { server.stop() }
     }
 }
