@@ -4,7 +4,8 @@ import Foundation
 /// empty cache (open the root, Postbox, MediaBox, take the lock, record the run, write metrics)
 /// against the Swift runtime's own start-up (`jobrun --version`), the floor any Swift binary
 /// pays; a process that only opens the same database read-only (`sqlite3 -readonly db 'PRAGMA
-/// schema_version'`) is printed beside them as context.
+/// schema_version'`) is printed beside them as context. The jobs directory also holds six other
+/// job files, as many as `jobs/` ships: an operator's directory is not one file.
 struct NoopRunBenchmark {
     var runs = 30
     var workDir: String
@@ -25,6 +26,15 @@ struct NoopRunBenchmark {
         params:
           maxSize: 1GiB
         """.write(toFile: jobs + "/idle-cleanup.yaml", atomically: true, encoding: .utf8)
+        for other in 1...6 {
+            try """
+            name: other-\(other)
+            kind: time-based-cleanup
+            schedule: "\(other) 3 * * *"
+            params:
+              maxSize: \(other)GiB
+            """.write(toFile: jobs + "/other-\(other).yaml", atomically: true, encoding: .utf8)
+        }
         let jobArgs = ["run", "idle-cleanup", "--root", root, "--jobs-dir", jobs]
         guard try spawn(jobrun, jobArgs) == 0 else { throw BenchError("jobrun run failed") }
         let db = root + "/account-0/postbox/db/db.sqlite"

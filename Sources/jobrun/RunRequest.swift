@@ -53,10 +53,12 @@ struct RunRequest: Equatable, Sendable {
         if result.exitCode != .ok { throw ExitCode(result.exitCode.rawValue) }
     }
 
-    /// A path is loaded as a file (no jobs directory needed); a name needs the jobs directory.
+    /// A path is loaded as a file (no jobs directory needed); a name needs the jobs directory,
+    /// of which only the job's own file is read when it defines the job.
     private func resolveJob() throws -> JobFile {
         let looksLikePath = job.contains("/") || job.hasSuffix(".yaml") || job.hasSuffix(".yml")
         if looksLikePath { return try JobCatalog(jobs: []).resolve(job) }
+        if let own = JobCatalog.ownFile(of: job, in: options.jobsDirectory) { return own }
         return try options.catalog().resolve(job)
     }
 

@@ -72,6 +72,43 @@ final class JobCatalogTests: XCTestCase {
         }
     }
 
+    func testAJobIsReadFromItsOwnFileAndThatFileWinsACollision() throws {
+        let directory = try TestPaths.makeTempDirectory()
+        let body = "kind: upload-queue\nschedule: \"@hourly\"\n"
+        func write(_ file: String, _ text: String) throws {
+            try text.write(to: directory.appendingPathComponent(file), atomically: true, encoding: .utf8)
+        }
+        // `a.yaml` sorts first but `same.yaml` is named after the job: both lookups take it.
+        try write("a.yaml", "name: same\n" + body)
+        try write("same.yaml", "name: same\ndescription: own file\n" + body)
+        try write("other.yml", "name: other\n" + body)
+        try write("broken.yaml", "name: broken\nkind: nope\n")
+        try write("elsewhere.yaml", "name: moved\n" + body)
+
+        let own = try XCTUnwrap(JobCatalog.ownFile(of: "same", in: directory))
+        XCTAssertEqual(own.source, directory.appendingPathComponent("same.yaml").path)
+        XCTAssertEqual(own.description, "own file")
+        let catalog = JobCatalog.load(directory: directory)
+        XCTAssertEqual(catalog.job(named: "same")?.source, own.source)
+        XCTAssertEqual(
+            catalog.errors.map(\.description).filter { $0.contains("duplicate") },
+            [
+                "\(directory.path)/a.yaml:1:7: duplicate job name 'same' (also defined at \(directory.path)/same.yaml:1:7) (expected job names unique across the jobs directory)"
+            ])
+        XCTAssertEqual(JobCatalog.ownFile(of: "other", in: directory)?.name, "other", ".yml too")
+
+        // No own file, an invalid one, one naming another job, or a name that is no file name:
+        // nil, and the caller reads the whole directory.
+        XCTAssertNil(JobCatalog.ownFile(of: "moved", in: directory))
+        XCTAssertNil(JobCatalog.ownFile(of: "broken", in: directory))
+        try write("renamed.yaml", "name: moved-again\n" + body)
+        XCTAssertNil(JobCatalog.ownFile(of: "renamed", in: directory))
+        try write(".hidden.yaml", "name: .hidden\n" + body)
+        XCTAssertNil(JobCatalog.ownFile(of: ".hidden", in: directory))
+        XCTAssertNil(JobCatalog.ownFile(of: "", in: directory))
+        XCTAssertEqual(try catalog.resolve("moved").source, directory.appendingPathComponent("elsewhere.yaml").path)
+    }
+
     func testEveryKindDeclaresAWellFormedSchema() {
         for kind in JobKindRegistry.shipped.kinds {
             let schema = JobParamsSchema(kind)

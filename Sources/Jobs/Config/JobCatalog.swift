@@ -92,23 +92,46 @@ public struct JobCatalog: Sendable {
         return catalog
     }
 
-    /// Builds a catalog from already-parsed jobs, reporting duplicate names.
+    /// Builds a catalog from already-parsed jobs, reporting duplicate names. Of two files that
+    /// define the same name, the one named after the job is kept (the file `run <name>` reads
+    /// alone, see `ownFile`), else the first one given.
     public init(validating jobs: [JobFile], errors: [JobFileError] = [], directory: URL? = nil, kinds: JobKindRegistry = .shipped) {
-        var seen: [String: JobFile] = [:]
+        var seen: [String: Int] = [:]
         var unique: [JobFile] = []
         var all = errors
         for job in jobs {
-            if let first = seen[job.name] {
-                all.append(
-                    JobFileError(
-                        job.namePosition, "duplicate job name '\(job.name)' (also defined at \(first.namePosition))",
-                        expected: "job names unique across the jobs directory"))
-            } else {
-                seen[job.name] = job
+            guard let index = seen[job.name] else {
+                seen[job.name] = unique.count
                 unique.append(job)
+                continue
             }
+            var (kept, duplicate) = (unique[index], job)
+            if duplicate.isInOwnFile && !kept.isInOwnFile {
+                swap(&kept, &duplicate)
+                unique[index] = kept
+            }
+            all.append(
+                JobFileError(
+                    duplicate.namePosition, "duplicate job name '\(job.name)' (also defined at \(kept.namePosition))",
+                    expected: "job names unique across the jobs directory"))
         }
         self.init(jobs: unique, errors: all, directory: directory, kinds: kinds)
+    }
+
+    /// Job `name` read from its own file in `directory` (`<name>.yaml`, else `<name>.yml`)
+    /// without reading any other: how `run <name>` finds a job in the usual layout, one file
+    /// per job named after it, so that a cron run parses one file rather than the directory.
+    /// Nil when there is no such file or it does not validly define `name`; the caller then
+    /// loads the whole directory, which finds the job elsewhere or reports why it cannot.
+    public static func ownFile(of name: String, in directory: URL, kinds: JobKindRegistry = .shipped) -> JobFile? {
+        guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/") else { return nil }
+        for suffix in [".yaml", ".yml"] {
+            let url = directory.appendingPathComponent(name + suffix)
+            guard access(url.path, F_OK) == 0 else { continue }
+            guard let job = try? JobFile.load(contentsOf: url, kinds: kinds), job.name == name else { return nil }
+            return job
+        }
+        return nil
     }
 
     public func job(named name: String) -> JobFile? { jobs.first { $0.name == name } }

@@ -78,6 +78,13 @@ public struct JobFile: Sendable, Hashable {
     /// Position of `name:`'s value (for catalog-level errors such as duplicate names).
     public var namePosition: SourcePosition
 
+    /// Whether the job's file is named after it (`<name>.yaml` or `<name>.yml`), as every file
+    /// in `jobs/` is: the file `run <name>` reads, and the one that wins when names collide.
+    public var isInOwnFile: Bool {
+        let file = (source as NSString).lastPathComponent
+        return file == name + ".yaml" || file == name + ".yml"
+    }
+
     /// The time zone schedule computations use.
     public var effectiveTimeZone: TimeZone { timeZone ?? .current }
 
