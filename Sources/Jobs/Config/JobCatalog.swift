@@ -125,8 +125,8 @@ public struct JobCatalog: Sendable {
     /// loads the whole directory, which finds the job elsewhere or reports why it cannot.
     public static func ownFile(of name: String, in directory: URL, kinds: JobKindRegistry = .shipped) -> JobFile? {
         guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/") else { return nil }
-        for suffix in [".yaml", ".yml"] {
-            let url = directory.appendingPathComponent(name + suffix)
+        for file in JobFile.ownFileNames(of: name) {
+            let url = directory.appendingPathComponent(file)
             guard access(url.path, F_OK) == 0 else { continue }
             guard let job = try? JobFile.load(contentsOf: url, kinds: kinds), job.name == name else { return nil }
             return job

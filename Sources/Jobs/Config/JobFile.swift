@@ -78,12 +78,13 @@ public struct JobFile: Sendable, Hashable {
     /// Position of `name:`'s value (for catalog-level errors such as duplicate names).
     public var namePosition: SourcePosition
 
-    /// Whether the job's file is named after it (`<name>.yaml` or `<name>.yml`), as every file
-    /// in `jobs/` is: the file `run <name>` reads, and the one that wins when names collide.
-    public var isInOwnFile: Bool {
-        let file = (source as NSString).lastPathComponent
-        return file == name + ".yaml" || file == name + ".yml"
-    }
+    /// The names of job `name`'s own file, in the order they are looked for: `<name>.yaml`, as
+    /// every file in `jobs/` is named, then `<name>.yml`.
+    public static func ownFileNames(of name: String) -> [String] { [name + ".yaml", name + ".yml"] }
+
+    /// Whether the job's file is named after it: the file `run <name>` reads, and the one that
+    /// wins when names collide.
+    public var isInOwnFile: Bool { Self.ownFileNames(of: name).contains((source as NSString).lastPathComponent) }
 
     /// The time zone schedule computations use.
     public var effectiveTimeZone: TimeZone { timeZone ?? .current }
