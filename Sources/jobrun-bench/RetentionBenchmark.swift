@@ -70,18 +70,24 @@ struct RetentionBenchmark {
         let keep = perPeer / 2
         var table = BenchTable(
             title: "Trim \(peers * (perPeer - keep)) of \(peers * perPeer) messages and return the space",
-            columns: ["engine", "time (s)", "removed", "file after (MiB)", "peak RSS (MiB)", "longest other-writer wait (ms)"])
+            columns: ["round", "engine", "time (s)", "removed", "file after (MiB)", "peak RSS (MiB)", "longest other-writer wait (ms)"])
+        // Each side runs twice, in the order raw, postbox, postbox, raw, and its faster pass
+        // counts: a pass writes and syncs half a gigabyte, and on a shared disk one pass alone
+        // varied from 11 to 24 s, more than the difference being measured.
         var times: [String: Double] = [:]
-        for engine in ["raw", "postbox"] {
+        for (index, engine) in ["raw", "postbox", "postbox", "raw"].enumerated() {
             let db = workDir + "/\(engine).sqlite"
             try Self.copy(source, db)
+            // The copy's pages are written back before the pass, not by its first fsync: the
+            // timed pass measures the trim, not how much of a fresh 900 MB copy is still dirty.
+            settleDisk()
             let (pass, wait, writes) = try Self.pass(engine, db: db, keep: keep)
-            times[engine] = pass.seconds
+            times[engine] = min(times[engine] ?? .infinity, pass.seconds)
             table.add([
-                engine == "raw" ? "raw SQL (same deletes, same schema)" : "HistoryRetention", fmt(pass.seconds, 2), "\(pass.removed)",
+                "\(index / 2 + 1)", engine == "raw" ? "raw SQL (same deletes, same schema)" : "HistoryRetention", fmt(pass.seconds, 2), "\(pass.removed)",
                 fmt(Double(Self.size(db)) / 1_048_576, 1), fmt(pass.rss, 1), fmt(wait * 1000, 1) + " (\(writes) writes)",
             ])
-            if engine == "postbox" {
+            if index == 1 {  // the first HistoryRetention pass: its store is checked
                 let postbox = try Postbox(path: db)
                 let consistent = try postbox.checkHistoryConsistency()
                 let integrity = try postbox.integrityCheck()
@@ -93,7 +99,7 @@ struct RetentionBenchmark {
         }
         table.print()
         let ratio = times["postbox"]! / times["raw"]!
-        print("postbox/raw time: \(fmt(ratio))× (target ≤ 1.3×)")
+        print("postbox/raw time, the faster pass of each: \(fmt(ratio))× (target ≤ 1.3×)")
         BenchRatios.record(
             "retention", "trim half of \(peers * perPeer) messages + vacuum", product: fmt(times["postbox"]!, 2) + " s",
             peer: fmt(times["raw"]!, 2) + " s raw SQL", ratio: times["raw"]! / times["postbox"]!, target: 1 / 1.3)
