@@ -7,7 +7,8 @@ import Postbox
 /// The raw side does what a careful hand-written C program would do for the same tables:
 /// messages in `t2` (BLOB key peer|ns|ts|id, WITHOUT ROWID) plus the id index `t3`, each insert
 /// preceded by the id-index lookup that keeps re-adding a message correct; values serialised by
-/// hand. Both use WAL with `synchronous=NORMAL` (Postbox's default).
+/// hand. Both use WAL with `synchronous=NORMAL` (Postbox's default). Each workload is timed in
+/// two rounds, in both orders; each side's faster round is reported.
 struct PostboxBenchmark {
     var messages = 1_000_000
     var smallTransactions = 100_000
@@ -22,12 +23,19 @@ struct PostboxBenchmark {
             columns: ["workload", "raw (ops/s)", "postbox (ops/s)", "postbox/raw time", "target"])
         let rawPath = workDir + "/raw.sqlite"
         let boxPath = workDir + "/postbox.sqlite"
-        for p in [rawPath, boxPath] { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: p + s) } }
-
-        let raw = try RawStore(path: rawPath)
-        let postbox = try Postbox(path: boxPath)
         let workloads = PostboxWorkloads(messages: messages, smallTransactions: smallTransactions, reads: reads, peers: peers)
-        for w in try workloads.run(raw: raw, postbox: postbox) { table.add(row(w.name, w.ops, w.raw, w.postbox)) }
+        // Two rounds on new stores, the peer first and then Postbox first, and each side's faster
+        // time counts: on a shared machine one timing of the bulk insert alone varied by a third,
+        // and a fixed order would hand one side the other's page-cache writeback every time.
+        var best: [PostboxWorkloads.Timing] = []
+        for round in 0..<2 {
+            for p in [rawPath, boxPath] { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: p + s) } }
+            let timings = try workloads.run(raw: try RawStore(path: rawPath), postbox: try Postbox(path: boxPath), peerFirst: round == 0)
+            best =
+                best.isEmpty
+                ? timings : zip(best, timings).map { .init(name: $0.name, ops: $0.ops, raw: min($0.raw, $1.raw), postbox: min($0.postbox, $1.postbox)) }
+        }
+        for w in best { table.add(row(w.name, w.ops, w.raw, w.postbox)) }
         table.print()
         print("peak RSS of the benchmark process: \(fmt(peakRSSMiB(), 1)) MiB; database files: raw \(fileMiB(rawPath)) MiB, postbox \(fileMiB(boxPath)) MiB")
         print(

@@ -16,9 +16,9 @@ protocol RawPostboxPeer {
 extension RawStore: RawPostboxPeer {}
 extension RawPostgres: RawPostboxPeer {}
 
-/// The Postbox workloads, each timed on the peer and then on Postbox over whatever `ValueBox`
-/// it was opened on: one bulk transaction, many single-row transactions, point reads by message
-/// id, and a range scan of one peer.
+/// The Postbox workloads, each timed on the peer and on Postbox over whatever `ValueBox` it was
+/// opened on, in the order asked for: one bulk transaction, many single-row transactions, point
+/// reads by message id, and a range scan of one peer.
 struct PostboxWorkloads {
     var messages: Int
     var smallTransactions: Int
@@ -32,12 +32,22 @@ struct PostboxWorkloads {
         var postbox: Double
     }
 
-    func run(raw: some RawPostboxPeer, postbox: Postbox) throws -> [Timing] {
+    func run(raw: some RawPostboxPeer, postbox: Postbox, peerFirst: Bool = true) throws -> [Timing] {
         let perPeer = messages / peers
         var timings: [Timing] = []
+        /// Times both sides of one workload, the peer first unless asked otherwise.
+        func pair(_ peer: () throws -> Void, _ product: () throws -> Void) throws -> (raw: Double, postbox: Double) {
+            if peerFirst {
+                let r = try measure(peer)
+                return (r, try measure(product))
+            }
+            let b = try measure(product)
+            return (try measure(peer), b)
+        }
 
-        let rawBulk = try measure { try raw.bulkInsert(messages: messages, peers: peers) }
-        let boxBulk = try measure {
+        let bulk = try pair {
+            try raw.bulkInsert(messages: messages, peers: peers)
+        } _: {
             try postbox.transactionSync { tx in
                 let table = try tx.messages
                 for i in 0..<messages {
@@ -46,24 +56,26 @@ struct PostboxWorkloads {
                 }
             }
         }
-        timings.append(Timing(name: "bulk insert \(messages) messages, 1 transaction", ops: messages, raw: rawBulk, postbox: boxBulk))
+        timings.append(Timing(name: "bulk insert \(messages) messages, 1 transaction", ops: messages, raw: bulk.raw, postbox: bulk.postbox))
 
-        let rawSmall = try measure { try raw.smallTransactions(smallTransactions) }
-        let boxSmall = try measure {
+        let small = try pair {
+            try raw.smallTransactions(smallTransactions)
+        } _: {
             for i in 0..<smallTransactions {
                 try postbox.transactionSync { tx in
                     try tx.peers.set(Peer(id: PeerId(Int64(i)), category: .group, title: "peer \(i)"))
                 }
             }
         }
-        timings.append(Timing(name: "\(smallTransactions) single-row transactions", ops: smallTransactions, raw: rawSmall, postbox: boxSmall))
+        timings.append(Timing(name: "\(smallTransactions) single-row transactions", ops: smallTransactions, raw: small.raw, postbox: small.postbox))
 
         var rng = SplitMix64(seed: 42)
         let ids = (0..<reads).map { _ in (Int64(rng.next() % UInt64(peers)) + 1, Int32(rng.next() % UInt64(perPeer)) + 1) }
         var rawFound = 0
         var boxFound = 0
-        let rawReads = try measure { rawFound = try raw.pointReads(ids) }
-        let boxReads = try measure {
+        let pointReads = try pair {
+            rawFound = try raw.pointReads(ids)
+        } _: {
             boxFound = try postbox.readSync { tx in
                 var found = 0
                 let table = try tx.messages
@@ -76,12 +88,13 @@ struct PostboxWorkloads {
         guard rawFound == reads && boxFound == reads else {
             throw BenchError("every read must find its message (raw \(rawFound), postbox \(boxFound))")
         }
-        timings.append(Timing(name: "\(reads) point reads by message id", ops: reads, raw: rawReads, postbox: boxReads))
+        timings.append(Timing(name: "\(reads) point reads by message id", ops: reads, raw: pointReads.raw, postbox: pointReads.postbox))
 
         var rawRows = 0
         var boxRows = 0
-        let rawScan = try measure { rawRows = try raw.scan(peer: 1) }
-        let boxScan = try measure {
+        let scan = try pair {
+            rawRows = try raw.scan(peer: 1)
+        } _: {
             boxRows = try postbox.readSync { tx in
                 var n = 0
                 try tx.messages.scan(peer: PeerId(1), newestFirst: false) { m in
@@ -92,7 +105,7 @@ struct PostboxWorkloads {
             }
         }
         guard rawRows == perPeer && boxRows == perPeer else { throw BenchError("scans must see every row (raw \(rawRows), postbox \(boxRows))") }
-        timings.append(Timing(name: "range scan of \(perPeer) rows", ops: perPeer, raw: rawScan, postbox: boxScan))
+        timings.append(Timing(name: "range scan of \(perPeer) rows", ops: perPeer, raw: scan.raw, postbox: scan.postbox))
         return timings
     }
 }
