@@ -72,7 +72,7 @@ public struct S3FileUpload: Sendable {
         } else {
             let uploadId = try await client.createMultipartUpload(key)
             journal = S3UploadJournal(key: key, uploadId: uploadId, fileSize: size, partSize: partSize, parts: [:])
-            try saveJournal(journal, journalPath, key)
+            try await saveJournal(journal, journalPath, key)
         }
 
         let partCount = Int((size + partSize - 1) / partSize)
@@ -84,9 +84,9 @@ public struct S3FileUpload: Sendable {
         let uploadId = journal.uploadId
         try await withThrowingTaskGroup(of: (Int, S3UploadJournal.Part).self) { group in
             var inFlight = 0
-            func record(_ number: Int, _ part: S3UploadJournal.Part) throws {
+            func record(_ number: Int, _ part: S3UploadJournal.Part) async throws {
                 journal.parts[number] = part
-                try saveJournal(journal, journalPath, key)
+                try await saveJournal(journal, journalPath, key)
                 completed.append(S3CompletedPart(partNumber: number, eTag: part.eTag))
                 sent += 1
                 onPartSent(number)
@@ -105,7 +105,7 @@ public struct S3FileUpload: Sendable {
                 }
                 if inFlight >= concurrentParts, let (n, part) = try await group.next() {
                     inFlight -= 1
-                    try record(n, part)
+                    try await record(n, part)
                 }
                 group.addTask {
                     let eTag = try await client.uploadPart(
@@ -115,7 +115,7 @@ public struct S3FileUpload: Sendable {
                 }
                 inFlight += 1
             }
-            while let (n, part) = try await group.next() { try record(n, part) }
+            while let (n, part) = try await group.next() { try await record(n, part) }
         }
         try await client.completeMultipartUpload(key, uploadId: uploadId, parts: completed)
         S3UploadJournal.remove(journalPath)
@@ -131,9 +131,11 @@ public struct S3FileUpload: Sendable {
         }
     }
 
-    private func saveJournal(_ journal: S3UploadJournal, _ path: String, _ key: String) throws {
+    /// Writes the journal (it ends with an `fsync`) on the upload's I/O queue, not on a thread
+    /// of the cooperative pool.
+    private func saveJournal(_ journal: S3UploadJournal, _ path: String, _ key: String) async throws {
         do {
-            try journal.save(path)
+            try await UploadIO.run { try journal.save(path) }
         } catch {
             throw local(key, "cannot write the upload journal \(path): \(error)")
         }
