@@ -96,8 +96,11 @@ public struct S3UploadStaging: UploadStageSource {
         guard sha == item.sha256 else {
             throw MultipartUploadError.fileChanged(item: item.id, reason: "\(place) does not match the item's SHA-256")
         }
-        guard fsync(fd) == 0, rename(temporary, path) == 0 else {
-            throw MultipartUploadError.staging(path: path, reason: "cannot keep the fetched copy: \(UploadIO.describe(errno))")
+        // The copy is made durable under its final name off the cooperative pool.
+        try await UploadIO.run {
+            guard fsync(fd) == 0, rename(temporary, path) == 0 else {
+                throw MultipartUploadError.staging(path: path, reason: "cannot keep the fetched copy: \(UploadIO.describe(errno))")
+            }
         }
         kept = true
     }
