@@ -103,6 +103,9 @@ struct S3Benchmark {
             smallBytes += size
             try writePattern(smallDir + "/f\(i)", size: size, seed: UInt64(i + 2))
         }
+        // Both tools create files in the timed rounds (the server's spooled parts, the small
+        // files read back): like the download and upload benchmarks, start once that is quick.
+        FileCreationQuiet.wait(scratch: options.workDir, before: "the timed rounds")
         let partSize = Int64(options.partMib) << 20
         let awsBase = [aws, "--endpoint-url", endpointURL, "--only-show-errors"]
         print(
