@@ -8,7 +8,8 @@ import Postbox
 /// messages in `t2` (BLOB key peer|ns|ts|id, WITHOUT ROWID) plus the id index `t3`, each insert
 /// preceded by the id-index lookup that keeps re-adding a message correct; values serialised by
 /// hand. Both use WAL with `synchronous=NORMAL` (Postbox's default). Each workload is timed in
-/// two rounds, in both orders; each side's faster round is reported.
+/// two rounds on new stores, the peer first and then Postbox first; each side's faster round is
+/// reported.
 struct PostboxBenchmark {
     var messages = 1_000_000
     var smallTransactions = 100_000
@@ -24,9 +25,8 @@ struct PostboxBenchmark {
         let rawPath = workDir + "/raw.sqlite"
         let boxPath = workDir + "/postbox.sqlite"
         let workloads = PostboxWorkloads(messages: messages, smallTransactions: smallTransactions, reads: reads, peers: peers)
-        // Two rounds on new stores, the peer first and then Postbox first, and each side's faster
-        // time counts: on a shared machine one timing of the bulk insert alone varied by a third,
-        // and a fixed order would hand one side the other's page-cache writeback every time.
+        // Why two rounds in both orders: on a shared machine one timing of the bulk insert alone
+        // varied by a third, and a fixed order hands one side the other's writeback every time.
         var best: [PostboxWorkloads.Timing] = []
         for round in 0..<2 {
             for p in [rawPath, boxPath] { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: p + s) } }
