@@ -79,6 +79,37 @@ final class S3ClientTests: XCTestCase {
         }
     }
 
+    /// A body sent with its SHA-256 is stored with it as the object's S3 checksum: a single
+    /// PUT keeps the digest, a multipart upload created with SHA-256 checksums keeps the SHA-256
+    /// of its parts' digests (S3's composite checksum, `-<parts>` appended); without them there is none.
+    func testSHA256ChecksumsAreKeptWithTheObject() async throws {
+        let dir = TemporaryDirectory()
+        let moto = try MotoServer.start(logDirectory: dir.url)
+        defer { moto.stop() }
+        let s3 = try client(moto, bucket: "jobrun-checksums")
+        try await s3.createBucket()
+        let small = bytes(4321, seed: 3)
+        try await s3.putObject("one", body: .data(small), sha256: SHA256.hash(small))
+        let one = try await s3.headObject("one")
+        XCTAssertEqual(one?.sha256Checksum, SHA256.hash(small).base64EncodedString())
+
+        let part1 = bytes(5 << 20, seed: 4)
+        let part2 = bytes(999, seed: 5)
+        let (d1, d2) = (SHA256.hash(part1), SHA256.hash(part2))
+        let id = try await s3.createMultipartUpload("joined", sha256Checksums: true)
+        let e1 = try await s3.uploadPart("joined", uploadId: id, partNumber: 1, body: .data(part1), sha256: d1, checksum: true)
+        let e2 = try await s3.uploadPart("joined", uploadId: id, partNumber: 2, body: .data(part2), sha256: d2, checksum: true)
+        try await s3.completeMultipartUpload(
+            "joined", uploadId: id, parts: [S3CompletedPart(partNumber: 1, eTag: e1, sha256: d1), S3CompletedPart(partNumber: 2, eTag: e2, sha256: d2)])
+        let joined = try await s3.headObject("joined")
+        XCTAssertEqual(compositeChecksum(joined?.sha256Checksum, parts: 2), SHA256.hash(d1 + d2).base64EncodedString())
+
+        try await s3.putObject("plain", body: .data(small))
+        let plain = try await s3.headObject("plain")
+        XCTAssertNotNil(plain)
+        XCTAssertNil(plain?.sha256Checksum)
+    }
+
     func testMultipartCalls() async throws {
         let dir = TemporaryDirectory()
         let moto = try MotoServer.start(logDirectory: dir.url)
@@ -246,4 +277,12 @@ final class S3ClientTests: XCTestCase {
             XCTAssertFalse("\(error)".contains(planted))
         }
     }
+}
+
+/// A multipart object's composite checksum without the `-<parts>` S3 appends (moto does not);
+/// nil when a suffix names another part count.
+func compositeChecksum(_ value: String?, parts: Int) -> String? {
+    guard let value else { return nil }
+    guard let dash = value.lastIndex(of: "-") else { return value }
+    return value[value.index(after: dash)...] == "\(parts)" ? String(value[..<dash]) : nil
 }

@@ -56,6 +56,10 @@ final class S3UploadResumeTests: XCTestCase {
         XCTAssertEqual(result.sha256, SHA256.hash(content))
         XCTAssertEqual(result.size, Int64(size))
         XCTAssertFalse(FileManager.default.fileExists(atPath: journal), "the journal goes once the upload completes")
+        // Every part's SHA-256, the three kept from the killed run included, went into the completion.
+        let digests = stride(from: 0, to: size, by: Int(partSize)).map { SHA256.hash(content[$0..<min($0 + Int(partSize), size)]) }
+        let info = try await s3.headObject("staged/object")
+        XCTAssertEqual(compositeChecksum(info?.sha256Checksum, parts: 6), SHA256.hash(digests.reduce(Data(), +)).base64EncodedString())
         let stored = try await s3.getObject("staged/object", to: .collect(maxSize: size + 1), hashBody: true)
         XCTAssertEqual(stored.bodySHA256, SHA256.hash(content))
         let awaited2 = try await s3.listMultipartUploads().isEmpty
@@ -92,6 +96,42 @@ final class S3UploadResumeTests: XCTestCase {
         XCTAssertEqual(result.partsSent, 3)
         let awaited3 = try await s3.getObject("k", to: .collect(maxSize: content.count + 1), hashBody: true).bodySHA256
         XCTAssertEqual(awaited3, SHA256.hash(content))
+    }
+
+    /// A journal written before uploads declared SHA-256 checksums (it has no such field) is
+    /// resumed without them: its upload has none, and the service would refuse part checksums.
+    func testUploadStartedWithoutChecksumsResumesWithoutThem() async throws {
+        let dir = TemporaryDirectory()
+        let moto = try MotoServer.start(logDirectory: dir.url)
+        defer { moto.stop() }
+        let s3 = S3Client(
+            transport: try CurlTransport(), bucket: S3Bucket(endpoint: moto.endpoint, name: "jobrun-old-journal"),
+            credentials: S3Credentials(accessKeyId: moto.credentials.accessKeyId, secretAccessKey: moto.credentials.secretAccessKey))
+        try await s3.createBucket()
+        let partSize: Int64 = 5 << 20
+        let file = dir.file("f")
+        let journal = dir.file("j")
+        let content = Data((0..<(Int(partSize) * 2 + 10)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        _ = FileManager.default.createFile(atPath: file, contents: content)
+        let id = try await s3.createMultipartUpload("k")
+        let first = content.prefix(Int(partSize))
+        let eTag = try await s3.uploadPart("k", uploadId: id, partNumber: 1, body: .data(first))
+        let old = S3UploadJournal(
+            key: "k", uploadId: id, fileSize: Int64(content.count), partSize: partSize,
+            parts: [1: .init(size: partSize, sha256: SHA256.hash(first).hexString, eTag: eTag)])
+        // As an older jobrun wrote it: no `sha256Checksums` key at all.
+        let encoded = try JSONEncoder().encode(old)
+        XCTAssertFalse(String(decoding: encoded, as: UTF8.self).contains("sha256Checksums"))
+        XCTAssertTrue(FileManager.default.createFile(atPath: journal, contents: encoded))
+
+        let result = try await S3FileUpload(client: s3, partSize: partSize, multipartThreshold: partSize)
+            .upload(file: file, to: "k", journalPath: journal)
+        XCTAssertEqual(result.partsReused, 1)
+        XCTAssertEqual(result.partsSent, 2)
+        let info = try await s3.headObject("k")
+        XCTAssertNil(info?.sha256Checksum)
+        let stored = try await s3.getObject("k", to: .collect(maxSize: content.count + 1), hashBody: true).bodySHA256
+        XCTAssertEqual(stored, SHA256.hash(content))
     }
 
     func testSmallFileIsOnePut() async throws {

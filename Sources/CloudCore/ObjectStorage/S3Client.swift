@@ -47,6 +47,7 @@ public struct S3Client: Sendable {
         contentType: String = "application/octet-stream"
     ) async throws {
         var headers = [HTTPHeader("Content-Type", contentType)]
+        if let sha256 { headers += Self.checksumHeaders(sha256) }
         for (name, value) in metadata.sorted(by: { $0.key < $1.key }) {
             headers.append(HTTPHeader("x-amz-meta-\(name.lowercased())", value))
         }
@@ -66,14 +67,14 @@ public struct S3Client: Sendable {
     /// Size, ETag and metadata of `key`; `nil` when there is no such object.
     public func headObject(_ key: String) async throws -> S3ObjectInfo? {
         do {
-            let r = try await perform("HeadObject", key: key, method: .head)
+            let r = try await perform("HeadObject", key: key, method: .head, headers: [HTTPHeader("x-amz-checksum-mode", "ENABLED")])
             var metadata: [String: String] = [:]
             for h in r.headers where h.name.lowercased().hasPrefix("x-amz-meta-") {
                 metadata[String(h.name.lowercased().dropFirst(11))] = h.value
             }
             return S3ObjectInfo(
                 key: key, size: Int64(r.header("Content-Length") ?? "") ?? 0,
-                eTag: r.header("ETag") ?? "", metadata: metadata)
+                eTag: r.header("ETag") ?? "", metadata: metadata, sha256Checksum: r.header("x-amz-checksum-sha256"))
         } catch let error as S3Error where error.status == 404 {
             return nil
         }
@@ -124,10 +125,16 @@ public struct S3Client: Sendable {
     // MARK: multipart uploads
 
     /// Starts a multipart upload of `key`; returns its upload id.
-    public func createMultipartUpload(_ key: String, contentType: String = "application/octet-stream") async throws -> String {
+    /// Starts a multipart upload of `key`; returns its id. With `sha256Checksums`, every part
+    /// must then carry its SHA-256 (`uploadPart(…, checksum: true)`, `S3CompletedPart.sha256`)
+    /// and the service keeps a checksum of them with the object.
+    public func createMultipartUpload(
+        _ key: String, contentType: String = "application/octet-stream", sha256Checksums: Bool = false
+    ) async throws -> String {
+        var headers = [HTTPHeader("Content-Type", contentType)]
+        if sha256Checksums { headers.append(HTTPHeader("x-amz-checksum-algorithm", "SHA256")) }
         let r = try await perform(
-            "CreateMultipartUpload", key: key, method: .post, query: [("uploads", "")],
-            headers: [HTTPHeader("Content-Type", contentType)])
+            "CreateMultipartUpload", key: key, method: .post, query: [("uploads", "")], headers: headers)
         let root = try parse(r.body, "CreateMultipartUpload", key: key)
         guard let id = root.text("UploadId"), !id.isEmpty else {
             throw malformed("CreateMultipartUpload", key, "no UploadId")
@@ -136,13 +143,15 @@ public struct S3Client: Sendable {
     }
 
     /// Sends part `partNumber` (1…10000); returns its ETag. `sha256` of the part lets the
-    /// service verify it.
+    /// service verify it; with `checksum` (an upload created with `sha256Checksums`) it is also
+    /// the part's checksum the service keeps.
     public func uploadPart(
-        _ key: String, uploadId: String, partNumber: Int, body: RequestBody, sha256: Data? = nil
+        _ key: String, uploadId: String, partNumber: Int, body: RequestBody, sha256: Data? = nil, checksum: Bool = false
     ) async throws -> String {
+        let headers = checksum ? sha256.map(Self.checksumHeaders) ?? [] : []
         let r = try await perform(
             "UploadPart \(partNumber)", key: key, method: .put,
-            query: [("partNumber", String(partNumber)), ("uploadId", uploadId)], body: body, payloadSHA256: sha256)
+            query: [("partNumber", String(partNumber)), ("uploadId", uploadId)], headers: headers, body: body, payloadSHA256: sha256)
         guard let eTag = r.header("ETag"), !eTag.isEmpty else {
             throw malformed("UploadPart \(partNumber)", key, "no ETag header")
         }
@@ -153,7 +162,8 @@ public struct S3Client: Sendable {
     public func completeMultipartUpload(_ key: String, uploadId: String, parts: [S3CompletedPart]) async throws {
         var xml = "<CompleteMultipartUpload>"
         for p in parts.sorted(by: { $0.partNumber < $1.partNumber }) {
-            xml += "<Part><PartNumber>\(p.partNumber)</PartNumber><ETag>\(s3XMLEscaped(p.eTag))</ETag></Part>"
+            let checksum = p.sha256.map { "<ChecksumSHA256>\($0.base64EncodedString())</ChecksumSHA256>" } ?? ""
+            xml += "<Part><PartNumber>\(p.partNumber)</PartNumber><ETag>\(s3XMLEscaped(p.eTag))</ETag>\(checksum)</Part>"
         }
         xml += "</CompleteMultipartUpload>"
         let body = Data(xml.utf8)
@@ -167,6 +177,12 @@ public struct S3Client: Sendable {
                 bucket: bucket.name, operation: "CompleteMultipartUpload", key: key,
                 reason: .service(status: r.status, code: root.text("Code") ?? "Error", message: root.text("Message") ?? ""))
         }
+    }
+
+    /// The body's SHA-256 as its S3 checksum: the service checks the body against it and keeps
+    /// it (`x-amz-sdk-checksum-algorithm` names the algorithm, as the AWS SDKs do).
+    private static func checksumHeaders(_ sha256: Data) -> [HTTPHeader] {
+        [HTTPHeader("x-amz-sdk-checksum-algorithm", "SHA256"), HTTPHeader("x-amz-checksum-sha256", sha256.base64EncodedString())]
     }
 
     /// Abandons the upload and frees its parts. Aborting an upload that is already gone

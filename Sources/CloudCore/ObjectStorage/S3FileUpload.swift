@@ -7,7 +7,8 @@ import Foundation
 /// Memory stays flat in the file's size: a part's bytes are hashed in 1 MiB blocks and sent
 /// from the file (`pread` while libcurl sends), never loaded whole; at most
 /// ``concurrentParts`` parts are in flight. Every part carries its SHA-256, so the service
-/// verifies what it stores.
+/// verifies what it stores, and as its S3 checksum, so the service keeps it with the object
+/// (a single PUT's SHA-256, or a multipart upload's checksum of its parts' SHA-256s).
 public struct S3FileUpload: Sendable {
     public let client: S3Client
     /// Size of each part but the last (S3: 5 MiB … 5 GiB).
@@ -70,8 +71,8 @@ public struct S3FileUpload: Sendable {
             journal = previous
             for p in parts { listed[p.partNumber] = p }
         } else {
-            let uploadId = try await client.createMultipartUpload(key)
-            journal = S3UploadJournal(key: key, uploadId: uploadId, fileSize: size, partSize: partSize, parts: [:])
+            let uploadId = try await client.createMultipartUpload(key, sha256Checksums: true)
+            journal = S3UploadJournal(key: key, uploadId: uploadId, fileSize: size, partSize: partSize, parts: [:], sha256Checksums: true)
             try await saveJournal(journal, journalPath, key)
         }
 
@@ -82,12 +83,13 @@ public struct S3FileUpload: Sendable {
         var reused = 0
         let client = self.client
         let uploadId = journal.uploadId
+        let checksums = journal.sha256Checksums ?? false
         try await withThrowingTaskGroup(of: (Int, S3UploadJournal.Part).self) { group in
             var inFlight = 0
             func record(_ number: Int, _ part: S3UploadJournal.Part) async throws {
                 journal.parts[number] = part
                 try await saveJournal(journal, journalPath, key)
-                completed.append(S3CompletedPart(partNumber: number, eTag: part.eTag))
+                completed.append(S3CompletedPart(partNumber: number, eTag: part.eTag, sha256: checksums ? Data(hexString: part.sha256) : nil))
                 sent += 1
                 onPartSent(number)
             }
@@ -99,7 +101,7 @@ public struct S3FileUpload: Sendable {
                 if let kept = journal.parts[number], kept.sha256 == hex, kept.size == length,
                     let there = listed[number], there.size == length
                 {
-                    completed.append(S3CompletedPart(partNumber: number, eTag: there.eTag))
+                    completed.append(S3CompletedPart(partNumber: number, eTag: there.eTag, sha256: checksums ? digest : nil))
                     reused += 1
                     continue
                 }
@@ -110,7 +112,7 @@ public struct S3FileUpload: Sendable {
                 group.addTask {
                     let eTag = try await client.uploadPart(
                         key, uploadId: uploadId, partNumber: number,
-                        body: .fileRegion(fd: fd, offset: offset, length: length), sha256: digest)
+                        body: .fileRegion(fd: fd, offset: offset, length: length), sha256: digest, checksum: checksums)
                     return (number, S3UploadJournal.Part(size: length, sha256: hex, eTag: eTag))
                 }
                 inFlight += 1

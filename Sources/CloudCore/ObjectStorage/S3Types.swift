@@ -8,6 +8,10 @@ public struct S3ObjectInfo: Sendable, Equatable {
     public var eTag: String
     /// `x-amz-meta-*` values, names without the prefix, lower-cased.
     public var metadata: [String: String]
+    /// The SHA-256 checksum the service keeps with the object (`x-amz-checksum-sha256`, base64),
+    /// when it was stored with one: of the bytes for a single PUT; for a multipart upload, of
+    /// the parts' digests in order (S3 appends `-<parts>`).
+    public var sha256Checksum: String?
 }
 
 /// One entry of a listing.
@@ -37,9 +41,13 @@ public struct S3UploadedPart: Sendable, Equatable {
 public struct S3CompletedPart: Sendable, Equatable {
     public var partNumber: Int
     public var eTag: String
-    public init(partNumber: Int, eTag: String) {
+    /// The part's SHA-256, for an upload created with SHA-256 checksums (the service then
+    /// requires it of every part).
+    public var sha256: Data?
+    public init(partNumber: Int, eTag: String, sha256: Data? = nil) {
         self.partNumber = partNumber
         self.eTag = eTag
+        self.sha256 = sha256
     }
 }
 

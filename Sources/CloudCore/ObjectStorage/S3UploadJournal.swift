@@ -26,13 +26,17 @@ public struct S3UploadJournal: Codable, Sendable, Equatable {
     public var partSize: Int64
     /// By part number.
     public var parts: [Int: Part]
+    /// The upload was created with SHA-256 checksums, so every part and the completion carry
+    /// them; nil in a journal written before jobrun declared them (its upload has none).
+    public var sha256Checksums: Bool?
 
-    public init(key: String, uploadId: String, fileSize: Int64, partSize: Int64, parts: [Int: Part]) {
+    public init(key: String, uploadId: String, fileSize: Int64, partSize: Int64, parts: [Int: Part], sha256Checksums: Bool? = nil) {
         self.key = key
         self.uploadId = uploadId
         self.fileSize = fileSize
         self.partSize = partSize
         self.parts = parts
+        self.sha256Checksums = sha256Checksums
     }
 
     /// The journal at `path`, or `nil` when there is none (or it cannot be read: the upload then

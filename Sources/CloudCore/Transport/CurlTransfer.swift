@@ -55,7 +55,9 @@ final class CurlTransfer: @unchecked Sendable {
 
     init(request: HTTPRequest, configuration: TransportConfiguration) {
         self.request = request
+        // A HEAD answer has no body: its `Content-Length` is the size of one it does not send.
         switch request.destination {
+        case _ where request.method == .head: bodyLimit = nil
         case .collect(let maxSize): bodyLimit = Int64(maxSize ?? configuration.maxCollectedBodySize)
         case .fileDescriptor(_, _, let maxLength): bodyLimit = maxLength
         case .sink(let maxLength, _): bodyLimit = maxLength
@@ -165,6 +167,7 @@ final class CurlTransfer: @unchecked Sendable {
             failure = TransportError.rangeIgnored(url: request.url)
             return false
         }
+        guard request.method != .head else { return true }  // no body to limit or to make room for
         let declared = easy.infoOffset(CURLINFO_CONTENT_LENGTH_DOWNLOAD_T)
         if let limit = bodyLimit, declared > limit {
             failure = TransportError.tooLarge(limit: limit, received: declared)
