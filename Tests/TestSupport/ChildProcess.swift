@@ -8,6 +8,8 @@ public final class ChildProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var out = Data()
     private var err = Data()
+    /// The two reader threads, each until its pipe's end of file.
+    private let readers = DispatchGroup()
 
     /// Starts `executable` with `arguments` (and extra environment variables).
     public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], currentDirectory: String? = nil) throws {
@@ -20,17 +22,27 @@ public final class ChildProcess: @unchecked Sendable {
         process.standardOutput = stdoutPipe
         process.standardError = stderrPipe
         process.standardInput = FileHandle.nullDevice
-        stdoutPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
-            let d = h.availableData
-            guard let self else { return }
-            self.lock.lock(); self.out.append(d); self.lock.unlock()
-        }
-        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
-            let d = h.availableData
-            guard let self else { return }
-            self.lock.lock(); self.err.append(d); self.lock.unlock()
-        }
         try process.run()
+        read(stdoutPipe) { $0.out.append($1) }
+        read(stderrPipe) { $0.err.append($1) }
+    }
+
+    /// Reads `pipe` on a thread of its own until its end of file, appending as bytes arrive (so
+    /// `stdout` shows output while the child runs). `wait` joins the readers: output written
+    /// just before the child exits is never still on its way when `wait` returns.
+    private func read(_ pipe: Pipe, into append: @escaping @Sendable (ChildProcess, Data) -> Void) {
+        readers.enter()
+        Thread.detachNewThread { [self] in
+            let handle = pipe.fileHandleForReading
+            while true {
+                let d = handle.availableData
+                if d.isEmpty { break }
+                lock.lock()
+                append(self, d)
+                lock.unlock()
+            }
+            readers.leave()
+        }
     }
 
     public var pid: Int32 { process.processIdentifier }
@@ -47,12 +59,9 @@ public final class ChildProcess: @unchecked Sendable {
         while process.isRunning && Date() < deadline { usleep(10_000) }
         if process.isRunning { signal(SIGKILL); process.waitUntilExit() }
         process.waitUntilExit()
-        // Stop the handlers, then drain what is left in the pipes.
-        stdoutPipe.fileHandleForReading.readabilityHandler = nil
-        stderrPipe.fileHandleForReading.readabilityHandler = nil
-        let restOut = stdoutPipe.fileHandleForReading.readDataToEndOfFile()
-        let restErr = stderrPipe.fileHandleForReading.readDataToEndOfFile()
-        lock.lock(); out.append(restOut); err.append(restErr); lock.unlock()
+        // The pipes end when the child and everything it started have closed them; a grandchild
+        // that keeps one open (a daemon) does not hold the test beyond a few seconds.
+        _ = readers.wait(timeout: .now() + 10)
         return process.terminationStatus
     }
 
