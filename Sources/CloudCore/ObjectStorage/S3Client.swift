@@ -124,8 +124,7 @@ public struct S3Client: Sendable {
 
     // MARK: multipart uploads
 
-    /// Starts a multipart upload of `key`; returns its upload id.
-    /// Starts a multipart upload of `key`; returns its id. With `sha256Checksums`, every part
+    /// Starts a multipart upload of `key`; returns its upload id. With `sha256Checksums`, every part
     /// must then carry its SHA-256 (`uploadPart(…, checksum: true)`, `S3CompletedPart.sha256`)
     /// and the service keeps a checksum of them with the object.
     public func createMultipartUpload(
