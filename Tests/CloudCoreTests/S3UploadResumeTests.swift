@@ -70,23 +70,13 @@ final class S3UploadResumeTests: XCTestCase {
         let dir = TemporaryDirectory()
         let moto = try MotoServer.start(logDirectory: dir.url)
         defer { moto.stop() }
-        let s3 = S3Client(
-            transport: try CurlTransport(), bucket: S3Bucket(endpoint: moto.endpoint, name: "jobrun-stale"),
-            credentials: S3Credentials(accessKeyId: moto.credentials.accessKeyId, secretAccessKey: moto.credentials.secretAccessKey))
-        try await s3.createBucket()
+        let s3 = try await bucket("jobrun-stale", on: moto)
         let partSize: Int64 = 5 << 20
         let file = dir.file("f")
         let journal = dir.file("j")
         var content = Data(repeating: 1, count: Int(partSize) * 2 + 10)
         _ = FileManager.default.createFile(atPath: file, contents: content)
-        // A first run's state: an upload with part 1 sent, as a killed run leaves it.
-        let id = try await s3.createMultipartUpload("k")
-        let first = content.prefix(Int(partSize))
-        let eTag = try await s3.uploadPart("k", uploadId: id, partNumber: 1, body: .data(first))
-        try S3UploadJournal(
-            key: "k", uploadId: id, fileSize: Int64(content.count), partSize: partSize,
-            parts: [1: .init(size: partSize, sha256: SHA256.hash(first).hexString, eTag: eTag)]
-        ).save(journal)
+        try await killedRun(s3, key: "k", content: content, partSize: partSize, journal: journal)
         // The file changes under the same size: part 1 must be sent again.
         content[0] = 2
         _ = FileManager.default.createFile(atPath: file, contents: content)
@@ -104,25 +94,15 @@ final class S3UploadResumeTests: XCTestCase {
         let dir = TemporaryDirectory()
         let moto = try MotoServer.start(logDirectory: dir.url)
         defer { moto.stop() }
-        let s3 = S3Client(
-            transport: try CurlTransport(), bucket: S3Bucket(endpoint: moto.endpoint, name: "jobrun-old-journal"),
-            credentials: S3Credentials(accessKeyId: moto.credentials.accessKeyId, secretAccessKey: moto.credentials.secretAccessKey))
-        try await s3.createBucket()
+        let s3 = try await bucket("jobrun-old-journal", on: moto)
         let partSize: Int64 = 5 << 20
         let file = dir.file("f")
         let journal = dir.file("j")
         let content = Data((0..<(Int(partSize) * 2 + 10)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         _ = FileManager.default.createFile(atPath: file, contents: content)
-        let id = try await s3.createMultipartUpload("k")
-        let first = content.prefix(Int(partSize))
-        let eTag = try await s3.uploadPart("k", uploadId: id, partNumber: 1, body: .data(first))
-        let old = S3UploadJournal(
-            key: "k", uploadId: id, fileSize: Int64(content.count), partSize: partSize,
-            parts: [1: .init(size: partSize, sha256: SHA256.hash(first).hexString, eTag: eTag)])
-        // As an older jobrun wrote it: no `sha256Checksums` key at all.
-        let encoded = try JSONEncoder().encode(old)
-        XCTAssertFalse(String(decoding: encoded, as: UTF8.self).contains("sha256Checksums"))
-        XCTAssertTrue(FileManager.default.createFile(atPath: journal, contents: encoded))
+        try await killedRun(s3, key: "k", content: content, partSize: partSize, journal: journal)
+        let saved = try String(contentsOfFile: journal, encoding: .utf8)
+        XCTAssertFalse(saved.contains("sha256Checksums"), "the journal reads as an older jobrun wrote it")
 
         let result = try await S3FileUpload(client: s3, partSize: partSize, multipartThreshold: partSize)
             .upload(file: file, to: "k", journalPath: journal)
@@ -138,10 +118,7 @@ final class S3UploadResumeTests: XCTestCase {
         let dir = TemporaryDirectory()
         let moto = try MotoServer.start(logDirectory: dir.url)
         defer { moto.stop() }
-        let s3 = S3Client(
-            transport: try CurlTransport(), bucket: S3Bucket(endpoint: moto.endpoint, name: "jobrun-small"),
-            credentials: S3Credentials(accessKeyId: moto.credentials.accessKeyId, secretAccessKey: moto.credentials.secretAccessKey))
-        try await s3.createBucket()
+        let s3 = try await bucket("jobrun-small", on: moto)
         let file = dir.file("small")
         let content = Data("small file".utf8)
         _ = FileManager.default.createFile(atPath: file, contents: content)
@@ -153,6 +130,28 @@ final class S3UploadResumeTests: XCTestCase {
         let awaited5 = try await s3.listMultipartUploads().isEmpty
         XCTAssertTrue(awaited5)
     }
+}
+
+/// A client of bucket `name`, created on `moto`.
+private func bucket(_ name: String, on moto: MotoServer) async throws -> S3Client {
+    let s3 = S3Client(
+        transport: try CurlTransport(), bucket: S3Bucket(endpoint: moto.endpoint, name: name),
+        credentials: S3Credentials(accessKeyId: moto.credentials.accessKeyId, secretAccessKey: moto.credentials.secretAccessKey))
+    try await s3.createBucket()
+    return s3
+}
+
+/// What a run killed after its first part leaves, as an older jobrun made it: an upload of
+/// `key` created without checksums, part 1 of `content` sent, and the journal recording it
+/// (without `sha256Checksums`).
+private func killedRun(_ s3: S3Client, key: String, content: Data, partSize: Int64, journal: String) async throws {
+    let id = try await s3.createMultipartUpload(key)
+    let first = content.prefix(Int(partSize))
+    let eTag = try await s3.uploadPart(key, uploadId: id, partNumber: 1, body: .data(first))
+    try S3UploadJournal(
+        key: key, uploadId: id, fileSize: Int64(content.count), partSize: partSize,
+        parts: [1: .init(size: partSize, sha256: SHA256.hash(first).hexString, eTag: eTag)]
+    ).save(journal)
 }
 
 /// Part numbers an upload reported, from its callback.
