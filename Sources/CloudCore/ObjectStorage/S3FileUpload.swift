@@ -84,40 +84,42 @@ public struct S3FileUpload: Sendable {
         let client = self.client
         let uploadId = journal.uploadId
         let checksums = journal.sha256Checksums ?? false
-        try await withThrowingTaskGroup(of: (Int, S3UploadJournal.Part).self) { group in
+        // Each sent part comes back as its journal record and its entry in the completion.
+        try await withThrowingTaskGroup(of: (S3UploadJournal.Part, S3CompletedPart).self) { group in
             var inFlight = 0
-            func record(_ number: Int, _ part: S3UploadJournal.Part) async throws {
-                journal.parts[number] = part
+            func record(_ part: S3UploadJournal.Part, _ done: S3CompletedPart) async throws {
+                journal.parts[done.partNumber] = part
                 try await saveJournal(journal, journalPath, key)
-                completed.append(S3CompletedPart(partNumber: number, eTag: part.eTag, sha256: checksums ? Data(hexString: part.sha256) : nil))
+                completed.append(done)
                 sent += 1
-                onPartSent(number)
+                onPartSent(done.partNumber)
             }
             for number in 1...partCount {
                 let offset = Int64(number - 1) * partSize
                 let length = min(partSize, size - offset)
                 let digest = try await UploadIO.run { try whole.hashPart(fd: fd, offset: offset, length: length) }
                 let hex = digest.hexString
+                let checksum = checksums ? digest : nil
                 if let kept = journal.parts[number], kept.sha256 == hex, kept.size == length,
                     let there = listed[number], there.size == length
                 {
-                    completed.append(S3CompletedPart(partNumber: number, eTag: there.eTag, sha256: checksums ? digest : nil))
+                    completed.append(S3CompletedPart(partNumber: number, eTag: there.eTag, sha256: checksum))
                     reused += 1
                     continue
                 }
-                if inFlight >= concurrentParts, let (n, part) = try await group.next() {
+                if inFlight >= concurrentParts, let (part, done) = try await group.next() {
                     inFlight -= 1
-                    try await record(n, part)
+                    try await record(part, done)
                 }
                 group.addTask {
                     let eTag = try await client.uploadPart(
                         key, uploadId: uploadId, partNumber: number,
                         body: .fileRegion(fd: fd, offset: offset, length: length), sha256: digest, checksum: checksums)
-                    return (number, S3UploadJournal.Part(size: length, sha256: hex, eTag: eTag))
+                    return (S3UploadJournal.Part(size: length, sha256: hex, eTag: eTag), S3CompletedPart(partNumber: number, eTag: eTag, sha256: checksum))
                 }
                 inFlight += 1
             }
-            while let (n, part) = try await group.next() { try await record(n, part) }
+            while let (part, done) = try await group.next() { try await record(part, done) }
         }
         try await client.completeMultipartUpload(key, uploadId: uploadId, parts: completed)
         S3UploadJournal.remove(journalPath)
