@@ -321,7 +321,15 @@ final class TransactionTests: XCTestCase {
             }
             try postbox.readSync { tx in
                 XCTAssertEqual(try tx.jobRuns.recent(job: "sync", limit: 10).map(\.runId), ["r2"])
+                XCTAssertEqual(try tx.jobRuns.recent(job: "cleanup", limit: 10).map(\.runId), ["r4", "r3"], "another job's runs are kept")
                 XCTAssertEqual(try tx.uploadQueue.acknowledgedParts(item: id), [])
+            }
+            try postbox.transactionSync { tx in
+                try tx.jobRuns.prune(job: "cleanup", keep: 5)
+                XCTAssertEqual(try tx.jobRuns.recent(job: "cleanup", limit: 10).map(\.runId), ["r4", "r3"], "a history within the limit is left alone")
+                try tx.jobRuns.prune(job: "cleanup", keep: 0)
+                XCTAssertEqual(try tx.jobRuns.recent(job: "cleanup", limit: 10).map(\.runId), [])
+                XCTAssertEqual(try tx.jobRuns.recent(job: "sync", limit: 10).map(\.runId), ["r2"])
             }
         }
     }

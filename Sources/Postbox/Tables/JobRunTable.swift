@@ -49,13 +49,19 @@ public final class JobRunTable: Table {
     }
 
     /// Removes all but the newest `keep` runs of `job` (history retention).
+    ///
+    /// The store counts the runs, and only the excess is read, oldest first: a run that ends
+    /// with a full history reads one key, not the `keep` it leaves in place.
     public func prune(job: String, keep: Int) throws {
         try checkWrite()
-        var keys: [ValueBoxKey] = []
-        try valueBox.rangeKeys(table, .prefix(prefix(job), descending: true), limit: .max) { key in
-            keys.append(key)
+        let runs = ValueBoxRange.prefix(prefix(job))
+        let excess = try valueBox.count(table, runs) - max(keep, 0)
+        guard excess > 0 else { return }
+        var oldest: [ValueBoxKey] = []
+        try valueBox.rangeKeys(table, runs, limit: excess) { key in
+            oldest.append(key)
             return true
         }
-        for k in keys.dropFirst(keep) { try valueBox.remove(table, key: k) }
+        for k in oldest { try valueBox.remove(table, key: k) }
     }
 }
