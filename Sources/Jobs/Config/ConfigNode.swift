@@ -75,7 +75,16 @@ public struct ConfigNode: Sendable, Hashable {
 extension ConfigNode {
     /// Parses YAML text into a `ConfigNode`; YAML syntax errors and duplicate keys become
     /// `JobFileError`s with positions. `nil` for an empty document.
+    ///
+    /// Text in the plain subset files are written in is read by `YamlSubsetReader`; anything
+    /// else, errors included, is composed by Yams.
     public static func parse(yaml: String, file: String) throws(JobFileErrors) -> ConfigNode? {
+        if let node = YamlSubsetReader.read(yaml, file: file) { return node }
+        return try compose(yaml: yaml, file: file)
+    }
+
+    /// `parse` through Yams alone.
+    static func compose(yaml: String, file: String) throws(JobFileErrors) -> ConfigNode? {
         // Only text with an anchor (`&`) can make an alias expensive: it is prechecked before the
         // parse. Text without one (a cron schedule's `*` alone) is parsed once, and the precheck
         // runs only when that parse fails, so an alias is reported the same way either way.
