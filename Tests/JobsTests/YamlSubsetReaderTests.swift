@@ -67,6 +67,11 @@ final class YamlSubsetReaderTests: XCTestCase {
             "a: \"unclosed\n", "a: \"x\"y\n", "a: [b]c\n", "a: [b]#c\n", "a: @x\n", "a: `x`\n", "a: - b\n", "a:b\n",
         ]
         for text in declined { XCTAssertNil(YamlSubsetReader.read(text, file: "f.yaml"), text.debugDescription) }
+        func nested(_ depth: Int) -> String {
+            (0..<depth).map { String(repeating: " ", count: $0) + "k\($0):" }.joined(separator: "\n") + " 1\n"
+        }
+        XCTAssertNotNil(YamlSubsetReader.read(nested(YamlSubsetReader.maximumDepth), file: "f.yaml"))
+        XCTAssertNil(YamlSubsetReader.read(nested(YamlSubsetReader.maximumDepth + 1), file: "f.yaml"), "too deep: left to Yams")
     }
 
     /// Files built from the subset's parts are all read, and read as Yams reads them; the same

@@ -76,8 +76,8 @@ extension ConfigNode {
     /// Parses YAML text into a `ConfigNode`; YAML syntax errors and duplicate keys become
     /// `JobFileError`s with positions. `nil` for an empty document.
     ///
-    /// Text in the plain subset files are written in is read by `YamlSubsetReader`; anything
-    /// else, errors included, is composed by Yams.
+    /// Text in the plain part of YAML that job files are written in is read by
+    /// `YamlSubsetReader`; any other text, and every error, is composed by Yams.
     public static func parse(yaml: String, file: String) throws(JobFileErrors) -> ConfigNode? {
         if let node = YamlSubsetReader.read(yaml, file: file) { return node }
         return try compose(yaml: yaml, file: file)

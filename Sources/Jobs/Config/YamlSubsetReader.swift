@@ -10,12 +10,17 @@
 /// - one-line scalars: plain (typed by `PlainScalarResolver`), or quoted with `"…"` or `'…'`
 ///   without escapes;
 /// - one-line flow lists of plain words (`[0]`, `[photo, video]`, `[]`);
-/// - comments and blank lines.
+/// - comments and blank lines;
+/// - at most `maximumDepth` mappings inside one another.
 ///
 /// Why it exists: a `jobrun` start reads its job file, and composing a ten-line file with Yams
 /// (its scanner, parser and node tree, and the first use of their generic types) cost about
 /// 0.3 ms of an idle cron run of about 15 ms.
 enum YamlSubsetReader {
+    /// Deeper files are declined: each level is a recursion, and a file of a megabyte could
+    /// nest a thousand of them. Job files nest three.
+    static let maximumDepth = 16
+
     static func read(_ yaml: String, file: String) -> ConfigNode? {
         var reader = Reader(bytes: Array(yaml.utf8), file: file)
         return reader.document()
@@ -43,7 +48,7 @@ enum YamlSubsetReader {
 
         mutating func document() -> ConfigNode? {
             guard splitLines(), let first = lines.first else { return nil }
-            guard let root = mapping(indent: first.indent), next == lines.count else { return nil }
+            guard let root = mapping(indent: first.indent, depth: 1), next == lines.count else { return nil }
             return root
         }
 
@@ -88,8 +93,10 @@ enum YamlSubsetReader {
             SourcePosition(file: file, line: line.number, column: offset - line.start + line.indent + 1)
         }
 
-        /// The block mapping whose keys start at `indent`, from the next line on.
-        private mutating func mapping(indent: Int) -> ConfigNode? {
+        /// The block mapping whose keys start at `indent`, from the next line on, `depth` levels
+        /// down from the top.
+        private mutating func mapping(indent: Int, depth: Int) -> ConfigNode? {
+            guard depth <= YamlSubsetReader.maximumDepth else { return nil }
             var entries: [ConfigNode.Entry] = []
             var keys: Set<String> = []
             let first = lines[next]
@@ -104,7 +111,9 @@ enum YamlSubsetReader {
                     // Nothing on the line: a deeper mapping follows, or the value is empty (left
                     // to Yams, which places an empty scalar itself).
                     next += 1
-                    guard next < lines.count, lines[next].indent > indent, let nested = mapping(indent: lines[next].indent) else { return nil }
+                    guard next < lines.count, lines[next].indent > indent, let nested = mapping(indent: lines[next].indent, depth: depth + 1) else {
+                        return nil
+                    }
                     value = nested
                 } else {
                     guard let inline = inlineValue(line, from: offset) else { return nil }
