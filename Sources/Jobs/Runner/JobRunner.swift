@@ -292,18 +292,14 @@ public struct JobRunner: Sendable {
         // the metrics file (and the last-success time alerts read) stays as the last real run left it.
         let ended = result
         async let metricsWritten: Void = dryRun ? () : writeMetrics(job: job, result: ended, log: log)
+        // The closing records are made durable now (`record` syncs them in the same trip to the
+        // store), while the metrics file is written, rather than when the stores close: the
+        // outcome a run reports survives a power loss, in a scheduler's long-lived stores too.
         var recorded = true
         for context in contexts
         where await record(context, job: job, runId: runId, started: started, origin: origin, attempt: attempts, dryRun: dryRun, end: result) != nil {
             recorded = false
-        }
-        // The closing records are made durable now, while the metrics file is written, rather
-        // than when the stores close: the outcome a run reports survives a power loss, in a
-        // scheduler's long-lived stores too.
-        for context in contexts {
-            do { try await context.postbox.syncCommitted() } catch {
-                log.warning("run.record_unsynced", ["error": .string(StorageFailure.classify(error).1)])
-            }
+            do { try await context.postbox.syncCommitted() } catch { logUnsynced(error, log: log) }
         }
         if !recorded {
             // The store cannot take the closing write (a full disk): leave the outcome in the
@@ -365,23 +361,34 @@ public struct JobRunner: Sendable {
         }
     }
 
-    /// Writes the run's record; returns the error when the store could not take it.
+    /// Writes the run's record; returns the error when the store could not take it. A closing
+    /// record (`end`) is synced to the disk with what the store committed before it.
     @discardableResult
     private func record(
         _ context: AccountContext, job: JobFile, runId: String, started: Date, origin: RunOrigin, attempt: Int, dryRun: Bool, end: RunResult?
     ) async -> (any Error)? {
         let limit = historyLimit
         let record = Self.runRecord(job: job, runId: runId, started: started, origin: origin, attempt: attempt, dryRun: dryRun, end: end)
+        let log = logger.with(job: job.name, run: runId)
         do {
-            try await context.postbox.transaction { tx in
-                try tx.jobRuns.set(record)
-                if end != nil { try tx.jobRuns.prune(job: record.job, keep: limit) }
+            guard end != nil else {
+                try await context.postbox.transaction { tx in try tx.jobRuns.set(record) }
+                return nil
             }
+            let (_, unsynced) = try await context.postbox.transactionThenSync { tx in
+                try tx.jobRuns.set(record)
+                try tx.jobRuns.prune(job: record.job, keep: limit)
+            }
+            if let unsynced { logUnsynced(unsynced, log: log) }
             return nil
         } catch {
-            logger.with(job: job.name, run: runId).error("run.record_failed", ["error": .string(StorageFailure.classify(error).1)])
+            log.error("run.record_failed", ["error": .string(StorageFailure.classify(error).1)])
             return error
         }
+    }
+
+    private func logUnsynced(_ error: any Error, log: JobLogger) {
+        log.warning("run.record_unsynced", ["error": .string(StorageFailure.classify(error).1)])
     }
 
     /// The run's record: running when `end` is nil, else its outcome.

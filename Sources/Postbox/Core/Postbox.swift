@@ -160,6 +160,20 @@ public final class Postbox: @unchecked Sendable {
         try await onQueue { try self.sqliteValueBox?.syncCommitted() }
     }
 
+    /// `transaction`, then `syncCommitted`, in one trip to the store's queue: for a write that
+    /// must be durable when the call returns. Throws what the transaction throws; a failed sync
+    /// after the commit comes back beside the body's result (the write is committed, not yet on
+    /// the disk).
+    public func transactionThenSync<T: Sendable>(
+        _ body: @escaping @Sendable (Transaction) throws -> T
+    ) async throws -> (result: T, syncFailure: (any Error)?) {
+        try await onQueue {
+            let result = try self.runWrite(body)
+            do { try self.sqliteValueBox?.syncCommitted() } catch { return (result, error) }
+            return (result, nil)
+        }
+    }
+
     /// Runs `work` on the store's queue, off the cooperative pool, and resumes with its result.
     private func onQueue<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
