@@ -61,6 +61,30 @@ final class TransactionTests: XCTestCase {
         }
     }
 
+    /// The write and its sync in one call: the body's result and no sync failure back, the rows
+    /// committed; a body that throws rolls back and throws, as `transaction` does.
+    func testTransactionThenSyncCommitsAndReturnsTheResult() async throws {
+        try await forEachEngine { store in
+            let postbox = try store.postbox()
+            let (title, syncFailure) = try await postbox.transactionThenSync { tx -> String in
+                try tx.peers.set(Peer(id: PeerId(2), category: .group, title: "kept"))
+                return "kept"
+            }
+            XCTAssertEqual(title, "kept")
+            XCTAssertNil(syncFailure)
+            do {
+                _ = try await postbox.transactionThenSync { tx in
+                    try tx.peers.set(Peer(id: PeerId(3), category: .group, title: "dropped"))
+                    throw Boom.boom
+                }
+                XCTFail("expected the error")
+            } catch Boom.boom {}
+            let (kept, dropped) = try await postbox.read { tx in (try tx.peers.get(PeerId(2)), try tx.peers.get(PeerId(3))) }
+            XCTAssertEqual(kept?.title, "kept")
+            XCTAssertNil(dropped)
+        }
+    }
+
     func testTransactionCannotBeUsedAfterCommit() throws {
         try forEachEngine { store in
             let postbox = try store.postbox()
