@@ -198,9 +198,9 @@ enum YamlSubsetReader {
         }
 
         /// A plain scalar to the end of the line or to a comment (` #`), trailing spaces dropped.
-        /// Declined: a first character that is a YAML indicator (`-` only before a space), a
-        /// `: ` or a final `:` inside (a mapping Yams would refuse), and a deeper line after it
-        /// (a continued scalar; `mapping` declines that).
+        /// Declined: a first character that is a YAML indicator (`-`, `?` and `:` only when a
+        /// space or the line's end follows), a `: ` or a final `:` inside (a mapping Yams would
+        /// refuse), and a deeper line after it (a continued scalar; `mapping` declines that).
         private func plain(_ line: Line, from offset: Int) -> ConfigNode? {
             let first = bytes[offset]
             switch first {
