@@ -56,6 +56,9 @@ final class HistoryRetentionIntegrationTests: XCTestCase {
         let run = try h.run(["run", "retention", "-v"])
         XCTAssertEqual(run.status, 0, run.stderr)
         XCTAssertTrue(run.stdout.contains("messages_removed: \(expectedRemoved)"), run.stdout)
+        // The report's line for people shows its fields once, not restated in words first.
+        XCTAssertTrue(run.stderr.contains("] retention.report account=0 "), run.stderr)
+        XCTAssertFalse(run.stderr.contains("retention.report: retention retention.report"), run.stderr)
         // A fresh connection per look: this test process never keeps one open while it opens
         // another on the same file.
         func store() throws -> Postbox { try Postbox(path: dbPath(h), readOnly: true) }

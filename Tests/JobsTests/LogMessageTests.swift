@@ -15,8 +15,24 @@ final class LogMessageTests: XCTestCase {
     }
 
     func testRunFinishedSaysTheOutcomeAndDuration() {
-        let text = LogMessage.text(
+        let text = LogMessage.worded(
             event: "run.finished", job: "idle-cleanup", fields: ["outcome": .string("succeeded"), "duration_ms": .int(1_235)])
         XCTAssertEqual(text, "idle-cleanup finished: succeeded in " + String(format: "%.2f s", 1.235))
+    }
+
+    /// An event without a sentence of its own is restated in the JSON `msg`; a line for people,
+    /// which shows the event and every field itself, does not repeat it.
+    func testAnEventWithoutASentenceIsRestatedOnlyInTheJSONLog() throws {
+        let fields: [String: LogValue] = ["files_removed": .int(0), "account": .int(0), "bytes_freed": .int(7)]
+        XCTAssertNil(LogMessage.worded(event: "cleanup.report", job: "idle-cleanup", fields: fields))
+        XCTAssertEqual(
+            LogMessage.restated(event: "cleanup.report", job: "idle-cleanup", fields: fields),
+            "idle-cleanup cleanup.report: account=0 bytes_freed=7 files_removed=0")
+
+        let directory = try TestPaths.makeTempDirectory()
+        let sink = try LogSink(configuration: .init(directory: directory, process: "jobrun", console: .off))
+        sink.write(level: .info, job: "idle-cleanup", run: "r1", event: "cleanup.report", fields: fields)
+        let line = try String(contentsOf: directory.appendingPathComponent("jobrun.log"), encoding: .utf8)
+        XCTAssertTrue(line.contains("\"msg\":\"idle-cleanup cleanup.report: account=0 bytes_freed=7 files_removed=0\""), line)
     }
 }

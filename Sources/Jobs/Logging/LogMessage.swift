@@ -1,16 +1,16 @@
 import Foundation
 
-/// The human `msg` of a log event: the one the event gave (`"msg": …`), else a sentence made
-/// from its name and fields — `sync-history finished: succeeded in 1.24 s` — so a journal or a
-/// container log reads without `jq`.
+/// The human `msg` of a log event: the one the event gave (`"msg": …`), else a sentence written
+/// for its kind of event — `sync-history finished: succeeded in 1.24 s` — else its name and
+/// first fields restated, so a journal or a container log reads without `jq`.
 enum LogMessage {
-    static func text(event: String, job: String?, fields: [String: LogValue]) -> String {
+    /// The `msg` the event gave, or the sentence written for its kind of event; nil for an
+    /// event whose `msg` would only restate its name and first fields (`restated`), which a line
+    /// for people shows anyway.
+    static func worded(event: String, job: String?, fields: [String: LogValue]) -> String? {
         if case .string(let given)? = fields["msg"] { return given }
         let subject = job ?? "jobrun"
-        func field(_ key: String) -> String? {
-            guard let value = fields[key], value != .null else { return nil }
-            return value.description
-        }
+        func field(_ key: String) -> String? { shown(key, in: fields) }
         switch event {
         case "run.started":
             let dry = fields["dry_run"] == .bool(true) ? " (dry run)" : ""
@@ -42,10 +42,21 @@ enum LogMessage {
             return "\(subject) account \(field("account") ?? "?"): the fire at \(field("due") ?? "?") was taken over by another host (the lease ran out)"
         case "scheduler.claim_failed": return "\(subject): cannot add or claim work in the cluster: \(field("error") ?? "?")"
         case "process.signal": return "received \(field("signal") ?? "a signal"), stopping at the next checkpoint"
-        default:
-            let details = fields.keys.sorted().prefix(4).compactMap { key in field(key).map { "\(key)=\($0)" } }
-            return "\(subject) \(event)" + (details.isEmpty ? "" : ": " + details.joined(separator: " "))
+        default: return nil
         }
+    }
+
+    /// `cleanup.report` of `idle-cleanup` with fields `a`, `b`: `idle-cleanup cleanup.report:
+    /// a=1 b=2` (the first four fields by name).
+    static func restated(event: String, job: String?, fields: [String: LogValue]) -> String {
+        let details = fields.keys.sorted().prefix(4).compactMap { key in shown(key, in: fields).map { "\(key)=\($0)" } }
+        return "\(job ?? "jobrun") \(event)" + (details.isEmpty ? "" : ": " + details.joined(separator: " "))
+    }
+
+    /// A field's value in words; nil when it is missing or null.
+    private static func shown(_ key: String, in fields: [String: LogValue]) -> String? {
+        guard let value = fields[key], value != .null else { return nil }
+        return value.description
     }
 
     /// `1.24 s`: exactly what `String(format: "%.2f s", Double(ms) / 1000)` prints, without its

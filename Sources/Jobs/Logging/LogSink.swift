@@ -106,8 +106,11 @@ public final class LogSink: @unchecked Sendable {
         pairs.append(("job", job.map { .string($0) } ?? .null))
         pairs.append(("run", run.map { .string($0) } ?? .null))
         pairs.append(("event", .string(LogRedaction.redactString(event))))
-        // Every event says what happened in words, for people reading a journal or a container log.
-        let msg = LogMessage.text(event: event, job: job, fields: clean)
+        // Every event says what happened in words, for people reading a journal or a container
+        // log; a line for people on the console shows the event and its fields itself, so it adds
+        // only a `msg` that says more than they do.
+        let worded = LogMessage.worded(event: event, job: job, fields: clean)
+        let msg = worded ?? LogMessage.restated(event: event, job: job, fields: clean)
         pairs.append(("msg", .string(LogRedaction.redactString(msg))))
         let reserved: Set<String> = ["ts", "level", "process", "pid", "job", "run", "event", "msg"]
         for key in clean.keys.sorted() where key != "msg" {
@@ -121,7 +124,8 @@ public final class LogSink: @unchecked Sendable {
             FileHandle.standardError.write(Data(line.utf8))
         } else if consoleHuman {
             let shown = Self.humanFields(clean)
-            FileHandle.standardError.write(Data(humanLine(date: date, level: level, job: job, run: run, event: event + ": " + msg, fields: shown).utf8))
+            let said = worded.map { event + ": " + $0 } ?? event
+            FileHandle.standardError.write(Data(humanLine(date: date, level: level, job: job, run: run, event: said, fields: shown).utf8))
         }
     }
 
