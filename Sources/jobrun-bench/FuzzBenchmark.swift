@@ -1,6 +1,7 @@
 import CloudCore
 import Foundation
 import Jobs
+import ServerFixtures
 
 /// A bounded-time mutation fuzzer over the two decoders that read files an operator (or a
 /// hostile local user) can write: job files (`JobFile.parse`) and an account's cloud
@@ -51,7 +52,7 @@ struct FuzzBenchmark {
 
         try hostileCases()
 
-        var random = SplitMix64(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let jobCorpus = try jobFileCorpus()
         let configCorpus = Self.accountConfigCorpus
         var findings: [Finding] = []
@@ -290,7 +291,7 @@ enum FuzzMutator {
         "\u{202E}", String(repeating: "[", count: 200), String(repeating: "a", count: 300), "params:\n  ", "accounts: [0, 0, 0]",
     ]
 
-    static func mutate(_ input: String, corpus: [String], random: inout SplitMix64) -> String {
+    static func mutate(_ input: String, corpus: [String], random: inout SeededGenerator) -> String {
         var bytes = Array(input.utf8)
         switch random.below(8) {
         case 0:  // flip a byte
@@ -334,9 +335,4 @@ enum FuzzMutator {
         }
         return String(decoding: bytes, as: UTF8.self)
     }
-}
-
-extension SplitMix64 {
-    /// A uniform-enough integer in 0..<bound (0 when bound ≤ 1).
-    mutating func below(_ bound: Int) -> Int { bound <= 1 ? 0 : Int(next() % UInt64(bound)) }
 }

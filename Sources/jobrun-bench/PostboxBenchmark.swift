@@ -59,19 +59,6 @@ struct PostboxBenchmark {
 
 func benchText(_ i: Int) -> String { "message \(i): the quick brown fox jumps over the lazy dog" }
 
-/// A small deterministic PRNG for reproducible benchmark inputs.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E3779B97F4A7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
-        z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The raw C-API side of the Postbox benchmark.
 final class RawStore {
     let db: OpaquePointer

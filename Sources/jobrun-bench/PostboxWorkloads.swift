@@ -1,5 +1,6 @@
 import Foundation
 import Postbox
+import ServerFixtures
 
 /// A Postbox benchmark's peer: the same four workloads written by hand against the storage
 /// engine, with the same schema and statements (`RawStore` on SQLite, `RawPostgres` through
@@ -69,7 +70,7 @@ struct PostboxWorkloads {
         }
         timings.append(Timing(name: "\(smallTransactions) single-row transactions", ops: smallTransactions, raw: small.raw, postbox: small.postbox))
 
-        var rng = SplitMix64(seed: 42)
+        var rng = SeededGenerator(seed: 42)
         let ids = (0..<reads).map { _ in (Int64(rng.next() % UInt64(peers)) + 1, Int32(rng.next() % UInt64(perPeer)) + 1) }
         var rawFound = 0
         var boxFound = 0
