@@ -159,7 +159,7 @@ final class CurlTransfer: @unchecked Sendable {
         }
         guard success else { return true }
         if let field = request.collectWhen,
-            headers.contains(where: { $0.value == field.value && $0.name.caseInsensitiveCompare(field.name) == .orderedSame })
+            headers.contains(where: { $0.value == field.value && $0.isNamed(field.name) })
         {
             collectInstead = true
         }
@@ -251,7 +251,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// The declared `Content-Length` of the current response, if any (from the parsed headers).
     var declaredContentLength: Int64? {
-        headers.last { $0.name.caseInsensitiveCompare("Content-Length") == .orderedSame }.flatMap { Int64($0.value) }
+        headers.last { $0.isNamed("Content-Length") }.flatMap { Int64($0.value) }
     }
 
     // MARK: upload (loop thread, from the read/seek callbacks)

@@ -40,7 +40,7 @@ public struct HTTPResponse: Sendable {
 
     /// The first value of the header `name` (case-insensitive).
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.first { $0.isNamed(name) }?.value
     }
 
     /// True for 2xx.
