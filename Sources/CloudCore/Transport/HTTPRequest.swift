@@ -19,15 +19,7 @@ public struct HTTPHeader: Sendable, Equatable, CustomStringConvertible {
     /// (RFC 9110 §5.1). Compared byte by byte; Foundation's `caseInsensitiveCompare` would go
     /// through a Unicode-aware comparison for every header of every response.
     public func isNamed(_ other: String) -> Bool {
-        var a = name.utf8.makeIterator()
-        var b = other.utf8.makeIterator()
-        while true {
-            switch (a.next(), b.next()) {
-            case (nil, nil): return true
-            case (let x?, let y?): if x != y, Self.lowercased(x) != Self.lowercased(y) { return false }
-            default: return false
-            }
-        }
+        name.utf8.count == other.utf8.count && zip(name.utf8, other.utf8).allSatisfy { Self.lowercased($0) == Self.lowercased($1) }
     }
 
     private static func lowercased(_ byte: UInt8) -> UInt8 { (byte &- 65) < 26 ? byte | 0x20 : byte }
