@@ -156,7 +156,7 @@ struct UploadBenchmark {
 
         var curlLarge: [Timing] = [], productLarge: [Timing] = [], productLargeWithEnqueue: [Timing] = [], productLargeParts: [Timing] = []
         var curlSmall: [Timing] = [], productSmall: [Timing] = [], jobSmall: [Timing] = []
-        let jobRun = UploadJobRun(dcURLs: server.dcURLs, concurrency: options.concurrency, peer: peer)
+        let jobRun = UploadJobRun(dcURLs: server.dcURLs, concurrency: options.concurrency, peer: peer, serverCPU: server.cpuSeconds)
         var rssAfterLarge = 0.0
         // The small files stay on the server until the benchmark ends (`WorkDirectory`): removing
         // one tool's 500 would slow the file creation of the tool timed after it. A large file is
@@ -256,10 +256,9 @@ struct UploadBenchmark {
                 productSmall.append(Timing(seconds: Double(s1 - s0) / 1e9, bytes: smallBytes, files: small.count))
 
                 // The same files through the upload-queue job, as an operator runs it.
-                smallCPU = PhaseCPU(server: server.cpuSeconds)
-                let js = try await jobRun.run(small, in: work + "/job-\(round)")
+                let (js, jobCPU) = try await jobRun.run(small, in: work + "/job-\(round)")
                 jobSmall.append(Timing(seconds: js, bytes: smallBytes, files: small.count))
-                print("product small, upload-queue job (jobrun run, queued beforehand): \(fmt(js)) s; \(smallCPU.report(client: "jobrun", isChild: true))")
+                print("product small, upload-queue job (jobrun run, queued beforehand): \(fmt(js)) s; \(jobCPU)")
             }
             var line: [String] = []
             if let c = curlLarge.last, let p = productLarge.last { line.append("curl \(fmt(c.mbps, 0)) MB/s, product \(fmt(p.mbps, 0)) MB/s (large)") }

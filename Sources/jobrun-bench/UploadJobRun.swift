@@ -11,10 +11,13 @@ struct UploadJobRun {
     let dcURLs: [String]
     let concurrency: Int
     let peer: Int64
+    /// The server's CPU seconds so far (`PhaseCPU`).
+    let serverCPU: () -> Double?
 
     /// Queues `files` into a fresh root under `directory` (not timed), runs the job, checks that
-    /// every item was sent, and returns the run's wall-clock seconds.
-    func run(_ files: [String], in directory: String) async throws -> Double {
+    /// every item was sent, and returns the run's wall-clock seconds and its CPU line (the
+    /// job's process and the server's, over the run alone).
+    func run(_ files: [String], in directory: String) async throws -> (seconds: Double, cpu: String) {
         let jobrun = siblingExecutable("jobrun")
         guard FileManager.default.isExecutableFile(atPath: jobrun) else {
             throw BenchError("build jobrun first: \(jobrun) is missing (swift build -c release --product jobrun)")
@@ -41,7 +44,9 @@ struct UploadJobRun {
         settleDisk()
 
         var status: Int32 = -1
+        var cpu = PhaseCPU(server: serverCPU)
         let seconds = try measure { status = try spawn(jobrun, ["run", "bench-upload", "--root", root.url.path, "--jobs-dir", jobs]) }
+        let cpuLine = cpu.report(client: "jobrun", isChild: true)
         guard status == 0 else { throw BenchError("jobrun run of the upload-queue job exited \(status)") }
         let sent = try await postbox.read { tx in
             var n = 0
@@ -52,6 +57,6 @@ struct UploadJobRun {
             return n
         }
         guard sent == files.count else { throw BenchError("the upload-queue job sent \(sent) of \(files.count) files") }
-        return seconds
+        return (seconds, cpuLine)
     }
 }
