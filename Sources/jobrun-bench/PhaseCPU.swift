@@ -25,14 +25,15 @@ struct PhaseCPU {
     /// during the phase (curl, aria2c).
     mutating func report(client: String, isChild: Bool = false) -> String {
         let wall = Double(DispatchTime.now().uptimeNanoseconds - wallStart) / 1e9
-        var used = isChild ? rusageCPUSeconds(RUSAGE_CHILDREN) - children : rusageCPUSeconds(RUSAGE_SELF) - own
-        var text = "\(client) used \(fmt(used)) s CPU"
+        let clientUsed = isChild ? rusageCPUSeconds(RUSAGE_CHILDREN) - children : rusageCPUSeconds(RUSAGE_SELF) - own
+        var total = clientUsed
+        var text = "\(client) used \(fmt(clientUsed)) s CPU"
         if let start = serverStart, let now = server() {
             text += ", cloudd \(fmt(now - start)) s"
-            used += now - start
+            total += now - start
         }
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        text += "; together \(fmt(used)) s, \(fmt(100 * used / (wall * Double(cores)), 0)) % of \(cores) cores over \(fmt(wall)) s"
+        text += "; together \(fmt(total)) s, \(fmt(100 * total / (wall * Double(cores)), 0)) % of \(cores) cores over \(fmt(wall)) s"
         self = PhaseCPU(server: server)
         return text
     }
