@@ -159,6 +159,23 @@ final class ValueBoxTests: XCTestCase {
         }
     }
 
+    func testATableAnotherConnectionCreatesLaterIsRead() throws {
+        try forEachEngine { store in
+            let reader = try store.valueBox()
+            let key = ValueBoxKey(Int64(7))
+            // Asked twice while the table is missing: a missing table is not remembered as missing.
+            XCTAssertNil(try reader.get(ints, key: key))
+            XCTAssertEqual(try reader.count(ints), 0)
+            let writer = try store.valueBox()
+            try write(writer) { try writer.set(ints, key: key, value: Data([7])) }
+            XCTAssertEqual(try reader.get(ints, key: key), Data([7]), "the reader finds the table the writer created")
+            XCTAssertEqual(try reader.count(ints), 1)
+            if let sqlite = reader as? SqliteValueBox {
+                XCTAssertEqual(try sqlite.estimatedPayload(ints).rows, 1)
+            }
+        }
+    }
+
     func testReopenAfterCloseKeepsData() throws {
         try forEachEngine { store in
             do {

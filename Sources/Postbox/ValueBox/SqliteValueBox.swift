@@ -108,8 +108,8 @@ public final class SqliteValueBox: ValueBox {
         self.db = handle
         sqlite3_busy_timeout(handle, options.busyTimeoutMilliseconds)
         do {
-            // Reading the schema is what makes SQLite notice a damaged or foreign file.
-            try exec("PRAGMA schema_version")
+            // Reading the schema (here, the table names) is what makes SQLite notice a damaged or
+            // foreign file.
             let names = try tableNames()
             if !options.readOnly {
                 // auto_vacuum only takes effect before the first table exists: new files get
@@ -394,11 +394,21 @@ public final class SqliteValueBox: ValueBox {
     private func tableExists(_ table: ValueBoxTable) -> Bool {
         if knownTables.contains(table.id) { return true }
         // Another process may have created it since we opened.
-        if let n = try? queryInt("SELECT count(*) FROM sqlite_master WHERE name='t\(table.id)'"), n > 0 {
-            knownTables.insert(table.id)
-            return true
+        guard schemaHasTable(table.id) else { return false }
+        knownTables.insert(table.id)
+        return true
+    }
+
+    /// Whether the schema has table `t<id>` now. One statement, prepared once and bound to the
+    /// name: a store whose tables do not exist yet (an empty MediaBox index) asks on every read.
+    private func schemaHasTable(_ id: Int32) -> Bool {
+        guard let stmt = try? cached("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?") else { return false }
+        defer {
+            sqlite3_reset(stmt)
+            sqlite3_clear_bindings(stmt)
         }
-        return false
+        sqlite3_bind_text(stmt, 1, "t\(id)", -1, SQLITE_TRANSIENT)
+        return sqlite3_step(stmt) == SQLITE_ROW
     }
 
     private func bind(_ stmt: OpaquePointer, _ index: Int32, _ key: ValueBoxKey, _ table: ValueBoxTable) {
@@ -642,15 +652,11 @@ extension SqliteValueBox {
     /// Rows and stored key + value bytes of `table`, counted row by row: the estimate used where
     /// `dbstat` is missing (page overhead is not included).
     public func estimatedPayload(_ table: ValueBoxTable) throws -> (rows: Int64, bytes: Int64) {
-        guard knownTableExists(table) else { return (0, 0) }
+        guard schemaHasTable(table.id) else { return (0, 0) }
         let stmt = try prepare("SELECT count(*), coalesce(sum(length(key)) + sum(length(value)), 0) FROM t\(table.id)")
         defer { sqlite3_finalize(stmt) }
         guard try step(stmt) else { return (0, 0) }
         return (sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1))
-    }
-
-    private func knownTableExists(_ table: ValueBoxTable) -> Bool {
-        ((try? queryInt("SELECT count(*) FROM sqlite_master WHERE name='t\(table.id)'")) ?? 0) > 0
     }
 
     /// Returns up to `pages` free pages to the file system (`PRAGMA incremental_vacuum(N)`): one
