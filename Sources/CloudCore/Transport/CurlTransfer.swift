@@ -1,6 +1,7 @@
 import CCurl
 import CloudCrypto
 import Foundation
+import MediaBox
 
 /// The state of one request while the loop runs it: the continuation to resume, the body sink,
 /// the upload source, received headers and any failure a callback detected.
@@ -42,7 +43,7 @@ final class CurlTransfer: @unchecked Sendable {
     private var buffer: UnsafeMutableRawPointer?
     private var bufferCount = 0
     private var bufferCapacity = 0
-    /// `buffer` came from `BodyBufferPool` (returned there, never freed).
+    /// `buffer` came from `PartMemoryPool` (returned there, never freed).
     private var bufferPooled = false
     /// Running SHA-256 of the delivered body (`request.hashBody`).
     private var bodyHasher: BodyHasher?
@@ -72,7 +73,7 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func releaseBuffer() {
-        if bufferPooled, let buffer { BodyBufferPool.shared.give(buffer) } else { free(buffer) }
+        if bufferPooled, let buffer { PartMemoryPool.shared.give(buffer) } else { free(buffer) }
         buffer = nil
         bufferPooled = false
     }
@@ -174,11 +175,11 @@ final class CurlTransfer: @unchecked Sendable {
             return false
         }
         if case .collect = request.destination, declared > 0 {
-            if bufferCount == 0, BodyBufferPool.fits(Int(declared)), let pooled = BodyBufferPool.shared.take() {
+            if bufferCount == 0, Self.collectsIntoPartBlock(Int(declared)), let pooled = PartMemoryPool.shared.take() {
                 releaseBuffer()
                 buffer = pooled
                 bufferPooled = true
-                bufferCapacity = BodyBufferPool.bufferSize
+                bufferCapacity = PartMemoryPool.blockSize
             } else {
                 reserve(Int(declared))
             }
@@ -186,13 +187,17 @@ final class CurlTransfer: @unchecked Sendable {
         return true
     }
 
+    /// Whether a collected body of `count` bytes goes into a `PartMemoryPool` block: a file
+    /// part's size (256 KiB to 1 MiB), of which a download holds only a few at once.
+    static func collectsIntoPartBlock(_ count: Int) -> Bool { count >= 256 << 10 && count <= PartMemoryPool.blockSize }
+
     private func reserve(_ capacity: Int) {
         guard capacity > bufferCapacity else { return }
         if bufferPooled, let pooled = buffer {
             // More than declared: move to a malloc'd buffer.
             let grown = malloc(capacity)!
             grown.copyMemory(from: pooled, byteCount: bufferCount)
-            BodyBufferPool.shared.give(pooled)
+            PartMemoryPool.shared.give(pooled)
             bufferPooled = false
             buffer = grown
         } else {
@@ -218,7 +223,7 @@ final class CurlTransfer: @unchecked Sendable {
         bufferCapacity = 0
         if bufferPooled {
             bufferPooled = false
-            return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { p, _ in BodyBufferPool.shared.give(p) })
+            return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { p, _ in PartMemoryPool.shared.give(p) })
         }
         return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
     }
@@ -306,40 +311,5 @@ final class BodyHasher {
         var done = SHA256()
         swap(&done, &sha)
         return done.finalize()
-    }
-}
-
-/// Reusable buffers for collected bodies of a file part's size (256 KiB to 1 MiB). A download
-/// holds only a few parts at once; these buffers are mapped once and reused, and at most
-/// `keep` idle ones are kept. With malloc instead, whose mmap threshold rises to 1 MiB after
-/// the first such buffer is freed, freed part buffers would stay resident in per-thread arenas.
-final class BodyBufferPool: @unchecked Sendable {
-    // @unchecked Sendable: `idle` is guarded by `lock`.
-    static let shared = BodyBufferPool()
-    static let bufferSize = 1 << 20
-    /// Idle buffers kept for reuse; more are unmapped when given back.
-    static let keep = 8
-
-    private let lock = NSLock()
-    private var idle: [UnsafeMutableRawPointer] = []
-
-    /// Whether a body of `count` bytes is collected into a pooled buffer.
-    static func fits(_ count: Int) -> Bool { count >= 256 << 10 && count <= bufferSize }
-
-    /// An idle buffer, or a newly mapped one; nil if none can be mapped.
-    func take() -> UnsafeMutableRawPointer? {
-        if let p = lock.withLock({ idle.popLast() }) { return p }
-        let p = mmap(nil, Self.bufferSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-        guard let p, p != MAP_FAILED else { return nil }
-        return p
-    }
-
-    func give(_ p: UnsafeMutableRawPointer) {
-        let kept = lock.withLock { () -> Bool in
-            guard idle.count < Self.keep else { return false }
-            idle.append(p)
-            return true
-        }
-        if !kept { munmap(p, Self.bufferSize) }
     }
 }
