@@ -101,7 +101,7 @@ let package = Package(
 
         // Real servers and hosts (PostgreSQL, network namespaces) for tests and the cluster bench; no XCTest.
         .target(name: "ServerFixtures", path: "Tests/ServerFixtures"),
-        .target(name: "TestSupport", dependencies: ["ServerFixtures"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ServerFixtures", "MediaBox"], path: "Tests/TestSupport"),
         .testTarget(name: "PostboxTests", dependencies: ["Postbox", "PostboxPostgres", "CSQLite", "TestSupport"]),
         .testTarget(name: "MediaBoxTests", dependencies: ["MediaBox", "TestSupport"]),
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore", "CloudCrypto", "CloudServer", "TestSupport"]),

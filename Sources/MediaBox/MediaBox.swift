@@ -188,7 +188,11 @@ public final class MediaBox: Sendable {
         let fetched = !partial.isComplete
         if fetched {
             // Revoked before the partial file's lock is released (the `defer` above runs last).
-            let writer = try MediaResourcePartWriter(duplicating: partial.descriptor, path: paths.partial)
+            // A large file whose completion syncs it is written with direct I/O: the sync then
+            // has no page-cache write-back to do (see `DirectIO`).
+            let writer = try MediaResourcePartWriter(
+                duplicating: partial.descriptor, path: paths.partial,
+                directIO: options.completionSync != .none && (partial.knownSize ?? 0) >= Self.ownSyncThreshold)
             defer { writer.revoke() }
             var request = MediaResourceFetchRequest(resource: resource, missingRanges: partial.missingRanges, knownSize: partial.knownSize)
             request.partWriter = writer

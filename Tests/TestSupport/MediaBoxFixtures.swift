@@ -1,4 +1,5 @@
 import Foundation
+import MediaBox
 
 /// Helpers for the MediaBox tests: the deterministic byte pattern the testkit child writes,
 /// the built `jobrun-testkit` binary and a `du`-style walk of a media directory.
@@ -15,6 +16,35 @@ public enum MediaBoxFixtures {
             }
         }
         return data
+    }
+
+    /// How many of the file's pages are in the page cache (`mincore` over a mapping of it): a
+    /// file written with direct I/O and not read since has (almost) none.
+    public static func residentPages(_ path: String) throws -> Int {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: path]) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_size > 0 else { return 0 }
+        let length = Int(st.st_size)
+        guard let map = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), map != MAP_FAILED else { throw CocoaError(.fileReadUnknown) }
+        defer { munmap(map, length) }
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var vector = [UInt8](repeating: 0, count: (length + pageSize - 1) / pageSize)
+        guard mincore(map, length, &vector) == 0 else { throw CocoaError(.fileReadUnknown) }
+        return vector.reduce(0) { $0 + Int($1 & 1) }
+    }
+
+    /// Whether the file system holding `directory` takes direct writes (`O_DIRECT`): tmpfs before
+    /// Linux 6.6 and some FUSE mounts do not.
+    public static func takesDirectWrites(_ directory: String) -> Bool {
+        guard let flag = DirectIO.openFlag else { return false }
+        let path = directory + "/.direct-io-probe"
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | flag, 0o600)
+        guard fd >= 0 else { return false }
+        close(fd)
+        unlink(path)
+        return true
     }
 
     /// `<products>/jobrun-testkit` (children are started with `ChildProcess`).

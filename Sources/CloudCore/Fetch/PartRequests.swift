@@ -35,8 +35,9 @@ struct PartRequests: Sendable {
     }
 
     /// Checks a raw part answer against the part asked for; the verified part or a retry. With a
-    /// sink the bytes are already in the partial file: the part then reports them as written,
-    /// and only a part that passes every check is ever reported.
+    /// sink the bytes are already in the partial file or in its part buffer: the part then
+    /// reports them as written (once `getFile` has committed a buffer), and only a part that
+    /// passes every check is ever reported.
     private func verifiedPart(_ response: HTTPResponse, _ part: PartSpec, sink: PartFileSink? = nil) -> PartOutcome {
         guard let sizeText = response.header(CloudHeader.fileSize), let size = Int64(sizeText), size >= 0 else {
             return .retry(reason: "part answer without a valid \(CloudHeader.fileSize)", badAnswer: true)
@@ -83,7 +84,9 @@ struct PartRequests: Sendable {
             }
             return .redirect(r.cdnRedirect)
         }
-        return verifiedPart(response, part, sink: sink)
+        let outcome = verifiedPart(response, part, sink: sink)
+        if let sink, case .data = outcome { try await sink.commit() }
+        return outcome
     }
 
     /// `upload.getCdnFile`: the encrypted part, decrypted (AES-256-CTR, counter = offset/16) and
