@@ -7,10 +7,9 @@
 ///
 /// A download whose completion syncs the file pays for every byte twice through the page cache:
 /// the copy in, then the kernel's write-back, page by page, which on ext4 costs several times the
-/// copy (on this project's reference machine, 1 GB written then `fdatasync`ed took 0.69 s of
-/// system CPU, against 0.08 s for the same bytes written with `O_DIRECT` in 1 MiB blocks, and
-/// twice the wall time). Direct writes need the buffer's address, the file offset and the length
-/// to be multiples of the device's block size; `alignment` covers every common device.
+/// copy (docs/media-storage.md, "Direct writes", has the measurements). Direct writes need the
+/// buffer's address, the file offset and the length to be multiples of the device's block size;
+/// `alignment` covers every common device.
 public enum DirectIO {
     /// Offsets, lengths and buffer addresses of direct writes are multiples of this.
     public static let alignment = 4096

@@ -64,8 +64,8 @@ public final class MediaResourcePartWriter: Sendable {
     /// Writes the part gathered in `buffer` at `offset`, on a thread outside the cooperative
     /// pool: the aligned bulk with direct I/O when the writer has it and `offset` allows it, the
     /// rest (the unaligned end of a file, or everything on a file system that refuses direct
-    /// writes) through the page cache. The buffer's memory is given back once written, written
-    /// or not. Throws once the fetch has ended.
+    /// writes) through the page cache. The buffer's memory is given back when this returns,
+    /// whether or not the write succeeded. Throws once the fetch has ended.
     public func writePart(_ buffer: MediaResourcePartBuffer, at offset: Int64) async throws {
         try await MediaBox.offPool { try self.writePartNow(buffer, at: offset) }
     }
