@@ -205,7 +205,12 @@ public final class MediaBox: Sendable {
                 switch event {
                 case let .dataPart(offset, data):
                     try checkBounds(offset, data.count)
-                    try partial.write(offset: offset, data: data)
+                    if writer.prefersWholeParts {
+                        try await writer.writePart(data, at: offset)
+                        try partial.recordWritten(offset: offset, length: data.count)
+                    } else {
+                        try partial.write(offset: offset, data: data)
+                    }
                 case let .dataWritten(offset, length):
                     try checkBounds(offset, length)
                     try partial.recordWritten(offset: offset, length: length)

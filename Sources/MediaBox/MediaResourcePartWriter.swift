@@ -16,7 +16,8 @@ import Synchronization
 /// the part in a `MediaResourcePartBuffer` and hands it over once verified (`writePart`). MediaBox
 /// prefers whole parts for a large download whose completion syncs the file: the part is then
 /// written with direct I/O (see `DirectIO`), and the completing fsync finds no page-cache
-/// write-back left to do.
+/// write-back left to do. Parts a fetcher hands over in memory (`dataPart`) are then written the
+/// same way.
 ///
 /// MediaBox revokes the writer before it releases the partial file's lock: a write still in
 /// progress finishes first, later ones fail, so a transfer that outlives its fetch never touches
@@ -68,6 +69,16 @@ public final class MediaResourcePartWriter: Sendable {
     /// whether or not the write succeeded. Throws once the fetch has ended.
     public func writePart(_ buffer: MediaResourcePartBuffer, at offset: Int64) async throws {
         try await MediaBox.offPool { try self.writePartNow(buffer, at: offset) }
+    }
+
+    /// Writes a part already in hand (a fetcher's `dataPart`) the way `writePart` does, through a
+    /// part buffer.
+    func writePart(_ data: Data, at offset: Int64) async throws {
+        guard let buffer = makePartBuffer(capacity: data.count) else {
+            return try data.withUnsafeBytes { try write($0, at: offset) }
+        }
+        _ = data.withUnsafeBytes { buffer.append($0) }
+        try await writePart(buffer, at: offset)
     }
 
     private func writePartNow(_ buffer: MediaResourcePartBuffer, at offset: Int64) throws {

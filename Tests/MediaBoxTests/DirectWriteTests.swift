@@ -73,6 +73,18 @@ final class DirectWriteTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "doc-direct-io", count: size))
     }
 
+    func testPartsAFetcherHandsOverInMemoryAreWrittenDirectlyToo() async throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-direct-write-parts")
+        try XCTSkipUnless(MediaBoxFixtures.takesDirectWrites(tmp.path), "this file system takes no direct writes")
+        let size = (8 << 20) + 100
+        let resource = SimpleMediaResource("doc-direct-parts", size: Int64(size))
+        let box = try MediaBox(basePath: tmp.path + "/media", fetcher: PatternFetcher(chunk: 1 << 20))
+        let data = try await box.fetch(resource, info: MediaResourceStorageInfo())
+        let resident = try MediaBoxFixtures.residentPages(data.path)
+        XCTAssertLessThanOrEqual(resident, 2, "CDN-style parts in memory went past the page cache too (\(resident) pages are in it)")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "doc-direct-parts", count: size))
+    }
+
     func testSmallFilesAndUnsyncedCompletionsStreamThroughThePageCache() async throws {
         let tmp = TemporaryDirectory(prefix: "mediabox-direct-write-not")
         let large = SimpleMediaResource("doc-unsynced", size: 8 << 20)
