@@ -2,7 +2,8 @@ import Foundation
 import MediaBox
 
 /// Helpers for the MediaBox tests: the deterministic byte pattern the testkit child writes,
-/// the built `jobrun-testkit` binary and a `du`-style walk of a media directory.
+/// the built `jobrun-testkit` binary, a `du`-style walk of a media directory, and what direct
+/// writes need and leave behind (whether a file system takes them, a file's pages in the cache).
 public enum MediaBoxFixtures {
     /// Deterministic bytes for `id` at `offset` (identical to `mediaTestPattern` in jobrun-testkit).
     public static func pattern(id: String, offset: Int64 = 0, count: Int) -> Data {
