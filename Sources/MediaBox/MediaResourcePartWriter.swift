@@ -25,7 +25,7 @@ import Synchronization
 public final class MediaResourcePartWriter: Sendable {
     /// The partial file's path (for errors).
     public let path: String
-    /// Whether parts should come whole, through `makePartBuffer` and `writePart`.
+    /// Whether parts should come whole, in a `MediaResourcePartBuffer` handed to `writePart`.
     public let prefersWholeParts: Bool
 
     private struct Descriptors {
@@ -56,12 +56,6 @@ public final class MediaResourcePartWriter: Sendable {
         }
     }
 
-    /// A buffer for a part of up to `capacity` bytes, to fill and hand to `writePart`; nil when
-    /// no memory can be mapped for it (the part is then written as it arrives).
-    public func makePartBuffer(capacity: Int) -> MediaResourcePartBuffer? {
-        MediaResourcePartBuffer(capacity: capacity)
-    }
-
     /// Writes the part gathered in `buffer` at `offset`, on a thread outside the cooperative
     /// pool: the aligned bulk with direct I/O when the writer has it and `offset` allows it, the
     /// rest (the unaligned end of a file, or everything on a file system that refuses direct
@@ -74,7 +68,7 @@ public final class MediaResourcePartWriter: Sendable {
     /// Writes a part already in hand (a fetcher's `dataPart`) the way `writePart` does, through a
     /// part buffer.
     func writePart(_ data: Data, at offset: Int64) async throws {
-        guard let buffer = makePartBuffer(capacity: data.count) else {
+        guard let buffer = MediaResourcePartBuffer(capacity: data.count) else {
             return try data.withUnsafeBytes { try write($0, at: offset) }
         }
         _ = data.withUnsafeBytes { buffer.append($0) }

@@ -342,10 +342,9 @@ func sha256File(_ path: String) -> String {
 /// copy into it, is then never done); otherwise through the page cache. The file is removed
 /// afterwards.
 private func durableWriteSeconds(bytes: Int64, path: String, direct: Bool) throws -> Double {
-    let size = 1 << 20
-    var raw: UnsafeMutableRawPointer?
-    guard posix_memalign(&raw, DirectIO.alignment, size) == 0, let raw else { throw ValidationError("cannot allocate a write buffer") }
-    defer { free(raw) }
+    let size = PartMemoryPool.blockSize
+    guard let raw = PartMemoryPool.shared.take() else { throw ValidationError("cannot allocate a write buffer") }
+    defer { PartMemoryPool.shared.give(raw) }
     var state: UInt64 = 0x9E37_79B9_7F4A_7C15
     for i in 0..<size {
         state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407

@@ -30,7 +30,7 @@ final class WholePartFetcher: MediaResourceFetcher, @unchecked Sendable {
                         let n = Int(min(Int64(partSize), size - offset))
                         let bytes = MediaBoxFixtures.pattern(id: id, offset: offset, count: n)
                         if writer.prefersWholeParts {
-                            guard let buffer = writer.makePartBuffer(capacity: n) else { throw MediaBoxError.noFetcher }
+                            guard let buffer = MediaResourcePartBuffer(capacity: n) else { throw MediaBoxError.noFetcher }
                             var at = 0
                             while at < n {
                                 let end = min(at + 16_384, n)
@@ -121,7 +121,7 @@ final class DirectWriteTests: XCTestCase {
         let box = try MediaBox(basePath: tmp.path + "/media", fetcher: fetcher)
         let data = try await box.fetch(resource, info: MediaResourceStorageInfo())
         let writer = try XCTUnwrap(fetcher.writers.first)
-        let buffer = try XCTUnwrap(writer.makePartBuffer(capacity: 4096))
+        let buffer = try XCTUnwrap(MediaResourcePartBuffer(capacity: 4096))
         XCTAssertTrue(Data(repeating: 0xAB, count: 4096).withUnsafeBytes { buffer.append($0) })
         do {
             try await writer.writePart(buffer, at: 0)

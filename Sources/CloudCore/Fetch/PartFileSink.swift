@@ -20,7 +20,8 @@ final class PartFileSink: @unchecked Sendable {
     init(writer: MediaResourcePartWriter, part: PartSpec) {
         self.writer = writer
         self.part = part
-        self.buffer = writer.prefersWholeParts ? writer.makePartBuffer(capacity: Int(part.limit)) : nil
+        // Without memory for it (nil), the part is written as it arrives.
+        self.buffer = writer.prefersWholeParts ? MediaResourcePartBuffer(capacity: Int(part.limit)) : nil
     }
 
     /// The transport destination; `maxLength` also admits a collected JSON answer (a redirect).
