@@ -8,8 +8,13 @@ import MediaBox
 ///   downloads the document with MultipartFetch into the MediaBox at `mediaDir`, printing
 ///   `part <offset> <length>` as each verified part is handed to MediaBox and `done <size>` at
 ///   the end. A parent SIGKILLs it midway and resumes in-process.
+/// - `transfer-rounds <outDir> <downloadURL> <uploadURLPrefix> <uploadFile> <rounds>`: in a
+///   process whose first libcurl user is `CurlTransport`, downloads `downloadURL` to
+///   `outDir/<i>.bin` and PUTs `uploadFile` to `uploadURLPrefix<i>.bin`, one after the other,
+///   `rounds` times, then prints `reused <n>`: how many transfer buffers came from kept blocks.
 let cloudCommands: [String: TestkitCommand] = [
-    "fetch-cloud-document": fetchCloudDocument
+    "fetch-cloud-document": fetchCloudDocument,
+    "transfer-rounds": transferRounds,
 ]
 
 private struct CloudUsageError: Error, CustomStringConvertible { let description: String }
@@ -52,6 +57,37 @@ private func fetchCloudDocument(_ args: [String]) throws {
             let box = try MediaBox(basePath: args[0], fetcher: AnnouncingFetcher(inner: fetch))
             let data = try await box.fetch(CloudDocumentMediaResource(document: document, reference: .standalone), info: MediaResourceStorageInfo())
             emit("done \(data.size)")
+        } catch {
+            outcome.error = error
+        }
+        semaphore.signal()
+    }
+    semaphore.wait()
+    if let e = outcome.error { throw e }
+}
+
+private func transferRounds(_ args: [String]) throws {
+    guard args.count == 5, let rounds = Int(args[4]) else {
+        throw CloudUsageError(description: "transfer-rounds <outDir> <downloadURL> <uploadURLPrefix> <uploadFile> <rounds>")
+    }
+    let body = try Data(contentsOf: URL(fileURLWithPath: args[3]))
+    let semaphore = DispatchSemaphore(value: 0)
+    final class Outcome: @unchecked Sendable { var error: (any Error)? }
+    let outcome = Outcome()
+    Task {
+        do {
+            let transport = try CurlTransport()
+            for round in 0..<rounds {
+                let fd = open("\(args[0])/\(round).bin", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+                guard fd >= 0 else { throw CloudUsageError(description: "cannot create \(args[0])/\(round).bin") }
+                let got = try await transport.download(args[1], to: fd, at: 0)
+                close(fd)
+                let put = try await transport.send(HTTPRequest(url: "\(args[2])\(round).bin", method: .put, body: .data(body)))
+                guard got.status == 200, (200..<300).contains(put.status) else {
+                    throw CloudUsageError(description: "round \(round): GET \(got.status), PUT \(put.status)")
+                }
+            }
+            emit("reused \(CurlTransport.reusedTransferBuffers)")
         } catch {
             outcome.error = error
         }

@@ -3,7 +3,7 @@ import CCurl
 /// libcurl's process-wide initialisation, done once, lazily and thread-safely (a `static let`).
 enum CurlGlobal {
     /// The result of `curl_global_init`; read it before creating any handle.
-    static let initialized: CURLcode = curl_global_init(jr_curl_global_default())
+    static let initialized: CURLcode = CurlMemory.globalInit(flags: jr_curl_global_default())
 
     /// Runs `curl_global_init` if not done yet; fails if it failed.
     static func ensure() throws {

@@ -51,6 +51,10 @@ public final class CurlTransport: Transport {
     /// Version of the libcurl in use, e.g. "7.88.1".
     public static var curlVersion: String { CurlGlobal.version }
 
+    /// How many of libcurl's transfer buffers (receive and upload) this process has served from
+    /// kept blocks rather than fresh memory (see `CurlMemory`).
+    public static var reusedTransferBuffers: Int { CurlMemory.reused }
+
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         try Task.checkCancellation()
         let transfer = CurlTransfer(request: request, configuration: configuration)
