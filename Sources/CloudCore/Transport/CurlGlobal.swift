@@ -2,10 +2,11 @@ import CCurl
 
 /// libcurl's process-wide initialisation, done once, lazily and thread-safely (a `static let`).
 enum CurlGlobal {
-    /// The result of `curl_global_init`; read it before creating any handle.
+    /// The result of libcurl's global initialisation, with `CurlMemory`'s functions; read it
+    /// before creating any handle.
     static let initialized: CURLcode = CurlMemory.globalInit(flags: jr_curl_global_default())
 
-    /// Runs `curl_global_init` if not done yet; fails if it failed.
+    /// Runs the global initialisation if not done yet; fails if it failed.
     static func ensure() throws {
         guard initialized == CURLE_OK else {
             throw TransportError.other(code: Int(initialized.rawValue), reason: "curl_global_init failed")

@@ -69,9 +69,6 @@ enum CurlMemory {
         return stamp(base, capacity: capacity, pooled: true)
     }
 
-    /// A pooled block's mapping: the header, then its capacity.
-    private static func mappedLength(_ capacity: Int) -> Int { capacity + Int(getpagesize()) }
-
     private static func stamp(_ base: UnsafeMutableRawPointer, capacity: Int, pooled: Bool) -> UnsafeMutableRawPointer {
         base.storeBytes(of: capacity, as: Int.self)
         base.storeBytes(of: pooled ? 1 : 0, toByteOffset: 8, as: Int.self)
