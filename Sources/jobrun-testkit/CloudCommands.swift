@@ -8,10 +8,11 @@ import MediaBox
 ///   downloads the document with MultipartFetch into the MediaBox at `mediaDir`, printing
 ///   `part <offset> <length>` as each verified part is handed to MediaBox and `done <size>` at
 ///   the end. A parent SIGKILLs it midway and resumes in-process.
-/// - `transfer-rounds <outDir> <downloadURL> <uploadURLPrefix> <uploadFile> <rounds>`: in a
-///   process whose first libcurl user is `CurlTransport`, downloads `downloadURL` to
+/// - `transfer-rounds <outDir> <downloadURL> <uploadURLPrefix> <uploadFile> <rounds> [caFile]`:
+///   in a process whose first libcurl user is `CurlTransport`, downloads `downloadURL` to
 ///   `outDir/<i>.bin` and PUTs `uploadFile` to `uploadURLPrefix<i>.bin`, one after the other,
-///   `rounds` times, then prints `reused <n>`: how many transfer buffers came from kept blocks.
+///   `rounds` times, then prints `http <version>` of the last answer and `reused <n>`: how many
+///   transfer buffers came from kept blocks. `caFile` is a CA to trust for `https` URLs.
 let cloudCommands: [String: TestkitCommand] = [
     "fetch-cloud-document": fetchCloudDocument,
     "transfer-rounds": transferRounds,
@@ -67,16 +68,19 @@ private func fetchCloudDocument(_ args: [String]) throws {
 }
 
 private func transferRounds(_ args: [String]) throws {
-    guard args.count == 5, let rounds = Int(args[4]) else {
-        throw CloudUsageError(description: "transfer-rounds <outDir> <downloadURL> <uploadURLPrefix> <uploadFile> <rounds>")
+    guard (5...6).contains(args.count), let rounds = Int(args[4]) else {
+        throw CloudUsageError(description: "transfer-rounds <outDir> <downloadURL> <uploadURLPrefix> <uploadFile> <rounds> [caFile]")
     }
+    var configuration = TransportConfiguration()
+    if args.count == 6 { configuration.caFile = args[5] }
     let body = try Data(contentsOf: URL(fileURLWithPath: args[3]))
     let semaphore = DispatchSemaphore(value: 0)
     final class Outcome: @unchecked Sendable { var error: (any Error)? }
     let outcome = Outcome()
     Task {
         do {
-            let transport = try CurlTransport()
+            let transport = try CurlTransport(configuration: configuration)
+            var version = 0
             for round in 0..<rounds {
                 let fd = open("\(args[0])/\(round).bin", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
                 guard fd >= 0 else { throw CloudUsageError(description: "cannot create \(args[0])/\(round).bin") }
@@ -86,7 +90,9 @@ private func transferRounds(_ args: [String]) throws {
                 guard got.status == 200, (200..<300).contains(put.status) else {
                     throw CloudUsageError(description: "round \(round): GET \(got.status), PUT \(put.status)")
                 }
+                version = put.httpVersion
             }
+            emit("http \(version)")
             emit("reused \(CurlTransport.reusedTransferBuffers)")
         } catch {
             outcome.error = error
