@@ -49,22 +49,12 @@ private func fetchCloudDocument(_ args: [String]) throws {
     for (i, u) in args[1].split(separator: ",").enumerated() { dcs[i + 1] = String(u) }
     var configuration = MultipartFetchConfiguration(datacenters: dcs)
     if args.count > 3, let n = Int(args[3]) { configuration.maxPartsPerFile = n }
-    let semaphore = DispatchSemaphore(value: 0)
-    final class Outcome: @unchecked Sendable { var error: (any Error)? }
-    let outcome = Outcome()
-    Task {
-        do {
-            let fetch = MultipartFetch(transport: try CurlTransport(), configuration: configuration)
-            let box = try MediaBox(basePath: args[0], fetcher: AnnouncingFetcher(inner: fetch))
-            let data = try await box.fetch(CloudDocumentMediaResource(document: document, reference: .standalone), info: MediaResourceStorageInfo())
-            emit("done \(data.size)")
-        } catch {
-            outcome.error = error
-        }
-        semaphore.signal()
+    try blockingAwait { [configuration] in
+        let fetch = MultipartFetch(transport: try CurlTransport(), configuration: configuration)
+        let box = try MediaBox(basePath: args[0], fetcher: AnnouncingFetcher(inner: fetch))
+        let data = try await box.fetch(CloudDocumentMediaResource(document: document, reference: .standalone), info: MediaResourceStorageInfo())
+        emit("done \(data.size)")
     }
-    semaphore.wait()
-    if let e = outcome.error { throw e }
 }
 
 private func transferRounds(_ args: [String]) throws {
@@ -74,31 +64,21 @@ private func transferRounds(_ args: [String]) throws {
     var configuration = TransportConfiguration()
     if args.count == 6 { configuration.caFile = args[5] }
     let body = try Data(contentsOf: URL(fileURLWithPath: args[3]))
-    let semaphore = DispatchSemaphore(value: 0)
-    final class Outcome: @unchecked Sendable { var error: (any Error)? }
-    let outcome = Outcome()
-    Task {
-        do {
-            let transport = try CurlTransport(configuration: configuration)
-            var version = 0
-            for round in 0..<rounds {
-                let fd = open("\(args[0])/\(round).bin", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-                guard fd >= 0 else { throw CloudUsageError(description: "cannot create \(args[0])/\(round).bin") }
-                let got = try await transport.download(args[1], to: fd, at: 0)
-                close(fd)
-                let put = try await transport.send(HTTPRequest(url: "\(args[2])\(round).bin", method: .put, body: .data(body)))
-                guard got.status == 200, (200..<300).contains(put.status) else {
-                    throw CloudUsageError(description: "round \(round): GET \(got.status), PUT \(put.status)")
-                }
-                version = put.httpVersion
+    try blockingAwait { [configuration] in
+        let transport = try CurlTransport(configuration: configuration)
+        var version = 0
+        for round in 0..<rounds {
+            let fd = open("\(args[0])/\(round).bin", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            guard fd >= 0 else { throw CloudUsageError(description: "cannot create \(args[0])/\(round).bin") }
+            let got = try await transport.download(args[1], to: fd, at: 0)
+            close(fd)
+            let put = try await transport.send(HTTPRequest(url: "\(args[2])\(round).bin", method: .put, body: .data(body)))
+            guard got.status == 200, (200..<300).contains(put.status) else {
+                throw CloudUsageError(description: "round \(round): GET \(got.status), PUT \(put.status)")
             }
-            emit("http \(version)")
-            emit("reused \(CurlTransport.reusedTransferBuffers)")
-        } catch {
-            outcome.error = error
+            version = put.httpVersion
         }
-        semaphore.signal()
+        emit("http \(version)")
+        emit("reused \(CurlTransport.reusedTransferBuffers)")
     }
-    semaphore.wait()
-    if let e = outcome.error { throw e }
 }

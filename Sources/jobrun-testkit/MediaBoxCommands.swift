@@ -53,19 +53,6 @@ private func holdResourceLock(_ args: [String]) throws {
     reader.close()
 }
 
-/// Runs an async body to completion from synchronous code.
-private func blockingAwait(_ body: @escaping @Sendable () async throws -> Void) throws {
-    final class Box: @unchecked Sendable { var error: (any Error)? }
-    let box = Box()
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        do { try await body() } catch { box.error = error }
-        done.signal()
-    }
-    done.wait()
-    if let error = box.error { throw error }
-}
-
 private func writePartialSlowly(_ args: [String]) throws {
     guard args.count == 5, let size = Int64(args[2]), let chunk = Int(args[3]), let delay = Int(args[4]) else {
         throw UsageError(description: "write-partial-slowly <mediaDir> <id> <size> <chunk> <delayMs>")

@@ -23,30 +23,20 @@ private func s3Upload(_ args: [String]) throws {
     guard let credentials = try S3Credentials.fromEnvironment(ProcessInfo.processInfo.environment) else {
         throw S3CredentialsError.none
     }
-    let semaphore = DispatchSemaphore(value: 0)
-    final class Outcome: @unchecked Sendable { var error: (any Error)? }
-    let outcome = Outcome()
     let counter = PartCounter()
-    Task {
-        do {
-            let client = S3Client(
-                transport: try CurlTransport(), bucket: S3Bucket(endpoint: args[0], name: args[1]), credentials: credentials)
-            let upload = S3FileUpload(client: client, partSize: partSize, multipartThreshold: partSize, concurrentParts: 1)
-            let result = try await upload.upload(file: args[3], to: args[2], journalPath: args[4]) { number in
-                emit("part \(number)")
-                if let stallAfter, counter.increment() >= stallAfter {
-                    emit("stalled")
-                    while true { sleep(60) }
-                }
+    try blockingAwait {
+        let client = S3Client(
+            transport: try CurlTransport(), bucket: S3Bucket(endpoint: args[0], name: args[1]), credentials: credentials)
+        let upload = S3FileUpload(client: client, partSize: partSize, multipartThreshold: partSize, concurrentParts: 1)
+        let result = try await upload.upload(file: args[3], to: args[2], journalPath: args[4]) { number in
+            emit("part \(number)")
+            if let stallAfter, counter.increment() >= stallAfter {
+                emit("stalled")
+                while true { sleep(60) }
             }
-            emit("done \(result.sha256.hexString)")
-        } catch {
-            outcome.error = error
         }
-        semaphore.signal()
+        emit("done \(result.sha256.hexString)")
     }
-    semaphore.wait()
-    if let e = outcome.error { throw e }
 }
 
 /// Parts acknowledged so far (the callback runs on the upload's task, one at a time).

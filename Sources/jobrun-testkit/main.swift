@@ -10,6 +10,19 @@ func emit(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
+/// Runs an async body to completion from synchronous code.
+func blockingAwait(_ body: @escaping @Sendable () async throws -> Void) throws {
+    final class Box: @unchecked Sendable { var error: (any Error)? }
+    let box = Box()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { try await body() } catch { box.error = error }
+        done.signal()
+    }
+    done.wait()
+    if let error = box.error { throw error }
+}
+
 let commands: [String: TestkitCommand] =
     postboxCommands
     .merging(mediaBoxCommands) { first, _ in first }
