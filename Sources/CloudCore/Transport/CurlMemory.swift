@@ -8,17 +8,18 @@ import Synchronization
 /// libcurl's memory (`curl_global_init_mem`), so that its per-transfer buffers are reused.
 ///
 /// libcurl allocates a transfer's receive buffer (`CURLOPT_BUFFERSIZE`, 256 KiB for parts) and
-/// upload buffer (up to a 512 KiB part) when the transfer starts and frees them when it ends:
-/// one pair per part. glibc gives such freed blocks back to the kernel as its heap shrinks, and
-/// the next part's buffer then faults every page in anew, inside `recv` or `pread`. Requests of
-/// `pooledSizes` are served instead from blocks of the next power of two, and at most
-/// `keepPerSize` idle blocks of each size are kept for the next transfer (a 256 KiB + 1 receive
-/// buffer takes a 512 KiB block; the pages it never touches never become resident); the others
-/// go back to malloc, which keeps reusing them as before. Every other request goes to malloc
-/// directly. Each allocation carries a 16-byte header (malloc's own alignment): its capacity
-/// and whether it belongs to the pool, which `free` and `realloc` read. libcurl takes the memory
-/// functions of whoever initialises it first: where another user (Foundation's `URLSession`)
-/// came first, as in a test process, libcurl keeps malloc and nothing is pooled.
+/// upload buffer (up to a 512 KiB part) when the transfer starts and frees them when it ends: one
+/// pair per part. glibc gives such freed blocks back to the kernel as its heap shrinks, and the
+/// next part's buffer then faults every page in anew, inside `recv` or `pread`. Requests of
+/// `pooledSizes` are served instead from blocks of the next power of two, and at most `keepPerSize`
+/// idle blocks of each size are kept for the next transfer (a 256 KiB + 1 receive buffer takes a
+/// 512 KiB block; the pages it never touches never become resident); the others go back to malloc,
+/// which keeps reusing them as before. Every other request goes to malloc directly. Each allocation
+/// carries a 16-byte header (malloc's own alignment) holding its capacity, which `free` and
+/// `realloc` read: a pooled block's capacity is itself one of `pooledSizes`, an unpooled
+/// allocation's never is. libcurl takes the memory functions of whoever initialises it first: where
+/// another user (Foundation's `URLSession`) came first, as in a test process, libcurl keeps malloc
+/// and nothing is pooled.
 enum CurlMemory {
     /// Sizes served from the pool, as requested (each rounded up to a power of two).
     static let pooledSizes = (64 << 10) + 1...512 << 10
@@ -58,28 +59,27 @@ enum CurlMemory {
         guard size >= 0, size <= Int.max - headerSize else { return nil }
         guard pooledSizes.contains(size) else {
             guard let base = malloc(size + headerSize) else { return nil }
-            return stamp(base, capacity: size, pooled: false)
+            return stamp(base, capacity: size)
         }
         let capacity = 1 << (Int.bitWidth - (size - 1).leadingZeroBitCount)
         if let kept = idle.withLock({ $0[capacity]?.popLast() }) {
             reusedBlocks.add(1, ordering: .relaxed)
-            return stamp(UnsafeMutableRawPointer(bitPattern: kept)!, capacity: capacity, pooled: true)
+            return stamp(UnsafeMutableRawPointer(bitPattern: kept)!, capacity: capacity)
         }
         guard let base = malloc(capacity + headerSize) else { return nil }
-        return stamp(base, capacity: capacity, pooled: true)
+        return stamp(base, capacity: capacity)
     }
 
-    private static func stamp(_ base: UnsafeMutableRawPointer, capacity: Int, pooled: Bool) -> UnsafeMutableRawPointer {
+    private static func stamp(_ base: UnsafeMutableRawPointer, capacity: Int) -> UnsafeMutableRawPointer {
         base.storeBytes(of: capacity, as: Int.self)
-        base.storeBytes(of: pooled ? 1 : 0, toByteOffset: 8, as: Int.self)
         return base + headerSize
     }
 
     private static func release(_ pointer: UnsafeMutableRawPointer?) {
         guard let pointer else { return }
         let base = pointer - headerSize
-        if base.load(fromByteOffset: 8, as: Int.self) == 1 {
-            let capacity = base.load(as: Int.self)
+        let capacity = base.load(as: Int.self)
+        if pooledSizes.contains(capacity) {
             let kept = idle.withLock { idle -> Bool in
                 guard idle[capacity, default: []].count < keepPerSize else { return false }
                 idle[capacity, default: []].append(UInt(bitPattern: base))
@@ -95,10 +95,10 @@ enum CurlMemory {
         guard size >= 0, size <= Int.max - headerSize else { return nil }
         let base = pointer - headerSize
         let capacity = base.load(as: Int.self)
-        if base.load(fromByteOffset: 8, as: Int.self) == 0, !pooledSizes.contains(size) {
+        if !pooledSizes.contains(capacity), !pooledSizes.contains(size) {
             // Neither side pooled: malloc's own realloc.
             guard let moved = realloc(base, size + headerSize) else { return nil }
-            return stamp(moved, capacity: size, pooled: false)
+            return stamp(moved, capacity: size)
         }
         guard let fresh = allocate(size) else { return nil }
         memcpy(fresh, pointer, min(capacity, size))
