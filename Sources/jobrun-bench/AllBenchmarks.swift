@@ -38,7 +38,7 @@ struct AllBench: ParsableCommand {
         for r in ratios {
             let target = r.target.map { "≥ " + fmt($0) + "×" } ?? "none"
             let verdict = r.met.map { $0 ? "met" : "MISSED" } ?? "context"
-            table.add(["\(r.benchmark): \(r.measure)", r.product, r.peer, fmt(r.ratio) + "×", target, verdict])
+            table.add(["\(r.benchmark): \(r.measure)", r.product, r.peer, r.ratioText, target, verdict])
         }
         table.print()
         let targeted = ratios.compactMap(\.met)

@@ -15,6 +15,14 @@ struct BenchRatio: Codable {
 
     /// Whether the target is met; nil without a target.
     var met: Bool? { target.map { ratio >= $0 } }
+
+    /// The ratio with two decimals, or with as many more as it takes (up to five) for a ratio
+    /// that misses its target not to print as the target itself ("0.7997×", not "0.80×").
+    var ratioText: String {
+        var digits = 2
+        while let target, ratio < target, digits < 5, fmt(ratio, digits) == fmt(target, digits) { digits += 1 }
+        return fmt(ratio, digits) + "×"
+    }
 }
 
 /// Where each benchmark leaves its ratios: appended as JSON lines to the file named by
