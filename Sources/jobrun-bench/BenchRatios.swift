@@ -20,7 +20,7 @@ struct BenchRatio: Codable {
     /// that misses its target not to print as the target itself ("0.7997×", not "0.80×").
     var ratioText: String {
         var digits = 2
-        while let target, ratio < target, digits < 5, fmt(ratio, digits) == fmt(target, digits) { digits += 1 }
+        while met == false, let target, digits < 5, fmt(ratio, digits) == fmt(target, digits) { digits += 1 }
         return fmt(ratio, digits) + "×"
     }
 }
