@@ -70,8 +70,8 @@ private func transferRounds(_ args: [String]) throws {
         for round in 0..<rounds {
             let fd = open("\(args[0])/\(round).bin", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
             guard fd >= 0 else { throw CloudUsageError(description: "cannot create \(args[0])/\(round).bin") }
+            defer { close(fd) }
             let got = try await transport.download(args[1], to: fd, at: 0)
-            close(fd)
             let put = try await transport.send(HTTPRequest(url: "\(args[2])\(round).bin", method: .put, body: .data(body)))
             guard got.status == 200, (200..<300).contains(put.status) else {
                 throw CloudUsageError(description: "round \(round): GET \(got.status), PUT \(put.status)")
