@@ -97,12 +97,14 @@ struct BenchTable {
 
 func fmt(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
 
+/// The median of `samples` (of an even count, the upper middle one).
+func median(_ samples: [Double]) -> Double { samples.sorted()[samples.count / 2] }
+
 /// Median of `runs` timings of `body`.
 func median(runs: Int, _ body: () throws -> Double) rethrows -> Double {
     var samples: [Double] = []
     for _ in 0..<runs { samples.append(try body()) }
-    samples.sort()
-    return samples[samples.count / 2]
+    return median(samples)
 }
 
 /// Starts the `cloudd` executable with `arguments`, waits for the JSON line it prints when ready

@@ -15,6 +15,7 @@ struct DownloadBench: ParsableCommand {
     @Option(help: "Small files (10–200 KB).") var smallFiles = 2000
     @Option(help: "Rounds of the small-file set (each runs the product, aria2c and curl; the worst ratio counts).") var smallRounds = 3
     @Option(help: "Large files.") var largeFiles = 10
+    @Option(help: "Rounds of the large-file set (each runs the product, synced, then curl; each side's median counts).") var largeRounds = 3
     @Option(help: "Size of each large file in MB (10^6 bytes).") var largeMb = 100
     @Option(help: "Size in GiB of the single file downloaded for peak RSS (0 skips).") var rssGib = 2
     @Option(help: "A cloudd executable to serve from (default: the one next to this binary, else in-process).") var cloudd: String?
@@ -31,8 +32,9 @@ struct DownloadBench: ParsableCommand {
         Task {
             do {
                 try await runDownloadBenchmark(
-                    smallFiles: options.smallFiles, smallRounds: options.smallRounds, largeFiles: options.largeFiles, largeMB: options.largeMb,
-                    rssGiB: options.rssGib, cloudd: options.cloudd, workDir: options.workDir, tuning: tuning)
+                    smallFiles: options.smallFiles, smallRounds: options.smallRounds, largeFiles: options.largeFiles,
+                    largeRounds: options.largeRounds, largeMB: options.largeMb, rssGiB: options.rssGib, cloudd: options.cloudd, workDir: options.workDir,
+                    tuning: tuning)
                 outcome.set(nil)
             } catch {
                 outcome.set("\(error)")
@@ -138,8 +140,8 @@ final class BenchCloud: @unchecked Sendable {
 
 /// Runs the whole benchmark and prints the tables.
 func runDownloadBenchmark(
-    smallFiles: Int, smallRounds: Int = 3, largeFiles: Int, largeMB: Int, rssGiB: Int, cloudd: String?, workDir: String,
-    tuning: FetchTuning = FetchTuning()
+    smallFiles: Int, smallRounds: Int = 3, largeFiles: Int, largeRounds: Int = 3, largeMB: Int, rssGiB: Int, cloudd: String?,
+    workDir: String, tuning: FetchTuning = FetchTuning()
 ) async throws {
     let fm = FileManager.default
     try? fm.removeItem(atPath: workDir)
@@ -150,8 +152,8 @@ func runDownloadBenchmark(
     let cloud = try await BenchCloud.start(smallFiles: smallFiles, largeFiles: largeFiles, largeBytes: largeBytes, rssBytes: rssBytes, cloudd: cloudd)
     do {
         try await benchmarkBody(
-            cloud: cloud, smallFiles: smallFiles, smallRounds: max(1, smallRounds), largeBytes: largeBytes, rssBytes: rssBytes, workDir: workDir, tuning: tuning
-        )
+            cloud: cloud, smallFiles: smallFiles, smallRounds: max(1, smallRounds), largeRounds: max(1, largeRounds), largeBytes: largeBytes,
+            rssBytes: rssBytes, workDir: workDir, tuning: tuning)
     } catch {
         await cloud.stop()
         throw error
@@ -163,7 +165,8 @@ func runDownloadBenchmark(
 private let rssBudgetMiB = 48.0
 
 private func benchmarkBody(
-    cloud: BenchCloud, smallFiles: Int, smallRounds: Int, largeBytes: Int64, rssBytes: Int64, workDir: String, tuning: FetchTuning
+    cloud: BenchCloud, smallFiles: Int, smallRounds: Int, largeRounds: Int, largeBytes: Int64, rssBytes: Int64, workDir: String,
+    tuning: FetchTuning
 ) async throws {
     let transport = try CurlTransport()
     var datacenters: [Int: String] = [:]
@@ -264,29 +267,46 @@ private func benchmarkBody(
         print("context: product / (curl, then sync) files/s = \(fmt(worstSyncedCurl))×, worst of \(smallRounds) rounds (the peer as durable as the product)")
     }
 
-    // 3. Large files.
+    // 3. Large files. The synced product and curl alternate for `largeRounds` rounds, and each
+    // side's median counts: one round of each swings by a tenth on two shared cores.
     var largeRows: [(String, Double, Double)] = []
     let largeTotal = Double(large.reduce(Int64(0)) { $0 + $1.size })
     if !large.isEmpty {
-        let box = try MediaBox(basePath: workDir + "/large-media", fetcher: fetch)
         let resources = large.map { CloudDocumentMediaResource(document: $0, reference: .standalone) }
-        let t = try await measureSettled { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: large.count) }
-        try verify(box: box, docs: [large[0]], api: api)
-        largeRows.append(("MultipartFetch → MediaBox (synced on completion)", t, largeTotal / t / 1e6))
-        try? FileManager.default.removeItem(atPath: workDir + "/large-media")
+        let urls = large.map(plainURL)
+        var productRounds: [Double] = []
+        var curlRounds: [Double] = []
+        for round in 1...largeRounds {
+            let box = try MediaBox(basePath: workDir + "/large-media", fetcher: fetch)
+            settleDisk()
+            var cpu = PhaseCPU(server: cloud.cpuSeconds)
+            let t = try await measureAsync { _ = try await fetch.fetchBatch(resources, into: box, info: info, maxConcurrentFiles: large.count) }
+            let productCPU = cpu.report(client: "product")
+            if round == 1 { try verify(box: box, docs: [large[0]], api: api) }
+            try? FileManager.default.removeItem(atPath: workDir + "/large-media")
+            settleDisk()
+            cpu = PhaseCPU(server: cloud.cpuSeconds)
+            let c = try runPeer(
+                workDir: workDir, name: "curl-large", urls: urls, curl: true,
+                command: ["curl", "-s", "--output-dir", "OUT", "-K", "CFG"])
+            print("large round \(round): product (synced) \(fmt(t)) s, curl \(fmt(c)) s, product/curl \(fmt(c / t))×")
+            print("large round \(round) CPU: \(productCPU); \(cpu.report(client: "curl", isChild: true))")
+            productRounds.append(t)
+            curlRounds.append(c)
+        }
+        let roundsLabel = largeRounds > 1 ? ", median of \(largeRounds) rounds" : ""
+        let t = median(productRounds)
+        largeRows.append(("MultipartFetch → MediaBox (synced on completion\(roundsLabel))", t, largeTotal / t / 1e6))
         let box2 = try MediaBox(basePath: workDir + "/large-media2", fetcher: fetch, options: MediaBox.Options(completionSync: .none))
         let t2 = try await measureSettled { _ = try await fetch.fetchBatch(resources, into: box2, info: info, maxConcurrentFiles: large.count) }
         largeRows.append(("MultipartFetch → MediaBox (no fsync, as the peers)", t2, largeTotal / t2 / 1e6))
         try? FileManager.default.removeItem(atPath: workDir + "/large-media2")
-        let urls = large.map(plainURL)
         let aria = try runPeer(
             workDir: workDir, name: "aria2c-large", urls: urls,
             command: ["aria2c", "-q", "-i", "URLS", "-j", "16", "-x", "8", "-s", "8", "-k", "1M", "--allow-overwrite=true", "-d", "OUT"])
         largeRows.append(("aria2c -x 8 -s 8 -k 1M", aria, largeTotal / aria / 1e6))
-        let curl = try runPeer(
-            workDir: workDir, name: "curl-large", urls: urls, curl: true,
-            command: ["curl", "-s", "--output-dir", "OUT", "-K", "CFG"])
-        largeRows.append(("curl (one stream, sequential)", curl, largeTotal / curl / 1e6))
+        let curl = median(curlRounds)
+        largeRows.append(("curl (one stream, sequential\(roundsLabel))", curl, largeTotal / curl / 1e6))
         let ceiling = try durableWriteSeconds(bytes: Int64(largeTotal), path: workDir + "/durable-ceiling", direct: true)
         largeRows.append(("direct writes + fdatasync of as many bytes (this disk's durable ceiling)", ceiling, largeTotal / ceiling / 1e6))
         let cached = try durableWriteSeconds(bytes: Int64(largeTotal), path: workDir + "/durable-ceiling", direct: false)

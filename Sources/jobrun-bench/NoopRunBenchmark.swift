@@ -55,10 +55,7 @@ struct NoopRunBenchmark {
                 try measure { guard try spawn(sqlite3, ["-readonly", db, "PRAGMA schema_version;"]) == 0 else { throw BenchError("sqlite3 failed") } })
             job.append(try measure { guard try spawn(jobrun, jobArgs) == 0 else { throw BenchError("jobrun run failed") } })
         }
-        base.sort()
-        job.sort()
-        version.sort()
-        let (b, j, v) = (base[runs / 2], job[runs / 2], version[runs / 2])
+        let (b, j, v) = (median(base), median(job), median(version))
         var table = BenchTable(
             title: "A cron invocation with nothing to do (median of \(runs), alternating)",
             columns: ["command", "median ms", "÷ --version", "target"])
