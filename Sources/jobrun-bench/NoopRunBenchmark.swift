@@ -3,9 +3,10 @@ import Foundation
 /// The cost of a cron invocation with nothing to do: `jobrun run` of a cleanup job over an
 /// empty cache (open the root, Postbox, MediaBox, take the lock, record the run, write metrics)
 /// against the start-up every invocation of the binary pays (`jobrun --version`, answered before
-/// any command parsing: the Swift runtime and the binary's libraries); a process that only opens the same database read-only (`sqlite3 -readonly db 'PRAGMA
-/// schema_version'`) is printed beside them as context. The jobs directory also holds six other
-/// job files, as many as `jobs/` ships: an operator's directory is not one file.
+/// any command parsing: the Swift runtime and the binary's libraries); a process that only opens
+/// the same database read-only (`sqlite3 -readonly db 'PRAGMA schema_version'`) is printed
+/// beside them as context. The jobs directory also holds six other job files, as many as `jobs/`
+/// ships: an operator's directory is not one file.
 struct NoopRunBenchmark {
     var runs = 30
     var workDir: String
