@@ -130,25 +130,3 @@ func launchCloudd(_ executable: String, _ arguments: [String]) throws -> (proces
     }
     return (p, ready.dcs.sorted { $0.id < $1.id }.map(\.url))
 }
-
-/// A line naming the kernel's proactive reclaim when it runs on this machine (a DAMON context
-/// monitoring physical memory with a `pageout` scheme), else nil. It pages out memory it finds
-/// cold, the page cache included, and is the likeliest reason found for what the reference
-/// machine showed: curl's CPU for the same gigabyte through the page cache ranged from 0.9 to
-/// 3.0 s between rounds and runs, while the product's direct writes stayed at 1.1 s.
-func proactiveReclaimNote() -> String? {
-    let admin = "/sys/kernel/mm/damon/admin/kdamonds"
-    func read(_ path: String) -> String? {
-        (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-    guard let count = read(admin + "/nr_kdamonds").flatMap(Int.init), count > 0 else { return nil }
-    for daemon in 0..<count where read("\(admin)/\(daemon)/state") == "on" {
-        let context = "\(admin)/\(daemon)/contexts/0"
-        let schemes = read(context + "/schemes/nr_schemes").flatMap(Int.init) ?? 0
-        guard read(context + "/operations") == "paddr", (0..<schemes).contains(where: { read("\(context)/schemes/\($0)/action") == "pageout" })
-        else { continue }
-        return "machine: DAMON pages out memory it finds cold here (kdamond \(daemon), paddr, pageout): page-cache I/O (curl, aria2c) "
-            + "may cost unevenly between rounds"
-    }
-    return nil
-}

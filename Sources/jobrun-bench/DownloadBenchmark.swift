@@ -175,7 +175,6 @@ private func benchmarkBody(
     configuration.maxConcurrentParts = tuning.parts
     configuration.maxPartsPerFile = tuning.partsPerFile
     print("MultipartFetch: \(tuning.parts) parts in flight, \(tuning.partsPerFile) per file")
-    if let note = proactiveReclaimNote() { print(note) }
     let fetch = MultipartFetch(transport: transport, configuration: configuration)
     let api = BenchAPI(transport: transport, base: cloud.dcURLs[0])
 

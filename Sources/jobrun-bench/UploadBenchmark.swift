@@ -142,7 +142,6 @@ struct UploadBenchmark {
         print(
             "files: 1 × \(fmt(Double(largeBytes) / 1e6, 0)) MB, \(small.count) small (\(fmt(Double(smallBytes) / 1e6, 1)) MB total); \(options.rounds) rounds, best of each"
         )
-        if let note = proactiveReclaimNote() { print(note) }
 
         // The product's client: one transport, enough connections for 30 parts in flight.
         var tc = TransportConfiguration()
