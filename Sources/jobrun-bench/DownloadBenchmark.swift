@@ -15,7 +15,7 @@ struct DownloadBench: ParsableCommand {
     @Option(help: "Small files (10–200 KB).") var smallFiles = 2000
     @Option(help: "Rounds of the small-file set (each runs the product, aria2c and curl; the worst ratio counts).") var smallRounds = 3
     @Option(help: "Large files.") var largeFiles = 10
-    @Option(help: "Rounds of the large-file set (each runs the product, synced, then curl; each side's median counts).") var largeRounds = 3
+    @Option(help: "Timed rounds of the large-file set, after an untimed one (the product, synced, then curl; medians compared).") var largeRounds = 3
     @Option(help: "Size of each large file in MB (10^6 bytes).") var largeMb = 100
     @Option(help: "Size in GiB of the single file downloaded for peak RSS (0 skips).") var rssGib = 2
     @Option(help: "A cloudd executable to serve from (default: the one next to this binary, else in-process).") var cloudd: String?
