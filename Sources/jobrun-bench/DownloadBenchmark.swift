@@ -286,6 +286,8 @@ private func benchmarkBody(
             let productCPU = cpu.report(client: "product")
             if round == 0 { try verify(box: box, docs: [large[0]], api: api) }
             try? FileManager.default.removeItem(atPath: workDir + "/large-media")
+            // Settled before the phase starts (`runPeer` then finds nothing to sync), so curl's
+            // wall time and share of the cores do not include the product's write-back.
             settleDisk()
             cpu = PhaseCPU(server: cloud.cpuSeconds)
             let c = try runPeer(

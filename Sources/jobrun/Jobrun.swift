@@ -28,8 +28,7 @@ struct Jobrun: AsyncParsableCommand {
         // every command's options that the full parse does first (about 2 ms).
         if arguments == ["--version"] {
             print(configuration.version)
-            fflush(nil)
-            _exit(JobExitCode.ok.rawValue)
+            exitSucceeded()
         }
         do {
             if arguments.first == RunCommand.configuration.commandName,
@@ -43,11 +42,8 @@ struct Jobrun: AsyncParsableCommand {
                 try await run.run()
                 // Everything the run promised is done: its record is synced, its metrics file
                 // renamed into place, its log lines written, its temp folder removed, its alerts
-                // sent. `_exit` skips only the exit handlers of the libraries libcurl brings in
-                // (OpenSSL, GnuTLS and others free what the kernel is about to free): a quarter
-                // of a millisecond of every cron run that finds nothing to do.
-                fflush(nil)
-                _exit(JobExitCode.ok.rawValue)
+                // sent.
+                exitSucceeded()
             }
             let names = configuration.subcommands.map { $0.configuration.commandName ?? "" } + ["help"]
             if let first = arguments.first, !first.hasPrefix("-"), !names.contains(first) {
@@ -64,5 +60,14 @@ struct Jobrun: AsyncParsableCommand {
         } catch {
             exit(withError: error)
         }
+    }
+
+    /// Ends the process with exit 0 once stdout and stderr are flushed. `_exit` skips only the
+    /// exit handlers of the libraries libcurl brings in (OpenSSL, GnuTLS and others free what the
+    /// kernel is about to free): a quarter of a millisecond of every cron run that finds nothing
+    /// to do.
+    private static func exitSucceeded() -> Never {
+        fflush(nil)
+        _exit(JobExitCode.ok.rawValue)
     }
 }
