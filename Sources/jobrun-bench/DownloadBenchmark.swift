@@ -343,22 +343,10 @@ private func verify(box: MediaBox, docs: [Document], api: BenchAPI) throws {
     for d in docs {
         let id = CloudDocumentMediaResource(document: d, reference: .standalone).id
         guard let data = box.resourceData(id), data.complete else { throw ValidationError("\(id) not complete") }
-        guard let expected = api.fileSHA(d.id), sha256File(data.path) == expected else { throw ValidationError("\(id) differs from the server's bytes") }
+        guard let expected = api.fileSHA(d.id), try SHA256.hash(contentsOfFile: data.path).hexString == expected else {
+            throw ValidationError("\(id) differs from the server's bytes")
+        }
     }
-}
-
-func sha256File(_ path: String) -> String {
-    let fd = open(path, O_RDONLY)
-    guard fd >= 0 else { return "" }
-    defer { close(fd) }
-    var h = SHA256()
-    var buffer = [UInt8](repeating: 0, count: 1 << 20)
-    while true {
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if n <= 0 { break }
-        buffer.withUnsafeBytes { h.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-    }
-    return h.finalize().hexString
 }
 
 /// Seconds to write `bytes` (1 MiB writes of non-zero bytes, so no layer can skip zeros) into a

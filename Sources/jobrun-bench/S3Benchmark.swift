@@ -138,7 +138,9 @@ struct S3Benchmark {
             } peer: {
                 try runPeer(awsBase + ["s3", "cp", "s3://\(options.bucket)/peer/\(round)/large", peerBack], env)
             }
-            guard try sha256(ofFile: productBack) == staged?.sha256 else { throw BenchError("the large file read back differs from what was staged") }
+            guard try SHA256.hash(contentsOfFile: productBack) == staged?.sha256 else {
+                throw BenchError("the large file read back differs from what was staged")
+            }
             try fm.removeItem(atPath: productBack)
             try fm.removeItem(atPath: peerBack)
 
@@ -270,20 +272,6 @@ private func writePattern(_ path: String, size: Int64, seed: UInt64) throws {
         guard w == n else { throw BenchError("cannot write \(path)") }
         written += Int64(n)
     }
-}
-
-private func sha256(ofFile path: String) throws -> Data {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw BenchError("cannot open \(path)") }
-    defer { close(fd) }
-    var h = CloudCrypto.SHA256()
-    var buffer = [UInt8](repeating: 0, count: 1 << 20)
-    while true {
-        let n = read(fd, &buffer, buffer.count)
-        if n <= 0 { break }
-        buffer.withUnsafeBytes { h.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-    }
-    return h.finalize()
 }
 
 private func findExecutable(_ name: String) -> String? {

@@ -1,4 +1,5 @@
 import CloudCore
+import CloudCrypto
 import Foundation
 import MediaBox
 import Postbox
@@ -65,7 +66,7 @@ private func sharedTierBody(s3: S3Client, cloud: BenchCloud, largeBytes: Int64, 
     }
     for r in resources.prefix(20) {
         guard let a = hostA.resourceData(r.id), let b = hostB.resourceData(r.id), a.complete, b.complete,
-            sha256File(a.path) == sha256File(b.path)
+            try SHA256.hash(contentsOfFile: a.path) == SHA256.hash(contentsOfFile: b.path)
         else { throw BenchError("\(r.id) differs between the hosts") }
     }
 

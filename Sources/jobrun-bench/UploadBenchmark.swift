@@ -138,7 +138,7 @@ struct UploadBenchmark {
             small.append(path)
             smallBytes += size
         }
-        let largeSHA = try Self.sha256(of: large)
+        let largeSHA = try SHA256.hash(contentsOfFile: large).hexString
         print(
             "files: 1 × \(fmt(Double(largeBytes) / 1e6, 0)) MB, \(small.count) small (\(fmt(Double(smallBytes) / 1e6, 1)) MB total); \(options.rounds) rounds, best of each"
         )
@@ -337,14 +337,6 @@ struct UploadBenchmark {
             try h.write(contentsOf: try AESCTR.crypt(zero.prefix(n), key: key, iv: iv, offset: offset))
             offset += Int64(n)
         }
-    }
-
-    static func sha256(of path: String) throws -> String {
-        let h = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        defer { try? h.close() }
-        var sha = SHA256()
-        while let d = try h.read(upToCount: 1 << 20), !d.isEmpty { sha.update(d) }
-        return sha.finalize().hexString
     }
 }
 

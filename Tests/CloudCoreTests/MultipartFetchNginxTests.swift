@@ -35,7 +35,7 @@ final class MultipartFetchNginxTests: XCTestCase {
         let data = try await second.fetch(resource, info: MediaResourceStorageInfo())
         XCTAssertTrue(data.complete)
         XCTAssertEqual(data.size, Int64(bytes.count))
-        XCTAssertEqual(try FetchFixture.sha256(ofFile: data.path), expected)
+        XCTAssertEqual(try SHA256.hash(contentsOfFile: data.path).hexString, expected)
 
         // A missing file is a clear error, nothing stored.
         let missing = try XCTUnwrap(HTTPURLMediaResource(url: nginx.url("nope.bin")))

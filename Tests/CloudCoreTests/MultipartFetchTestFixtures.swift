@@ -103,20 +103,6 @@ final class FetchFixture: @unchecked Sendable {
         return info.plaintextSHA256 ?? info.sha256
     }
 
-    static func sha256(ofFile path: String) throws -> String {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw CocoaError(.fileNoSuchFile) }
-        defer { close(fd) }
-        var h = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { break }
-            buffer.withUnsafeBytes { h.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-        }
-        return h.finalize().hexString
-    }
-
     /// Fetches `resource` into `box` and checks the complete file against the server's hash.
     @discardableResult
     func fetchAndCheck(
@@ -125,7 +111,7 @@ final class FetchFixture: @unchecked Sendable {
     ) async throws -> MediaResourceData {
         let data = try await box.fetch(resource, info: MediaResourceStorageInfo())
         XCTAssertTrue(data.complete, file: file, line: line)
-        XCTAssertEqual(try Self.sha256(ofFile: data.path), try expectedSHA(fileId), "\(resource.id)", file: file, line: line)
+        XCTAssertEqual(try SHA256.hash(contentsOfFile: data.path).hexString, try expectedSHA(fileId), "\(resource.id)", file: file, line: line)
         if let size = resource.size { XCTAssertEqual(data.size, size, file: file, line: line) }
         return data
     }

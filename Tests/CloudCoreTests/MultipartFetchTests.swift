@@ -204,7 +204,7 @@ final class MultipartFetchTests: XCTestCase {
             for r in resources {
                 let data = try XCTUnwrap(box.resourceData(r.id))
                 XCTAssertTrue(data.complete)
-                XCTAssertEqual(try FetchFixture.sha256(ofFile: data.path), try fx.expectedSHA(Self.fileId(r)), "\(r.id)")
+                XCTAssertEqual(try SHA256.hash(contentsOfFile: data.path).hexString, try fx.expectedSHA(Self.fileId(r)), "\(r.id)")
             }
             let errors = fx.server.counters().errors
             XCTAssertGreaterThan(errors["INTERNAL"] ?? 0, 0, "errors were injected")
@@ -298,7 +298,7 @@ final class MultipartFetchTests: XCTestCase {
             for (r, doc) in zip(resources, docs) {
                 let data = try XCTUnwrap(box.resourceData(r.id))
                 XCTAssertTrue(data.complete)
-                XCTAssertEqual(try FetchFixture.sha256(ofFile: data.path), try fx.expectedSHA(doc.id))
+                XCTAssertEqual(try SHA256.hash(contentsOfFile: data.path).hexString, try fx.expectedSHA(doc.id))
             }
             XCTAssertEqual(try box.stats().total.count, 151)
             // Every file of at most 256 KiB came in one request (the 2 MiB one in 128 KiB parts).

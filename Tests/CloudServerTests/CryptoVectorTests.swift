@@ -20,6 +20,34 @@ final class CryptoVectorTests: XCTestCase {
         XCTAssertEqual(digest.hexString, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
+    /// Files hash as their bytes do: the FIPS million-`a` vector, a file of several read
+    /// blocks, a prefix by length, without moving the descriptor; a missing file is its errno.
+    func testSHA256OfFiles() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sha256-files-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let million = dir.appendingPathComponent("a").path
+        try Data(repeating: UInt8(ascii: "a"), count: 1_000_000).write(to: URL(fileURLWithPath: million))
+        XCTAssertEqual(try SHA256.hash(contentsOfFile: million).hexString, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+
+        let bytes = Data((0..<(3 << 20) + 12_345).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) })
+        let large = dir.appendingPathComponent("large").path
+        try bytes.write(to: URL(fileURLWithPath: large))
+        XCTAssertEqual(try SHA256.hash(contentsOfFile: large), SHA256.hash(bytes))
+
+        let fd = open(large, O_RDONLY)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd) }
+        XCTAssertEqual(lseek(fd, 100, SEEK_SET), 100)
+        XCTAssertEqual(try SHA256.hash(fd: fd, length: 1_500_000), SHA256.hash(bytes.prefix(1_500_000)))
+        XCTAssertEqual(try SHA256.hash(fd: fd, length: Int64(bytes.count) + 4096), SHA256.hash(bytes), "ends at the end of the file")
+        XCTAssertEqual(lseek(fd, 0, SEEK_CUR), 100, "the descriptor's offset is left where it was")
+
+        XCTAssertThrowsError(try SHA256.hash(contentsOfFile: dir.appendingPathComponent("missing").path)) { error in
+            XCTAssertEqual(error as? SHA256.FileReadError, SHA256.FileReadError(code: ENOENT))
+        }
+    }
+
     func testMD5Vector() {
         XCTAssertEqual(MD5.hash(Data("abc".utf8)).hexString, "900150983cd24fb0d6963f7d28e17f72")
     }

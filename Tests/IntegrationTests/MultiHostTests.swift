@@ -236,7 +236,7 @@ final class MultiHostTests: XCTestCase {
             try makeUploadTestFile(file, size: size)
             let queued = try cluster.run(host, ["enqueue-upload", file, "--peer", String(peer), "--json"])
             XCTAssertEqual(queued.status, 0, queued.stderr)
-            return try sha256(file)
+            return try SHA256.hash(contentsOfFile: file).hexString
         }
     }
 
@@ -283,10 +283,6 @@ final class MultiHostTests: XCTestCase {
             XCTAssertGreaterThanOrEqual(sends, digests.count, file: file, line: line)
             print("MultiHostTests: \(sends) sendMedia calls for \(digests.count) files")
         }
-    }
-
-    private func sha256(_ path: String) throws -> String {
-        CloudCrypto.SHA256.hash(try Data(contentsOf: URL(fileURLWithPath: path))).hexString
     }
 
     private func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool {

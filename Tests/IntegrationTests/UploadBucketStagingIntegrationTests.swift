@@ -63,17 +63,13 @@ final class UploadBucketStagingIntegrationTests: XCTestCase {
         chmod(path, 0o600)
     }
 
-    func sha256(_ path: String) throws -> String {
-        CloudCrypto.SHA256.hash(try Data(contentsOf: URL(fileURLWithPath: path))).hexString
-    }
-
     func testEnqueuedIntoTheBucketThenSentFromAnotherHostOnceAndTheObjectRemoved() async throws {
         let f = try await setUpFleet()
         defer { f.stop() }
         let h = f.h
         let source = h.dir.file("holiday-video.bin")
         try makeUploadTestFile(source, size: 12_000_000)  // three 5 MiB parts: multipart
-        let digest = try sha256(source)
+        let digest = try SHA256.hash(contentsOfFile: source).hexString
 
         guard case .success(let itemId) = try h.enqueue(source, peer: f.peer) else { return XCTFail("enqueue failed") }
         let queued = try XCTUnwrap(try h.uploadItems().first { $0.id == itemId })

@@ -30,22 +30,9 @@ enum UploadIO {
         )
     }
 
-    /// SHA-256 (hex) of `length` bytes of `fd` from offset 0, read in blocks of at most 1 MiB
-    /// with `pread`.
+    /// SHA-256 (hex) of `length` bytes of `fd` from offset 0 (`SHA256.hash(fd:length:)`).
     static func sha256(fd: Int32, length: Int64) throws -> String {
-        var sha = SHA256()
-        try withReadBuffer(forLength: length) { buffer in
-            var offset: Int64 = 0
-            while offset < length {
-                let want = Int(min(Int64(buffer.count), length - offset))
-                let r = pread(fd, buffer.baseAddress, want, off_t(offset))
-                if r < 0 { throw POSIXFailure(errno) }
-                if r == 0 { break }
-                sha.update(UnsafeRawBufferPointer(rebasing: buffer[0..<r]))
-                offset += Int64(r)
-            }
-        }
-        return sha.finalize().hexString
+        do { return try SHA256.hash(fd: fd, length: length).hexString } catch { throw POSIXFailure(error.code) }
     }
 
     /// Runs `body` with an uninitialized buffer for reading a file of `length` bytes: the file's
