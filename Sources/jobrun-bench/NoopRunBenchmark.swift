@@ -143,10 +143,8 @@ func spawnCounted(_ path: String, _ args: [String]) throws -> ChildUsage {
     var status: Int32 = 0
     var usage = rusage()
     while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
-    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
     return ChildUsage(
-        status: (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f),
-        cpuSeconds: seconds(usage.ru_utime) + seconds(usage.ru_stime), minorFaults: usage.ru_minflt)
+        status: (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f), cpuSeconds: usage.cpuSeconds, minorFaults: usage.ru_minflt)
 }
 
 struct BenchError: Error, CustomStringConvertible {

@@ -5,7 +5,12 @@ import Foundation
 func rusageCPUSeconds(_ who: __rusage_who) -> Double {
     var usage = rusage()
     getrusage(who.rawValue, &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    return usage.cpuSeconds
+}
+
+extension rusage {
+    /// User + system CPU seconds.
+    var cpuSeconds: Double { Double(ru_utime.tv_sec + ru_stime.tv_sec) + Double(ru_utime.tv_usec + ru_stime.tv_usec) / 1e6 }
 }
 
 /// CPU times of one process from `/proc/<pid>/stat`, in seconds.
