@@ -1,4 +1,5 @@
 import Foundation
+import ServerFixtures
 
 /// The cost of a cron invocation with nothing to do: `jobrun run` of a cleanup job over an
 /// empty cache (open the root, Postbox, MediaBox, take the lock, record the run, write metrics)
@@ -16,7 +17,7 @@ struct NoopRunBenchmark {
         guard FileManager.default.isExecutableFile(atPath: jobrun) else {
             throw BenchError("build jobrun first: \(jobrun) is missing (swift build -c release --product jobrun)")
         }
-        guard let sqlite3 = which("sqlite3") else { throw BenchError("sqlite3 is not installed (scripts/install-deps.sh)") }
+        guard let sqlite3 = SystemCommand.onPath("sqlite3") else { throw BenchError("sqlite3 is not installed (scripts/install-deps.sh)") }
         let root = workDir + "/root"
         let jobs = workDir + "/jobs"
         try FileManager.default.createDirectory(atPath: jobs, withIntermediateDirectories: true)
@@ -103,14 +104,6 @@ struct NoopRunBenchmark {
             let n = Double(max(wall.count, 1))
             return [fmt(cpuSeconds / n * 1000, 1), fmt(Double(minorFaults) / n, 0)]
         }
-    }
-
-    private func which(_ name: String) -> String? {
-        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
-            let path = "\(dir)/\(name)"
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return nil
     }
 }
 

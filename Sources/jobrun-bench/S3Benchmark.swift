@@ -2,6 +2,7 @@ import ArgumentParser
 import CloudCore
 import CloudCrypto
 import Foundation
+import ServerFixtures
 
 /// `jobrun-bench s3`: staging into an S3-compatible bucket and reading back by range, the
 /// product's `S3FileUpload` / `S3Client` against `aws s3 cp` (awscli) to the same server in the
@@ -46,7 +47,7 @@ struct S3Benchmark {
         try? fm.removeItem(atPath: options.workDir)
         try fm.createDirectory(atPath: options.workDir, withIntermediateDirectories: true)
         defer { WorkDirectory.remove(options.workDir) }
-        guard let aws = findExecutable("aws") else { throw BenchError("aws (awscli) is not on PATH: scripts/install-deps.sh --bench") }
+        guard let aws = SystemCommand.onPath("aws") else { throw BenchError("aws (awscli) is not on PATH: scripts/install-deps.sh --bench") }
 
         var server: Process? = nil
         defer {
@@ -60,7 +61,7 @@ struct S3Benchmark {
         if let given = options.endpoint {
             endpointURL = given
         } else {
-            guard let moto = findExecutable("moto_server") else {
+            guard let moto = SystemCommand.onPath("moto_server") else {
                 throw BenchError("moto_server is not on PATH: scripts/install-deps.sh --bench (pip install 'moto[server]')")
             }
             let port = try freeLoopbackPort()
@@ -272,11 +273,6 @@ private func writePattern(_ path: String, size: Int64, seed: UInt64) throws {
         guard w == n else { throw BenchError("cannot write \(path)") }
         written += Int64(n)
     }
-}
-
-private func findExecutable(_ name: String) -> String? {
-    let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
-    return paths.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
 }
 
 /// A free TCP port on 127.0.0.1 (bound, read, closed).

@@ -53,9 +53,15 @@ public enum SystemCommand {
 
     /// The first executable named `name` in `/usr/sbin`, `/sbin`, `/usr/bin`, `/bin` or on PATH.
     public static func find(_ name: String) -> String? {
-        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
-        return (["/usr/sbin", "/sbin", "/usr/bin", "/bin"] + path).map { "\($0)/\(name)" }.first {
-            FileManager.default.isExecutableFile(atPath: $0)
-        }
+        first(name, in: ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]) ?? onPath(name)
+    }
+
+    /// The first executable named `name` in PATH's directories, in PATH's order.
+    public static func onPath(_ name: String) -> String? {
+        first(name, in: (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init))
+    }
+
+    private static func first(_ name: String, in directories: [String]) -> String? {
+        directories.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ServerFixtures
 import XCTest
 
 /// A real S3-compatible server for tests: moto's standalone server (`moto_server`, from
@@ -24,13 +25,9 @@ public final class MotoServer: @unchecked Sendable {
     /// `http://HOST:PORT`.
     public var endpoint: String { "http://\(host):\(port)" }
 
-    /// The moto server command, if installed: `moto_server`, or `python3 -m moto.server`.
+    /// The moto server command, if `moto_server` is on PATH.
     public static func command() -> [String]? {
-        let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
-        if let exe = paths.map({ "\($0)/moto_server" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
-            return [exe]
-        }
-        return nil
+        SystemCommand.onPath("moto_server").map { [$0] }
     }
 
     /// Starts a server; `logDirectory` keeps its output for diagnostics. `host` is the address
