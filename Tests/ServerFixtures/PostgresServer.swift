@@ -123,41 +123,26 @@ public final class PostgresServer: @unchecked Sendable {
         return nil
     }
 
-    /// Runs a command to completion with posix_spawn and waitpid (Foundation's `Process` can
-    /// miss the exit of a short-lived child here, e.g. `runuser` around `pg_ctl`, and wait
-    /// forever). Its output goes to files in the server's folder, read back afterwards.
+    /// Runs a command to completion (`SystemCommand`), as the server's user unless told
+    /// otherwise; a failure quotes its standard error and the end of the server's log.
     @discardableResult
     private func run(_ executable: String, _ arguments: [String], asServerUser: Bool = true) throws -> String {
         var argv = [executable] + arguments
         if asServerUser, let runAsUser { argv = ["/usr/sbin/runuser", "-u", runAsUser, "--"] + argv }
-        let outPath = directory.file("cmd.out")
-        let errPath = directory.file("cmd.err")
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        var cArgs = argv.map { strdup($0) }
-        cArgs.append(nil)
-        defer { for p in cArgs { free(p) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, environ)
-        guard rc == 0 else { throw Unavailable(description: "cannot start \(argv[0]): \(String(cString: strerror(rc)))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-        let err = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-        let exited = (status & 0x7f) == 0
-        let code = (status >> 8) & 0xff
-        guard exited && code == 0 else {
+        let result: (status: Int32, stdout: String, stderr: String)
+        do {
+            result = try SystemCommand.status(argv)
+        } catch {
+            throw Unavailable(description: "\(error)")
+        }
+        guard result.status == 0 else {
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             throw Unavailable(
                 description:
-                    "\((executable as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed (status \(status)): "
-                    + err + String(log.suffix(2000)))
+                    "\((executable as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed (exit \(result.status)): "
+                    + result.stderr + "\n" + String(log.suffix(2000)))
         }
-        return out.trimmingCharacters(in: .whitespacesAndNewlines)
+        return result.stdout
     }
 }
 
