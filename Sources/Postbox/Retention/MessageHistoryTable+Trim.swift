@@ -43,16 +43,6 @@ extension MessageHistoryTable {
         return k
     }
 
-    private func mediaKey(_ media: MediaId, _ id: MessageId) -> ValueBoxKey {
-        var k = ValueBoxKey(length: 28)
-        k.setInt32(0, value: media.namespace)
-        k.setInt64(4, value: media.id)
-        k.setInt64(12, value: id.peerId.rawValue)
-        k.setInt32(20, value: id.namespace)
-        k.setInt32(24, value: id.id)
-        return k
-    }
-
     /// Removes the oldest messages of one peer, in time order, that sort below `upper` (an
     /// exclusive message key), visiting at most `limit` messages: each removed message goes
     /// with its id index and media index entries, in this transaction. A message for which
@@ -110,7 +100,7 @@ extension MessageHistoryTable {
             batch.oldestTimestamp = min(batch.oldestTimestamp, v.index.timestamp)
             batch.newestTimestamp = max(batch.newestTimestamp, v.index.timestamp)
             for mid in v.mediaIds {
-                try valueBox.remove(mediaIndex, key: mediaKey(mid, v.index.id))
+                try valueBox.remove(mediaIndex, key: mediaIndexKey(mid, v.index.id))
                 batch.bytes += 28
             }
         }

@@ -43,7 +43,8 @@ public final class MessageHistoryTable: Table {
         idKey.setInt32(12, value: id.id)
     }
 
-    private func mediaIndexKey(_ media: MediaId, _ id: MessageId) -> ValueBoxKey {
+    /// The media index's key: the media (namespace, id), then the message id that holds it.
+    func mediaIndexKey(_ media: MediaId, _ id: MessageId) -> ValueBoxKey {
         var k = ValueBoxKey(length: 28)
         k.setInt32(0, value: media.namespace)
         k.setInt64(4, value: media.id)
