@@ -1,6 +1,7 @@
 import Foundation
 import MediaBox
 import Postbox
+import ServerFixtures
 
 /// MediaBox child-process commands (crash and cross-process lock tests):
 ///
@@ -21,20 +22,6 @@ let mediaBoxCommands: [String: TestkitCommand] = [
     "store-loop": storeLoop,
     "cleanup": cleanupCommand,
 ]
-
-/// The bytes tests expect for `id` (the same function as `MediaBoxFixtures.pattern` in tests).
-func mediaTestPattern(id: String, offset: Int64, count: Int) -> Data {
-    var seed: UInt64 = 1469598103934665603
-    for b in id.utf8 { seed = (seed ^ UInt64(b)) &* 1099511628211 }
-    var data = Data(count: count)
-    data.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
-        for i in 0..<count {
-            let x = UInt64(offset) + UInt64(i)
-            raw[i] = UInt8(truncatingIfNeeded: (x &* 2654435761) ^ (seed >> (x % 7)) ^ (x >> 8))
-        }
-    }
-    return data
-}
 
 private func say(_ line: String) { emit(line) }
 
@@ -66,7 +53,7 @@ private func writePartialSlowly(_ args: [String]) throws {
                     let end = min(range.upperBound, size)
                     while offset < end {
                         let n = Int(min(Int64(chunk), end - offset))
-                        continuation.yield(.dataPart(offset: offset, data: mediaTestPattern(id: id, offset: offset, count: n)))
+                        continuation.yield(.dataPart(offset: offset, data: MediaTestPattern.bytes(id: id, offset: offset, count: n)))
                         offset += Int64(n)
                         say("progress \(offset)")
                         try? await Task.sleep(for: .milliseconds(delay))
@@ -90,7 +77,7 @@ private func storeLoop(_ args: [String]) throws {
     for i in 0..<count {
         let id = "r\(i)"
         try box.store(
-            mediaTestPattern(id: id, offset: 0, count: size), id: MediaResourceId(id),
+            MediaTestPattern.bytes(id: id, offset: 0, count: size), id: MediaResourceId(id),
             info: MediaResourceStorageInfo(peerId: PeerId(Int64(i % 3 + 1)), contentType: .photo))
         say("stored \(i)")
     }

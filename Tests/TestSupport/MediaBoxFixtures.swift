@@ -5,18 +5,9 @@ import MediaBox
 /// the built `jobrun-testkit` binary, a `du`-style walk of a media directory, and what direct
 /// writes need and leave behind (whether a file system takes them, a file's pages in the cache).
 public enum MediaBoxFixtures {
-    /// Deterministic bytes for `id` at `offset` (identical to `mediaTestPattern` in jobrun-testkit).
+    /// Deterministic bytes for `id` at `offset`: the ones the testkit child writes.
     public static func pattern(id: String, offset: Int64 = 0, count: Int) -> Data {
-        var seed: UInt64 = 1469598103934665603
-        for b in id.utf8 { seed = (seed ^ UInt64(b)) &* 1099511628211 }
-        var data = Data(count: count)
-        data.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
-            for i in 0..<count {
-                let x = UInt64(offset) + UInt64(i)
-                raw[i] = UInt8(truncatingIfNeeded: (x &* 2654435761) ^ (seed >> (x % 7)) ^ (x >> 8))
-            }
-        }
-        return data
+        MediaTestPattern.bytes(id: id, offset: offset, count: count)
     }
 
     /// How many of the file's pages are in the page cache (`mincore` over a mapping of it): a
