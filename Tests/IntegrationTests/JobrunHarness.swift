@@ -101,9 +101,8 @@ extension JobrunHarness {
         try (cloud.accountConfig() + extra).write(toFile: account + "/config.yaml", atomically: true, encoding: .utf8)
     }
 
-    /// Writes a `sync` job (every peer's `initialMessages` newest messages) and runs it once;
-    /// the test fails unless it exits 0.
-    func syncOnce(initialMessages: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+    /// Writes a `sync` job: every peer's `initialMessages` newest messages, no retries.
+    func writeSyncJob(initialMessages: Int) throws {
         try writeJob(
             "sync",
             """
@@ -116,6 +115,11 @@ extension JobrunHarness {
               initialMessages: \(initialMessages)
               requestRate: 500
             """)
+    }
+
+    /// Writes the `sync` job (`writeSyncJob`) and runs it once; the test fails unless it exits 0.
+    func syncOnce(initialMessages: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+        try writeSyncJob(initialMessages: initialMessages)
         let sync = try run(["run", "sync"])
         XCTAssertEqual(sync.status, 0, sync.stderr, file: file, line: line)
     }

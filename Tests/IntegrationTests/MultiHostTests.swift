@@ -81,18 +81,7 @@ final class MultiHostTests: XCTestCase {
         let cluster = try startCluster(
             hosts: 3, clouddArguments: ["--seed", "22", "--dcs", "2", "--peers", "8", "--messages-per-peer", "15", "--cdn-fraction", "0"])
         let first = cluster.hosts[0]
-        try first.writeJob(
-            "sync",
-            """
-            name: sync
-            kind: sync-history
-            timeout: 2m
-            retry:
-              backoffLimit: 0
-            params:
-              initialMessages: 15
-              requestRate: 500
-            """)
+        try first.harness.writeSyncJob(initialMessages: 15)
         // References live 3 s and the window is 1 s: 3.2 s after the sync every one is due.
         for h in cluster.hosts {
             let config = h.root + "/account-0/config.yaml"

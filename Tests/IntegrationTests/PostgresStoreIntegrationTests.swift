@@ -27,18 +27,7 @@ final class PostgresStoreIntegrationTests: XCTestCase {
         objectStorage:
           bucket: left-to-its-own-reader
         """.write(toFile: cluster, atomically: true, encoding: .utf8)
-        try h.writeJob(
-            "sync",
-            """
-            name: sync
-            kind: sync-history
-            timeout: 2m
-            retry:
-              backoffLimit: 0
-            params:
-              initialMessages: 5
-              requestRate: 500
-            """)
+        try h.writeSyncJob(initialMessages: 5)
 
         // Others may read the file: refused (78), naming it, before anything is opened.
         chmod(cluster, 0o644)
