@@ -17,14 +17,14 @@ final class BatchFileTests: XCTestCase {
             // bytes; nobody writes them now. The batch replaces them and creates no meta.
             let stale = try XCTUnwrap(MediaBoxPartialFile.open(paths: box.paths(for: MediaResourceId("s0")), wait: true))
             try stale.setSize(700)
-            try stale.write(offset: 0, data: MediaBoxFixtures.pattern(id: "s0", count: 100))
+            try stale.write(offset: 0, data: MediaTestPattern.bytes(id: "s0", count: 100))
             stale.close()
             XCTAssertTrue(FileManager.default.fileExists(atPath: box.paths(for: MediaResourceId("s0")).partialMeta))
             // s1 is complete already: it is kept and only touched.
             try box.storeBatch(
-                [(MediaResourceId("s1"), MediaBoxFixtures.pattern(id: "s1", count: 700))], info: { _ in MediaResourceStorageInfo() }, accessTime: 1)
+                [(MediaResourceId("s1"), MediaTestPattern.bytes(id: "s1", count: 700))], info: { _ in MediaResourceStorageInfo() }, accessTime: 1)
 
-            let items = (0..<300).map { (MediaResourceId("s\($0)"), MediaBoxFixtures.pattern(id: "s\($0)", count: 700 + $0)) }
+            let items = (0..<300).map { (MediaResourceId("s\($0)"), MediaTestPattern.bytes(id: "s\($0)", count: 700 + $0)) }
             let out = try box.storeBatch(items, info: { _ in MediaResourceStorageInfo(peerId: PeerId(4), contentType: .photo) }, accessTime: 9)
             XCTAssertEqual(out.map(\.size), items.enumerated().map { $0.offset == 1 ? 700 : Int64($0.element.1.count) }, "unnamed: \(unnamed)")
             for (i, (id, data)) in items.enumerated() where i != 1 {
@@ -67,7 +67,7 @@ final class BatchFileTests: XCTestCase {
         let tmp = TemporaryDirectory(prefix: "mediabox-livepartial")
         let box = try MediaBox(basePath: tmp.path + "/media")
         let paths = box.paths(for: MediaResourceId("live"))
-        let full = MediaBoxFixtures.pattern(id: "live", count: 900)
+        let full = MediaTestPattern.bytes(id: "live", count: 900)
         // Another fetch is writing the same resource and holds its partial's lock.
         let writer = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, wait: true))
         try writer.setSize(900)

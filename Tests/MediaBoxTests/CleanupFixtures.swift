@@ -21,7 +21,7 @@ struct CacheFixture {
         type: MediaContentType = .photo, location: MediaStorageLocation = .resources
     ) throws {
         let info = MediaResourceStorageInfo(peerId: PeerId(peer), peerClass: peerClass, contentType: type, location: location)
-        try box.store(MediaBoxFixtures.pattern(id: id, count: size), id: MediaResourceId(id), info: info)
+        try box.store(MediaTestPattern.bytes(id: id, count: size), id: MediaResourceId(id), info: info)
         try box.storageBox.setAccessTimes([(MediaStorageKey(location: location, id: MediaResourceId(id)), accessTime)])
     }
 

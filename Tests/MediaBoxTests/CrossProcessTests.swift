@@ -48,13 +48,13 @@ final class CrossProcessTests: XCTestCase {
         // "progress N" is printed when a part is handed over, 20 ms before the next; earlier parts are on disk.
         XCTAssertGreaterThanOrEqual(partial.size, 65_536)
         let prefix = try Data(contentsOf: URL(fileURLWithPath: paths.partial)).prefix(Int(partial.size))
-        XCTAssertEqual(prefix, MediaBoxFixtures.pattern(id: "big", count: Int(partial.size)), "what the meta claims is right")
+        XCTAssertEqual(prefix, MediaTestPattern.bytes(id: "big", count: Int(partial.size)), "what the meta claims is right")
         // The kernel released the dead writer's lock: a new fetch resumes and completes.
         let fetcher = PatternFetcher(chunk: 16384)
         let box2 = try MediaBox(basePath: media, fetcher: fetcher)
         let data = try await box2.fetch(SimpleMediaResource("big", size: size), info: MediaResourceStorageInfo())
         XCTAssertEqual(fetcher.requests.first?.missingRanges.first?.lowerBound, partial.size)
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "big", count: Int(size)))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaTestPattern.bytes(id: "big", count: Int(size)))
     }
 
     func testSecondProcessWaitsForTheFirstWritersResult() async throws {
@@ -68,7 +68,7 @@ final class CrossProcessTests: XCTestCase {
         let data = try await box.fetch(SimpleMediaResource("shared", size: 65536), info: MediaResourceStorageInfo())
         XCTAssertEqual(fetcher.calls, 0, "the other process's download was used")
         XCTAssertTrue(child.waitForOutput("done 65536", timeout: 30))
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "shared", count: 65536))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaTestPattern.bytes(id: "shared", count: 65536))
     }
 
     /// Kills a storing child at several moments; every complete file present must have exactly
@@ -86,7 +86,7 @@ final class CrossProcessTests: XCTestCase {
             var complete = 0
             for name in try MediaShard.storedFileNames(in: media) where name.hasPrefix("r") && !name.contains("_") {
                 let bytes = try Data(contentsOf: URL(fileURLWithPath: try XCTUnwrap(MediaShard.path(in: media, storedFile: name))))
-                XCTAssertEqual(bytes, MediaBoxFixtures.pattern(id: name, count: 65536), "round \(round): \(name) is whole")
+                XCTAssertEqual(bytes, MediaTestPattern.bytes(id: name, count: 65536), "round \(round): \(name) is whole")
                 complete += 1
             }
             XCTAssertGreaterThan(complete, 0)
@@ -104,7 +104,7 @@ final class CrossProcessTests: XCTestCase {
 
     func testSigkillDuringCleanupThenReconciliation() throws {
         let f = try CacheFixture("killcleanup")
-        let items = (0..<3000).map { (MediaResourceId("c\($0)"), MediaBoxFixtures.pattern(id: "c\($0)", count: 512)) }
+        let items = (0..<3000).map { (MediaResourceId("c\($0)"), MediaTestPattern.bytes(id: "c\($0)", count: 512)) }
         try f.box.storeBatch(items, info: { _ in MediaResourceStorageInfo(peerId: PeerId(5), contentType: .sticker) }, accessTime: now)
         let child = try ChildProcess(MediaBoxFixtures.testkit, ["cleanup", f.media, "0", "50"])
         // Kill it once it has removed some files but not all.
@@ -123,7 +123,7 @@ final class CrossProcessTests: XCTestCase {
             let bytes = try Data(contentsOf: URL(fileURLWithPath: f.media + "/" + relative))
             let name = String(relative.split(separator: "/").last ?? "")
             XCTAssertEqual(relative, try XCTUnwrap(MediaShard.name(forStoredFile: name)) + "/" + name, "in its shard")
-            XCTAssertEqual(bytes, MediaBoxFixtures.pattern(id: name, count: 512))
+            XCTAssertEqual(bytes, MediaTestPattern.bytes(id: name, count: 512))
         }
         _ = try Reconciliation.run(mediaBox: f.box)
         try f.assertTotalsMatchDisk()

@@ -28,7 +28,7 @@ final class WholePartFetcher: MediaResourceFetcher, @unchecked Sendable {
                     var offset: Int64 = 0
                     while offset < size {
                         let n = Int(min(Int64(partSize), size - offset))
-                        let bytes = MediaBoxFixtures.pattern(id: id, offset: offset, count: n)
+                        let bytes = MediaTestPattern.bytes(id: id, offset: offset, count: n)
                         if writer.prefersWholeParts {
                             guard let buffer = MediaResourcePartBuffer(capacity: n) else { throw MediaBoxError.noFetcher }
                             var at = 0
@@ -70,7 +70,7 @@ final class DirectWriteTests: XCTestCase {
         XCTAssertEqual(fetcher.observed.map(\.writesDirectly), [true], "the parts went to the device, not the page cache")
         let resident = try MediaBoxFixtures.residentPages(data.path)
         XCTAssertLessThanOrEqual(resident, 2, "written with direct I/O, the file is not in the page cache (\(resident) pages are)")
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "doc-direct-io", count: size))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaTestPattern.bytes(id: "doc-direct-io", count: size))
     }
 
     func testPartsAFetcherHandsOverInMemoryAreWrittenDirectlyToo() async throws {
@@ -82,7 +82,7 @@ final class DirectWriteTests: XCTestCase {
         let data = try await box.fetch(resource, info: MediaResourceStorageInfo())
         let resident = try MediaBoxFixtures.residentPages(data.path)
         XCTAssertLessThanOrEqual(resident, 2, "CDN-style parts in memory went past the page cache too (\(resident) pages are in it)")
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "doc-direct-parts", count: size))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaTestPattern.bytes(id: "doc-direct-parts", count: size))
     }
 
     func testSmallFilesAndUnsyncedCompletionsStreamThroughThePageCache() async throws {
@@ -97,8 +97,8 @@ final class DirectWriteTests: XCTestCase {
         let d2 = try await box2.fetch(small, info: MediaResourceStorageInfo())
         XCTAssertEqual(unsynced.observed.map(\.prefersWholeParts), [false], "nothing syncs the file: the page cache is the cheaper way")
         XCTAssertEqual(synced.observed.map(\.prefersWholeParts), [false], "below the size of a file that completes with its own fsync")
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: d1.path)), MediaBoxFixtures.pattern(id: "doc-unsynced", count: 8 << 20))
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: d2.path)), MediaBoxFixtures.pattern(id: "doc-small", count: (8 << 20) - 1))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: d1.path)), MediaTestPattern.bytes(id: "doc-unsynced", count: 8 << 20))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: d2.path)), MediaTestPattern.bytes(id: "doc-small", count: (8 << 20) - 1))
     }
 
     func testPartBufferRefusesBytesPastItsCapacity() throws {
@@ -130,7 +130,7 @@ final class DirectWriteTests: XCTestCase {
             XCTAssertEqual(path, box.paths(for: resource.id).partial)
         }
         XCTAssertEqual(
-            try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "doc-direct-revoke", count: 9 << 20),
+            try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaTestPattern.bytes(id: "doc-direct-revoke", count: 9 << 20),
             "the complete file is untouched")
     }
 }

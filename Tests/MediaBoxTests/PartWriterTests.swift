@@ -36,7 +36,7 @@ final class DirectWritingFetcher: MediaResourceFetcher, @unchecked Sendable {
                         if unreported.contains(offset) {
                             try Data(repeating: 0xEE, count: n).withUnsafeBytes { try writer.write($0, at: offset) }
                         } else {
-                            try MediaBoxFixtures.pattern(id: id, offset: offset, count: n).withUnsafeBytes { try writer.write($0, at: offset) }
+                            try MediaTestPattern.bytes(id: id, offset: offset, count: n).withUnsafeBytes { try writer.write($0, at: offset) }
                             continuation.yield(.dataWritten(offset: offset, length: n))
                         }
                         offset += Int64(n)
@@ -70,7 +70,7 @@ final class PartWriterTests: XCTestCase {
         let box2 = try MediaBox(basePath: tmp.path + "/media", fetcher: second)
         let data = try await box2.fetch(resource, info: MediaResourceStorageInfo())
         XCTAssertEqual(second.requests.first?.missingRanges, [4096..<8192, 12_288..<16_384])
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "doc-direct", count: 20_000))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaTestPattern.bytes(id: "doc-direct", count: 20_000))
     }
 
     func testWriterRefusesWritesOnceTheFetchHasEnded() async throws {
@@ -79,7 +79,7 @@ final class PartWriterTests: XCTestCase {
         let fetcher = DirectWritingFetcher(chunk: 3000)
         let box = try MediaBox(basePath: tmp.path + "/media", fetcher: fetcher)
         let data = try await box.fetch(resource, info: MediaResourceStorageInfo())
-        let expected = MediaBoxFixtures.pattern(id: "doc-revoke", count: 10_000)
+        let expected = MediaTestPattern.bytes(id: "doc-revoke", count: 10_000)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), expected)
         let writer = try XCTUnwrap(fetcher.writers.first)
         XCTAssertThrowsError(try Data(repeating: 0, count: 100).withUnsafeBytes { try writer.write($0, at: 0) }) { error in

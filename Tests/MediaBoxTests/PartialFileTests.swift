@@ -40,7 +40,7 @@ final class PatternFetcher: MediaResourceFetcher, @unchecked Sendable {
                     while offset < end {
                         if let failAfter, offset >= failAfter { continuation.finish(throwing: Cut()); return }
                         let n = Int(min(Int64(chunk), end - offset))
-                        continuation.yield(.dataPart(offset: offset, data: MediaBoxFixtures.pattern(id: id, offset: offset, count: n)))
+                        continuation.yield(.dataPart(offset: offset, data: MediaTestPattern.bytes(id: id, offset: offset, count: n)))
                         offset += Int64(n)
                         if delay > .zero { try? await Task.sleep(for: delay) }
                     }
@@ -86,7 +86,7 @@ final class PartialFileTests: XCTestCase {
         let data = try await box.fetch(resource, info: MediaResourceStorageInfo(peerId: PeerId(7), contentType: .file))
         XCTAssertTrue(data.complete)
         XCTAssertEqual(data.size, 10_500)
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "doc-1", count: 10_500))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaTestPattern.bytes(id: "doc-1", count: 10_500))
         let paths = box.paths(for: resource.id)
         XCTAssertFalse(FileManager.default.fileExists(atPath: paths.partial))
         XCTAssertFalse(FileManager.default.fileExists(atPath: paths.partialMeta))
@@ -116,7 +116,7 @@ final class PartialFileTests: XCTestCase {
         let box2 = try MediaBox(basePath: tmp.path + "/media", fetcher: second)
         let data = try await box2.fetch(resource, info: MediaResourceStorageInfo(contentType: .video))
         XCTAssertEqual(second.requests.first?.missingRanges, [20_480..<50_000])
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "video-9", count: 50_000))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaTestPattern.bytes(id: "video-9", count: 50_000))
     }
 
     func testTornMetaIsDiscardedAndRefetched() async throws {
@@ -133,7 +133,7 @@ final class PartialFileTests: XCTestCase {
         let box2 = try MediaBox(basePath: tmp.path + "/media", fetcher: fetcher)
         let data = try await box2.fetch(resource, info: MediaResourceStorageInfo())
         XCTAssertEqual(fetcher.requests.first?.missingRanges, [0..<8192])
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "p", count: 8192))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaTestPattern.bytes(id: "p", count: 8192))
     }
 
     func testUnknownSizeFromFetcher() async throws {
@@ -142,7 +142,7 @@ final class PartialFileTests: XCTestCase {
         let box = try MediaBox(basePath: tmp.path + "/media", fetcher: fetcher)
         let data = try await box.fetch(SimpleMediaResource("u", size: nil), info: MediaResourceStorageInfo())
         XCTAssertEqual(data.size, 7000)
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "u", count: 7000))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaTestPattern.bytes(id: "u", count: 7000))
     }
 
     func testCancellingTheOnlyCallerStopsTheFetchAndKeepsThePartial() async throws {
@@ -172,7 +172,7 @@ final class PartialFileTests: XCTestCase {
         XCTAssertEqual(second.calls, 1)
         let missing = try XCTUnwrap(second.requests.first?.missingRanges)
         XCTAssertLessThan(missing.reduce(0) { $0 + $1.count }, 102_400, "resumed, not refetched: \(missing)")
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "slow", count: 102_400))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaTestPattern.bytes(id: "slow", count: 102_400))
     }
 
     func testACancelledCallerLeavesTheOthersFetching() async throws {
@@ -191,7 +191,7 @@ final class PartialFileTests: XCTestCase {
         let data = try await staying.value
         XCTAssertTrue(data.complete)
         XCTAssertEqual(fetcher.calls, 1, "the other caller's fetch went on, not restarted")
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaBoxFixtures.pattern(id: "shared-cancel", count: 32_768))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaTestPattern.bytes(id: "shared-cancel", count: 32_768))
     }
 
     func testConcurrentRequestsShareOneFetch() async throws {
@@ -224,7 +224,7 @@ final class PartialFileTests: XCTestCase {
         XCTAssertEqual(fetcher.calls, 64)
         for i in 0..<64 {
             let path = box.paths(for: MediaResourceId("g\(i)")).complete
-            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), MediaBoxFixtures.pattern(id: "g\(i)", count: 1000 + i * 100))
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), MediaTestPattern.bytes(id: "g\(i)", count: 1000 + i * 100))
         }
         XCTAssertEqual(try box.stats().byContentType[.sticker]?.count, 64)
         XCTAssertEqual(try MediaShard.storedFileNames(in: tmp.path + "/media").filter { $0.contains("_") }, [])
@@ -237,17 +237,17 @@ final class PartialFileTests: XCTestCase {
         for name in ["fetched", "stored"] {
             let stale = try XCTUnwrap(MediaBoxPartialFile.open(paths: box.paths(for: MediaResourceId(name)), wait: true))
             try stale.setSize(800)
-            try stale.write(offset: 0, data: MediaBoxFixtures.pattern(id: name, count: 800))
+            try stale.write(offset: 0, data: MediaTestPattern.bytes(id: name, count: 800))
             stale.close()
         }
         // The fetch finds every byte present and completes without fetching, through `complete`.
         let fetched = try await box.fetch(SimpleMediaResource("fetched", size: 500), info: MediaResourceStorageInfo(contentType: .file))
         XCTAssertEqual(fetched.size, 500)
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: fetched.path)), MediaBoxFixtures.pattern(id: "fetched", count: 500))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: fetched.path)), MediaTestPattern.bytes(id: "fetched", count: 500))
         // A batch store writes 500 bytes over the 800 and completes them as a batch.
         let stored = try box.storeBatch(
-            [(MediaResourceId("stored"), MediaBoxFixtures.pattern(id: "stored", count: 500))], info: { _ in MediaResourceStorageInfo(contentType: .file) })
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stored[0].path)), MediaBoxFixtures.pattern(id: "stored", count: 500))
+            [(MediaResourceId("stored"), MediaTestPattern.bytes(id: "stored", count: 500))], info: { _ in MediaResourceStorageInfo(contentType: .file) })
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stored[0].path)), MediaTestPattern.bytes(id: "stored", count: 500))
         XCTAssertEqual(try box.stats().total, StorageUsage(bytes: 1000, count: 2))
     }
 
@@ -270,13 +270,13 @@ final class PartialFileTests: XCTestCase {
     func testStoreBatchWithOneSync() throws {
         let tmp = TemporaryDirectory(prefix: "mediabox-batch")
         let box = try MediaBox(basePath: tmp.path + "/media")
-        let items = (0..<600).map { (MediaResourceId("b\($0)"), MediaBoxFixtures.pattern(id: "b\($0)", count: 300)) }
+        let items = (0..<600).map { (MediaResourceId("b\($0)"), MediaTestPattern.bytes(id: "b\($0)", count: 300)) }
         let out = try box.storeBatch(items, info: { _ in MediaResourceStorageInfo(peerId: PeerId(9), contentType: .photo, location: .cache) }, accessTime: 5)
         XCTAssertEqual(out.count, 600)
         XCTAssertTrue(out.allSatisfy { $0.complete && $0.size == 300 })
         XCTAssertEqual(try box.stats().byLocation[.cache], StorageUsage(bytes: 180_000, count: 600))
         XCTAssertEqual(MediaBoxFixtures.findByteCount(tmp.path + "/media"), 180_000)
         let reader = try XCTUnwrap(box.openForReading(MediaResourceId("b7"), location: .cache))
-        XCTAssertEqual(try reader.readAll(), MediaBoxFixtures.pattern(id: "b7", count: 300))
+        XCTAssertEqual(try reader.readAll(), MediaTestPattern.bytes(id: "b7", count: 300))
     }
 }

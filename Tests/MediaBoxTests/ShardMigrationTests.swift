@@ -26,7 +26,7 @@ final class ShardMigrationTests: XCTestCase {
                 let id = "m\(i)"
                 let location = locations[i % locations.count]
                 let path = ResourceStorePaths(mediaDirectory: media, location: location, id: MediaResourceId(id), layout: .flat).complete
-                XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: MediaBoxFixtures.pattern(id: id, count: size)))
+                XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: MediaTestPattern.bytes(id: id, count: size)))
                 ids.append((id, location))
                 entries.append(
                     StorageBoxEntry(
@@ -70,7 +70,7 @@ final class ShardMigrationTests: XCTestCase {
         let flatPartial = ResourceStorePaths(mediaDirectory: media, location: .resources, id: MediaResourceId("half"), layout: .flat)
         let partial = try XCTUnwrap(MediaBoxPartialFile.open(paths: flatPartial, wait: true))
         try partial.setSize(8192)
-        try partial.write(offset: 0, data: MediaBoxFixtures.pattern(id: "half", count: 4096))
+        try partial.write(offset: 0, data: MediaTestPattern.bytes(id: "half", count: 4096))
         partial.close()
         // A file an earlier, interrupted run left with both names (same inode).
         let (id0, location0) = store.ids[0]
@@ -97,7 +97,7 @@ final class ShardMigrationTests: XCTestCase {
         for (id, location) in store.ids {
             XCTAssertTrue(store.places(id, location) == (true, false), "\(id) in its shard only")
             let reader = try XCTUnwrap(box.openForReading(MediaResourceId(id), location: location, touch: false), id)
-            XCTAssertEqual(try reader.readAll(), MediaBoxFixtures.pattern(id: id, count: 24))
+            XCTAssertEqual(try reader.readAll(), MediaTestPattern.bytes(id: id, count: 24))
             reader.close()
         }
         // The moved partial resumes where it stopped.
@@ -107,7 +107,7 @@ final class ShardMigrationTests: XCTestCase {
         let fetcher = PatternFetcher(chunk: 1024)
         let done = try await box.fetch(SimpleMediaResource("half", size: 8192), info: MediaResourceStorageInfo(), fetcher: fetcher)
         XCTAssertEqual(fetcher.requests.first?.missingRanges, [4096..<8192])
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: done.path)), MediaBoxFixtures.pattern(id: "half", count: 8192))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: done.path)), MediaTestPattern.bytes(id: "half", count: 8192))
 
         // Index and disk agree: reconciliation has nothing to drop or add.
         let report = try Reconciliation.run(mediaBox: box, options: ReconciliationOptions(settleTime: 0), now: 2_000_000_000)
@@ -141,7 +141,7 @@ final class ShardMigrationTests: XCTestCase {
                 if place.sharded { moved += 1 }
                 let path = ResourceStorePaths(mediaDirectory: media, location: location, id: MediaResourceId(id), layout: place.sharded ? .sharded : .flat)
                     .complete
-                XCTAssertEqual(FileManager.default.contents(atPath: path), MediaBoxFixtures.pattern(id: id, count: 8), "round \(round): \(id) intact")
+                XCTAssertEqual(FileManager.default.contents(atPath: path), MediaTestPattern.bytes(id: id, count: 8), "round \(round): \(id) intact")
             }
             if moved > 0 && moved < count { interrupted += 1 }
             print("round \(round): killed after \(delayMs) ms, \(moved) of \(count) moved\(finished ? ", finished" : "")")

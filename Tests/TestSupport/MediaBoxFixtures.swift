@@ -1,15 +1,10 @@
 import Foundation
 import MediaBox
 
-/// Helpers for the MediaBox tests: the deterministic byte pattern the testkit child writes,
-/// the built `jobrun-testkit` binary, a `du`-style walk of a media directory, and what direct
-/// writes need and leave behind (whether a file system takes them, a file's pages in the cache).
+/// Helpers for the MediaBox tests: the built `jobrun-testkit` binary, a `du`-style walk of a
+/// media directory, and what direct writes need and leave behind (whether a file system takes
+/// them, a file's pages in the cache). The bytes the testkit child writes are `MediaTestPattern`.
 public enum MediaBoxFixtures {
-    /// Deterministic bytes for `id` at `offset`: the ones the testkit child writes.
-    public static func pattern(id: String, offset: Int64 = 0, count: Int) -> Data {
-        MediaTestPattern.bytes(id: id, offset: offset, count: count)
-    }
-
     /// How many of the file's pages are in the page cache (`mincore` over a mapping of it): a
     /// file written with direct I/O and not read since has (almost) none.
     public static func residentPages(_ path: String) throws -> Int {
