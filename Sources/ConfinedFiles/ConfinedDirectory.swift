@@ -73,7 +73,9 @@ public final class ConfinedDirectory: @unchecked Sendable {
         let names = try Self.components(relative, below: path)
         guard !names.isEmpty else { throw .wrongType(path: shown, found: .directory, expected: .regular) }
         let flags = access.flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
-        var fd = jobrun_openat2(descriptor, relative, UInt64(UInt32(bitPattern: flags)), UInt64(mode), Self.resolve)
+        // `openat2` refuses a mode without `O_CREAT` (EINVAL), unlike `openat`.
+        let creates = flags & O_CREAT != 0
+        var fd = jobrun_openat2(descriptor, relative, UInt64(UInt32(bitPattern: flags)), creates ? UInt64(mode) : 0, Self.resolve)
         if fd < 0, errno == ENOSYS {
             let parent = try directory(names.dropLast().joined(separator: "/"))
             fd = openat(parent.descriptor, names.last!, flags, mode)
@@ -172,7 +174,7 @@ public final class ConfinedDirectory: @unchecked Sendable {
     }
 
     /// The directory holding `relative`'s last component, and that component.
-    private func split(_ relative: String) throws(ConfinedFileError) -> (ConfinedDirectory, String) {
+    func split(_ relative: String) throws(ConfinedFileError) -> (ConfinedDirectory, String) {
         let names = try Self.components(relative, below: path)
         guard let last = names.last else { throw .outside(path: display(relative)) }
         let parent = names.count == 1 ? self : try directory(names.dropLast().joined(separator: "/"))
@@ -207,7 +209,7 @@ public final class ConfinedDirectory: @unchecked Sendable {
     }
 
     /// Turns a failed open into the error that says what is there: a link, a FIFO, a file.
-    private func failure(_ code: Int32, relative: String, operation: String, expected: FileKind = .regular) -> ConfinedFileError {
+    func failure(_ code: Int32, relative: String, operation: String, expected: FileKind = .regular) -> ConfinedFileError {
         let shown = display(relative)
         switch code {
         case ELOOP: return .symbolicLink(path: shown)

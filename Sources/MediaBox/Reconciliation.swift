@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import Postbox
 
@@ -24,8 +25,10 @@ public enum Reconciliation {
         let now = now ?? Int64(Date().timeIntervalSince1970)
         var report = ReconciliationReport()
         let storage = mediaBox.storageBox
+        let media = mediaBox.directory
         for location in MediaStorageLocation.allCases {
-            let locationDirectory = ResourceStorePaths.locationDirectory(mediaDirectory: mediaBox.basePath, location: location)
+            let locationDirectory = location.directoryName ?? ""
+            func relative(_ directory: String, _ name: String) -> String { directory.isEmpty ? name : directory + "/" + name }
             var pending: [(MediaStorageKey, stat)] = []
             func flushPending() throws {
                 guard !pending.isEmpty else { return }
@@ -34,7 +37,7 @@ public enum Reconciliation {
                 for (key, st) in pending where !known.contains(key) {
                     let paths = mediaBox.paths(for: key)
                     let mtime = Int64(st.st_mtim.tv_sec)
-                    if mtime > now - options.settleTime || ResourceLock.isLocked(path: paths.complete) { continue }
+                    if mtime > now - options.settleTime || ResourceLock.isLocked(paths.relativeComplete, in: media) { continue }
                     let usage = StorageUsage(bytes: Int64(st.st_size), count: 1)
                     switch options.unindexedFiles {
                     case .index:
@@ -46,7 +49,11 @@ public enum Reconciliation {
                                 info: MediaResourceStorageInfo(contentType: .other, location: location),
                                 size: Int64(st.st_size), accessTime: mtime, storedTime: mtime))
                     case .remove:
-                        if case .removed = ResourceRemoval.remove(paths, dryRun: dryRun) { report.removedUnindexedFiles += usage }
+                        switch ResourceRemoval.remove(paths, in: media, dryRun: dryRun) {
+                        case .removed: report.removedUnindexedFiles += usage
+                        case let .refused(error): throw error
+                        default: break
+                        }
                     }
                 }
                 if !dryRun { try storage.insert(toIndex) }
@@ -58,9 +65,9 @@ public enum Reconciliation {
             // Only the shard folders that exist (they are created by the first file that needs one).
             var directories = sharded ? [] : [locationDirectory]
             if sharded {
-                try PosixFile.forEachEntry(in: locationDirectory) { name, type in
-                    if type == UInt8(DT_DIR) {
-                        if MediaShard.isShardName(name) { directories.append(locationDirectory + "/" + name) }
+                try PosixFile.forEachEntry(in: locationDirectory, of: media) { name, type in
+                    if type == .directory {
+                        if MediaShard.isShardName(name) { directories.append(relative(locationDirectory, name)) }
                         return
                     }
                     report.filesScanned += 1
@@ -69,11 +76,11 @@ public enum Reconciliation {
             }
             for directory in directories {
                 let shard = sharded ? String(directory.suffix(3)) : nil
-                try PosixFile.forEachEntry(in: directory) { name, type in
-                    if type == UInt8(DT_DIR) { return }
+                try PosixFile.forEachEntry(in: directory, of: media) { name, type in
+                    if type == .directory { return }
                     report.filesScanned += 1
-                    let path = directory + "/" + name
-                    guard let st = try PosixFile.lstat(path), (st.st_mode & S_IFMT) == S_IFREG else { return }
+                    let path = relative(directory, name)
+                    guard let st = try PosixFile.lstat(path, in: media), (st.st_mode & S_IFMT) == S_IFREG else { return }
                     if let shard, let base = ShardMigration.resourceFileBase(name), MediaShard.name(forFileName: base) != shard {
                         report.foreignFiles += 1
                         return
@@ -81,9 +88,9 @@ public enum Reconciliation {
                     let mtime = Int64(st.st_mtim.tv_sec)
                     if name.hasSuffix(ResourceStorePaths.metaSuffix) {
                         let base = String(name.dropLast(ResourceStorePaths.metaSuffix.count))
-                        let partial = directory + "/" + base + ResourceStorePaths.partialSuffix
-                        if !PosixFile.exists(partial) && mtime < now - options.settleTime {
-                            if !dryRun { try PosixFile.unlinkIfExists(path) }
+                        let partial = relative(directory, base + ResourceStorePaths.partialSuffix)
+                        if !PosixFile.exists(partial, in: media) && mtime < now - options.settleTime {
+                            if !dryRun { try PosixFile.unlinkIfExists(path, in: media) }
                             report.removedPartials += StorageUsage(bytes: Int64(st.st_size), count: 1)
                         }
                         return
@@ -92,15 +99,14 @@ public enum Reconciliation {
                         let base = String(name.dropLast(ResourceStorePaths.partialSuffix.count))
                         guard MediaResourceId.isSafeFileName(base) else { report.foreignFiles += 1; return }
                         let paths = mediaBox.paths(for: MediaStorageKey(location: location, fileName: base))
-                        let leftover = PosixFile.exists(paths.complete)
+                        let leftover = PosixFile.exists(paths.relativeComplete, in: media)
                         guard leftover || mtime < now - options.stalePartialAge else { return }
-                        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-                        guard fd >= 0 else { return }
+                        guard let fd = try PosixFile.openIfExists(path, in: media, .read) else { return }
                         defer { Glibc.close(fd) }
-                        guard ResourceLock.tryLock(fd, .exclusive), PosixFile.isSameFile(fd, path: path) else { return }
+                        guard ResourceLock.tryLock(fd, .exclusive), PosixFile.isSameFile(fd, path, in: media) else { return }
                         if !dryRun {
-                            try PosixFile.unlinkIfExists(paths.partial)
-                            try PosixFile.unlinkIfExists(paths.partialMeta)
+                            try PosixFile.unlinkIfExists(paths.relativePartial, in: media)
+                            try PosixFile.unlinkIfExists(paths.relativeMeta, in: media)
                         }
                         report.removedPartials += StorageUsage(bytes: Int64(st.st_size), count: 1)
                         return
@@ -126,8 +132,8 @@ public enum Reconciliation {
             var drop: [MediaStorageKey] = []
             var fix: [StorageBoxEntry] = []
             for row in rows {
-                let path = mediaBox.paths(for: row.key).complete
-                guard let st = try PosixFile.lstat(path), (st.st_mode & S_IFMT) == S_IFREG else {
+                let path = mediaBox.paths(for: row.key).relativeComplete
+                guard let st = try PosixFile.lstat(path, in: media), (st.st_mode & S_IFMT) == S_IFREG else {
                     drop.append(row.key)
                     report.droppedRows += StorageUsage(bytes: row.size, count: 1)
                     continue

@@ -170,7 +170,7 @@ public final class TimeBasedCleanup: Sendable {
         let paths = batch.map { mediaBox.paths(for: $0.0.key) }
         try state.remover.submit(state.unindexed)
         state.unindexed = []
-        let outcomes = ParallelRemoval.run(paths, threads: state.options.removalThreads, dryRun: state.options.dryRun)
+        let outcomes = ParallelRemoval.run(paths, in: mediaBox.directory, threads: state.options.removalThreads, dryRun: state.options.dryRun)
         var gone: [MediaStorageKey] = []
         gone.reserveCapacity(batch.count)
         for (i, (row, reason)) in batch.enumerated() {
@@ -179,6 +179,9 @@ public final class TimeBasedCleanup: Sendable {
                 state.report.skippedLocked += 1
             case .failed:
                 state.report.failed += 1
+            case let .refused(error):
+                // A link or FIFO planted in the store: stop, naming it, rather than skip it.
+                throw error
             case .missing:
                 state.report.staleRows += 1
                 gone.append(row.key)

@@ -20,6 +20,9 @@ struct ProcessEnvironment {
         root = try options.rootToUse(dryRun: dryRun)
         do {
             try root.createDirectories()
+            // Every path of the layout that exists is checked before anything is opened: a
+            // planted link, FIFO, hard link or unsafe mode stops the run (78) naming it.
+            try root.verifyLayout()
             var configuration = LogSink.Configuration(
                 directory: root.logs(process: process), process: process, minimumLevel: log.level, console: log.console ?? console)
             configuration.root = root

@@ -1,4 +1,5 @@
 import CloudCore
+import ConfinedFiles
 import Foundation
 
 /// Tells someone when a job fails or stops reporting: the job's `onFailure` command and its
@@ -131,19 +132,22 @@ struct AlertState {
 
     private var name: String { JobSuspension.fileName(job) }
 
+    /// `alerts/`, reached beneath the root: a link or an unsafe folder there is never used.
+    private func directory(create: Bool) -> ConfinedDirectory? { try? root.directory(["alerts"], create: create) }
+
     private func read() -> (failures: Int, alerted: Bool)? {
         // No file (the usual case: no failure streak) costs one `open`, not a FileManager.
-        guard case .success(let bytes) = SmallFile.read(root.alerts.appendingPathComponent(name).path, limit: 65_536),
+        guard let directory = directory(create: false),
+            case .success(let bytes) = SmallFile.read(name, in: directory, limit: 65_536),
             let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
         else { return nil }
         return ((object["failures"] as? NSNumber)?.intValue ?? 0, (object["alerted"] as? Bool) ?? false)
     }
 
     private func write(failures: Int, alerted: Bool) {
-        guard let dirFD = try? root.openDirectory(["alerts"]) else { return }
-        defer { close(dirFD) }
+        guard let directory = directory(create: true) else { return }
         let text = JSONLine.encode(.object(["job": .string(job), "failures": .int(Int64(failures)), "alerted": .bool(alerted)])) + "\n"
-        try? MetricsWriter.atomicWrite(text, in: dirFD, name: name, directoryPath: root.alerts.path, mode: 0o600)
+        try? MetricsWriter.atomicWrite(text, in: directory.descriptor, name: name, directoryPath: directory.path, mode: 0o600)
     }
 
     /// Counts one more failure; returns the streak and whether it was already alerted.
@@ -160,8 +164,8 @@ struct AlertState {
 
     /// Ends a streak; returns its length when there was one.
     func clear() -> Int? {
-        guard let previous = read() else { return nil }
-        unlink(root.alerts.appendingPathComponent(name).path)
+        guard let previous = read(), let directory = directory(create: false) else { return nil }
+        _ = try? directory.removeFile(name)
         return previous.failures
     }
 }
