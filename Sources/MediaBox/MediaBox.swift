@@ -431,4 +431,10 @@ public final class MediaBox: Sendable {
 
     /// Cache usage from StorageBox's totals (no file-system walk).
     public func stats() throws -> StorageStats { try storageBox.stats() }
+
+    /// What is on disk that the index does not count — complete files without a row and
+    /// foreign entries — from a walk of the media folders that changes nothing.
+    public func notIndexed(now: Int64? = nil) throws -> StorageUsage {
+        try Reconciliation.run(mediaBox: self, options: ReconciliationOptions(settleTime: 0), now: now, dryRun: true).notIndexed
+    }
 }

@@ -9,8 +9,11 @@ import Postbox
 /// Makes the index and the files agree again after crashes, manual deletions or foreign
 /// writers — the only part of cleanup that walks the file system:
 ///
-/// 0. walks each location's shard directories (`MediaShard`); a file outside its shard, or a
-///    name MediaBox never produces, is foreign and left alone;
+/// 0. walks each location's shard directories (`MediaShard`); a complete file with a resource's
+///    name outside its shard (dropped at the top of `media/`, say) is moved into its shard and
+///    indexed like any file without a row; anything else MediaBox never produces (another
+///    name, a link, a FIFO) is foreign: counted with its bytes, and removed once older than
+///    `foreignFileAge` when that is set (never through a link: the entry itself goes);
 /// 1. stale `_partial` files (unlocked, older than `stalePartialAge`, or left beside a complete
 ///    file by a crash between link and unlink) are removed with their meta;
 /// 2. complete files without a row are indexed (or removed, per policy), unless locked or
@@ -59,19 +62,49 @@ public enum Reconciliation {
                 if !dryRun { try storage.insert(toIndex) }
                 pending.removeAll(keepingCapacity: true)
             }
+            /// Counts a foreign entry and removes it when old enough.
+            func foreign(_ path: String, _ st: stat?) throws {
+                report.foreignFiles += 1
+                let bytes = st.map { (($0.st_mode & S_IFMT) == S_IFREG) ? Int64($0.st_size) : 0 } ?? 0
+                report.foreignBytes += bytes
+                guard let age = options.foreignFileAge, let st, Int64(st.st_mtim.tv_sec) < now - age else { return }
+                let removed = try dryRun || PosixFile.unlinkIfExists(path, in: media)
+                if removed { report.removedForeignFiles += StorageUsage(bytes: bytes, count: 1) }
+            }
+            /// A complete file with a resource's name, found outside its shard: moved into it
+            /// (never replacing a file there) and queued for indexing. Foreign otherwise.
+            func misplaced(_ path: String, name: String, _ st: stat?) throws {
+                guard let st, (st.st_mode & S_IFMT) == S_IFREG, MediaResourceId.isSafeFileName(name) else { return try foreign(path, st) }
+                let key = MediaStorageKey(location: location, fileName: name)
+                let target = mediaBox.paths(for: key)
+                if dryRun {
+                    if !PosixFile.exists(target.relativeComplete, in: media) { pending.append((key, st)) } else { try foreign(path, st) }
+                    return
+                }
+                try PosixFile.makeDirectory(target.relativeDirectory, in: media)
+                guard try media.link(path, to: target.relativeComplete) else { return try foreign(path, st) }
+                try PosixFile.unlinkIfExists(path, in: media)
+                report.movedIntoShards += 1
+                pending.append((key, st))
+            }
             // The shard directories hold the files; in the flat layout (a read-only look at a
             // store not yet migrated) the location directory itself does.
             let sharded = mediaBox.layout == .sharded
             // Only the shard folders that exist (they are created by the first file that needs one).
             var directories = sharded ? [] : [locationDirectory]
             if sharded {
+                var loose: [String] = []
                 try PosixFile.forEachEntry(in: locationDirectory, of: media) { name, type in
                     if type == .directory {
                         if MediaShard.isShardName(name) { directories.append(relative(locationDirectory, name)) }
                         return
                     }
                     report.filesScanned += 1
-                    report.foreignFiles += 1
+                    loose.append(name)
+                }
+                for name in loose {
+                    let path = relative(locationDirectory, name)
+                    try misplaced(path, name: name, try PosixFile.lstat(path, in: media))
                 }
             }
             for directory in directories {
@@ -80,10 +113,10 @@ public enum Reconciliation {
                     if type == .directory { return }
                     report.filesScanned += 1
                     let path = relative(directory, name)
-                    guard let st = try PosixFile.lstat(path, in: media), (st.st_mode & S_IFMT) == S_IFREG else { return }
+                    guard let st = try PosixFile.lstat(path, in: media) else { return }
+                    guard (st.st_mode & S_IFMT) == S_IFREG else { return try foreign(path, st) }
                     if let shard, let base = ShardMigration.resourceFileBase(name), MediaShard.name(forFileName: base) != shard {
-                        report.foreignFiles += 1
-                        return
+                        return try misplaced(path, name: name, st)
                     }
                     let mtime = Int64(st.st_mtim.tv_sec)
                     if name.hasSuffix(ResourceStorePaths.metaSuffix) {
@@ -97,7 +130,7 @@ public enum Reconciliation {
                     }
                     if name.hasSuffix(ResourceStorePaths.partialSuffix) {
                         let base = String(name.dropLast(ResourceStorePaths.partialSuffix.count))
-                        guard MediaResourceId.isSafeFileName(base) else { report.foreignFiles += 1; return }
+                        guard MediaResourceId.isSafeFileName(base) else { return try foreign(path, st) }
                         let paths = mediaBox.paths(for: MediaStorageKey(location: location, fileName: base))
                         let leftover = PosixFile.exists(paths.relativeComplete, in: media)
                         guard leftover || mtime < now - options.stalePartialAge else { return }
@@ -113,8 +146,7 @@ public enum Reconciliation {
                     }
                     guard MediaResourceId.isSafeFileName(name) else {
                         // storage.sqlite and its WAL live in storage/, never here; anything else is foreign.
-                        report.foreignFiles += 1
-                        return
+                        return try foreign(path, st)
                     }
                     pending.append((MediaStorageKey(location: location, fileName: name), st))
                     if pending.count >= 512 { try flushPending() }

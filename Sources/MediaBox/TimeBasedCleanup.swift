@@ -19,7 +19,11 @@ public final class TimeBasedCleanup: Sendable {
         let now = options.now ?? Int64(Date().timeIntervalSince1970)
         var report = CleanupReport(dryRun: options.dryRun, now: now)
         if options.reconcile {
-            report.reconciliation = try Reconciliation.run(mediaBox: mediaBox, options: options.reconciliation, now: now, dryRun: options.dryRun)
+            // Foreign files go once older than the immunity window (and never younger than the
+            // settle time: a writer may be about to give one its name).
+            var reconciliation = options.reconciliation
+            reconciliation.foreignFileAge = reconciliation.foreignFileAge ?? max(reconciliation.settleTime, options.immunityWindow)
+            report.reconciliation = try Reconciliation.run(mediaBox: mediaBox, options: reconciliation, now: now, dryRun: options.dryRun)
         }
         let storage = mediaBox.storageBox
         report.before = try storage.stats().total

@@ -21,6 +21,9 @@ public struct StoreInspection: Sendable {
         public var account: Int64
         public var mediaPath: String
         public var stats: StorageStats
+        /// Files on disk the index does not count (complete files without a row, foreign
+        /// entries), from a walk that changes nothing.
+        public var notIndexed: StorageUsage
     }
 
     /// Why the root cannot be read at all (it does not exist, or is not a directory), or nil.
@@ -118,8 +121,8 @@ public struct StoreInspection: Sendable {
                     throw error
                 }
                 guard try directory.status("storage") != nil else { continue }
-                let stats = try MediaBox(directory: directory, readOnly: true).stats()
-                result.append(AccountCache(account: account, mediaPath: media, stats: stats))
+                let box = try MediaBox(directory: directory, readOnly: true)
+                result.append(AccountCache(account: account, mediaPath: media, stats: try box.stats(), notIndexed: try box.notIndexed()))
             } catch {
                 throw StorageFailure.jobError(error, doing: "cannot read the media cache of account \(account)")
             }
