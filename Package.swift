@@ -122,6 +122,7 @@ let package = Package(
             exclude: ["ExampleKind/count-messages.yaml"]),
         // The CLI's own logic, in process (its behaviour as a user sees it is in IntegrationTests).
         .testTarget(name: "jobrunTests", dependencies: ["jobrun"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "CloudCore", "Postbox", "PostboxPostgres", "MediaBox", "TestSupport"]),
+        .testTarget(
+            name: "IntegrationTests", dependencies: ["CloudServer", "CloudCore", "Postbox", "PostboxPostgres", "MediaBox", "Jobs", "TestSupport"]),
     ]
 )
