@@ -30,6 +30,8 @@ public struct StoreInspection: Sendable {
     public func missingRoot() -> String? {
         var st = stat()
         guard stat(root.path, &st) == 0 else {
+            // There, but not this user's to read: the readers refuse it with the reason (78).
+            if errno == EACCES || errno == EPERM { return nil }
             return "no data root at \(root.path): \(StorageFailure.describe(errno: errno)) (give --root or set \(DataRoot.environmentVariable))"
         }
         guard (st.st_mode & S_IFMT) == S_IFDIR else { return "\(root.path) is not a directory (give --root the data root)" }
