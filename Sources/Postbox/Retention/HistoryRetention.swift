@@ -191,7 +191,9 @@ public struct HistoryRetention: Sendable {
                 let batch = try tx.messages.trimOldest(peer: peer, after: after, upper: bound, limit: limit, inUse: inUse)
                 var references = (count: 0, bytes: Int64(0))
                 for range in batch.missingRanges {
-                    let r = try tx.mediaReferences.removeMessageReferences(peer: peer, ids: range)
+                    let r = try tx.mediaReferences.removeMessageReferences(peer: peer, ids: range) { media in
+                        try tx.messages.messages(withMedia: media).last
+                    }
                     references.count += r.count
                     references.bytes += r.bytes
                     try tx.holes.add(peer: peer, range: range, kind: .trimmed)
