@@ -84,7 +84,9 @@ public struct HistoryRetention: Sendable {
             // indexes and page overhead that go with a message add to it.
             let used = report.databaseBytesBefore - (try postbox.freePageCount()) * (try postbox.pageSizeBytes())
             let ratio = allRowBytes > 0 ? max(1, Double(used) / Double(allRowBytes)) : 1
-            try trimToSize(limit, plans: plans, histogram: histogram, ratio: ratio, dryRunFreed: dryRunFreed, into: &report, shouldStop: shouldStop)
+            try trimToSize(
+                max(0, limit - Self.closingHeadroomBytes), plans: plans, histogram: histogram, ratio: ratio, dryRunFreed: dryRunFreed,
+                into: &report, shouldStop: shouldStop)
         }
 
         // 3. Upload queue: sent and failed items past their retention.
@@ -106,6 +108,12 @@ public struct HistoryRetention: Sendable {
         report.finish()
         return report
     }
+
+    /// Room a size-limited run leaves below the limit for what is written after its last
+    /// measurement: the run's own closing record, and the index and job-run pages it may add
+    /// once the process's WAL is checkpointed. A limit then holds for the file as it stands after
+    /// the process exits, not only for the figure the run reported.
+    public static let closingHeadroomBytes: Int64 = 64 * 1024
 
     private func fileBytes() -> Int64 {
         var st = stat()
