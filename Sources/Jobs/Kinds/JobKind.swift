@@ -23,11 +23,15 @@ public protocol JobKind: Sendable {
     /// checked before any store is opened or created, even when a run would have nothing to
     /// fetch (a misconfigured account is reported the day it is set up, not the day it has work).
     static var usesCloud: Bool { get }
+    /// Rules that span several parameters (at least one limit, say), checked by every command
+    /// that reads the job file — `validate` as well as `run`.
+    static func check(_ params: JobParams) -> [JobFileError]
 
     func run(_ context: JobContext) async throws -> JobReport
 }
 
 extension JobKind {
+    public static func check(_ params: JobParams) -> [JobFileError] { [] }
     public var name: String { Self.name }
     public var summary: String { Self.summary }
     public var parameters: [any JobParameter] { Self.parameters }
