@@ -27,6 +27,7 @@ enum RunCommandLine {
         Option(names: ["--log-format"]) { $0.logging.format = $1 },
         Option(names: ["--log-level"]) { $0.logging.level = $1 },
         Option(names: ["--log-file"]) { $0.logging.file = $1 },
+        Option(names: ["--pushgateway"]) { $0.logging.pushgateway = $1 },
     ]
 
     /// The flags; each is off unless given.

@@ -1,3 +1,4 @@
+import CloudCore
 import Foundation
 
 /// `<root>/cluster.yaml`: what this host shares with the other hosts of a fleet
@@ -5,7 +6,8 @@ import Foundation
 /// is shared: Postbox stays on SQLite under the root.
 ///
 /// The file may hold credentials' locations, so like a private key it must not be readable by
-/// group or others, and no error ever shows a value from it. Each section is read by its own
+/// others, nor by a group that is not this process's own (`CredentialFileMode`), and no error
+/// ever shows a value from it. Each section is read by its own
 /// owner: `postgres:` here (`PostgresClusterConfig`), `objectStorage:` by the object storage
 /// client, which receives the raw node.
 public struct ClusterConfig: Sendable {
@@ -37,10 +39,8 @@ public struct ClusterConfig: Sendable {
         var config = ClusterConfig()
         var st = stat()
         if stat(path, &st) == 0 {
-            if st.st_mode & 0o077 != 0 {
-                throw .config(
-                    "the cluster configuration \(path) is readable or writable by group or others (mode \(DataRoot.octal(st.st_mode & 0o7777))); it names credentials: `chmod 600 \(path)`"
-                )
+            if let problem = CredentialFileMode.problem(mode: st.st_mode, group: st.st_gid) {
+                throw .config("the cluster configuration \(path): \(problem); it names credentials: \(CredentialFileMode.fix(path))")
             }
             if st.st_uid != geteuid() && st.st_uid != 0 {
                 throw .config(
