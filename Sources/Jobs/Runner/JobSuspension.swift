@@ -48,22 +48,17 @@ public struct JobSuspension: Sendable {
     /// The pause of the job named `name`, or nil. Never creates anything.
     public func pause(of name: String) -> Reason? {
         // Reached beneath the root: a link or FIFO in its place is never followed or opened; it
-        // still counts as a pause (something is there), and the run's layout check refuses it.
-        let data: [UInt8]
-        do throws(DataRootError) {
-            let directory = try root.directory(["suspended"], create: false)
-            switch SmallFile.read(Self.fileName(name), in: directory, limit: 65_536) {
-            case .success(let bytes): data = bytes
-            case .failure(.unreadable(ENOENT)): return nil
-            case .failure: return .paused(since: nil, note: nil)
-            }
-        } catch {
+        // still counts as a pause (something is there), and every command's layout check refuses it.
+        let directory: ConfinedDirectory
+        do throws(DataRootError) { directory = try root.directory(["suspended"], create: false) } catch {
             if case .cannotCreate(_, ENOENT, _) = error { return nil }
             return .paused(since: nil, note: nil)
         }
-        let object = (try? JSONSerialization.jsonObject(with: Data(data))) as? [String: Any]
-        let since = (object?["paused_at"] as? String).flatMap { ISO8601DateFormatter().date(from: $0) }
-        return .paused(since: since, note: object?["note"] as? String)
+        guard (try? directory.status(Self.fileName(name))) != nil else { return nil }
+        // Its presence is the pause; what it says is a note, read only when it is one.
+        let values = RunStateFile.read(Self.fileName(name), in: directory, as: PauseNoteSection.self)
+        let since = values?[PauseNoteSection.pausedAt].flatMap { ISO8601DateFormatter().date(from: $0) }
+        return .paused(since: since, note: values?[PauseNoteSection.note])
     }
 
     /// Names of every paused job (files under `suspended/`).
