@@ -108,7 +108,11 @@ struct S3Benchmark {
         // files read back): like the download and upload benchmarks, start once that is quick.
         FileCreationQuiet.wait(scratch: options.workDir, before: "the timed rounds")
         let partSize = Int64(options.partMib) << 20
-        let awsBase = [aws, "--endpoint-url", endpointURL, "--only-show-errors"]
+        let awsEnvironment = env
+        // `aws s3 cp` with `arguments`, on this server.
+        func awsCopy(_ arguments: [String]) throws {
+            try runPeerTool([aws, "--endpoint-url", endpointURL, "--only-show-errors", "s3", "cp"] + arguments, environment: awsEnvironment, showErrors: true)
+        }
         print(
             "large file \(largeSize) bytes, \(options.smallFiles) small files (\(smallBytes) bytes), parts \(options.partMib) MiB, \(options.concurrency) in flight"
         )
@@ -129,7 +133,7 @@ struct S3Benchmark {
             try await largePut.time(productFirst: productFirst) {
                 staged = try await upload.upload(file: large, to: "product/\(round)/large", journalPath: options.workDir + "/large-\(round).journal")
             } peer: {
-                try runPeer(awsBase + ["s3", "cp", large, "s3://\(options.bucket)/peer/\(round)/large"], env)
+                try awsCopy([large, "s3://\(options.bucket)/peer/\(round)/large"])
             }
 
             // 2. Large file back by ranged GETs; the product's copy is checked against what it staged.
@@ -137,7 +141,7 @@ struct S3Benchmark {
             try await largeGet.time(productFirst: productFirst) {
                 try await rangedDownload(s3, key: "product/\(round)/large", size: largeSize, partSize: partSize, to: productBack)
             } peer: {
-                try runPeer(awsBase + ["s3", "cp", "s3://\(options.bucket)/peer/\(round)/large", peerBack], env)
+                try awsCopy(["s3://\(options.bucket)/peer/\(round)/large", peerBack])
             }
             guard try SHA256.hash(contentsOfFile: productBack) == staged?.sha256 else {
                 throw BenchError("the large file read back differs from what was staged")
@@ -153,7 +157,7 @@ struct S3Benchmark {
                     try await s3.putObject("product/\(round)/small/" + name, body: .data(data), sha256: CloudCrypto.SHA256.hash(data))
                 }
             } peer: {
-                try runPeer(awsBase + ["s3", "cp", "--recursive", smallDir, "s3://\(options.bucket)/peer/\(round)/small/"], env)
+                try awsCopy(["--recursive", smallDir, "s3://\(options.bucket)/peer/\(round)/small/"])
             }
             let smallBack = options.workDir + "/small-back-\(round)"
             try fm.createDirectory(atPath: smallBack, withIntermediateDirectories: true)
@@ -165,7 +169,7 @@ struct S3Benchmark {
                     _ = try await s3.getObject("product/\(round)/small/" + name, to: .fileDescriptor(fd, offset: 0))
                 }
             } peer: {
-                try runPeer(awsBase + ["s3", "cp", "--recursive", "s3://\(options.bucket)/peer/\(round)/small/", smallBack + "-peer"], env)
+                try awsCopy(["--recursive", "s3://\(options.bucket)/peer/\(round)/small/", smallBack + "-peer"])
             }
         }
         let rssAfter = peakRSSMiB()
@@ -193,16 +197,6 @@ struct S3Benchmark {
         }
     }
 
-    private func runPeer(_ command: [String], _ env: [String: String]) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: command[0])
-        p.arguments = Array(command.dropFirst())
-        p.environment = env
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw BenchError("\(command.prefix(5).joined(separator: " ")) … exited with \(p.terminationStatus)") }
-    }
 }
 
 /// One measure's wall-clock seconds per round, for each tool.
