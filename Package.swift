@@ -34,6 +34,12 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Linux system calls glibc does not wrap (openat2).
+        .systemLibrary(name: "CLinux"),
+
+        // The one way to open a path below a directory: no link followed, nothing outside it
+        // reached, no FIFO or device opened as a file, no hard-linked file written.
+        .target(name: "ConfinedFiles", dependencies: ["CLinux"]),
 
         // Storage engine: ValueBox on SQLite, binary encoding, tables, transactions.
         .target(name: "Postbox", dependencies: ["CSQLite"]),
@@ -102,6 +108,7 @@ let package = Package(
         // Real servers and hosts (PostgreSQL, network namespaces) for tests and the benchmarks; no XCTest.
         .target(name: "ServerFixtures"),
         .target(name: "TestSupport", dependencies: ["ServerFixtures", "MediaBox"], path: "Tests/TestSupport"),
+        .testTarget(name: "ConfinedFilesTests", dependencies: ["ConfinedFiles"]),
         .testTarget(name: "PostboxTests", dependencies: ["Postbox", "PostboxPostgres", "CSQLite", "TestSupport"]),
         .testTarget(name: "MediaBoxTests", dependencies: ["MediaBox", "Postbox", "TestSupport"]),
         .testTarget(

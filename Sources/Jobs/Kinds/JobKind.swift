@@ -26,11 +26,15 @@ public protocol JobKind: Sendable {
     /// The job `jobrun demo` runs for this kind against its local cloud, and the set-up it needs
     /// first. Required, so that the demo runs every kind.
     static var demo: KindDemo { get }
+    /// Rules that span several parameters (at least one limit, say), checked by every command
+    /// that reads the job file — `validate` as well as `run`.
+    static func check(_ params: JobParams) -> [JobFileError]
 
     func run(_ context: JobContext) async throws -> JobReport
 }
 
 extension JobKind {
+    public static func check(_ params: JobParams) -> [JobFileError] { [] }
     public var name: String { Self.name }
     public var summary: String { Self.summary }
     public var parameters: [any JobParameter] { Self.parameters }
