@@ -73,7 +73,9 @@ public final class ConfinedDirectory: @unchecked Sendable {
         let names = try Self.components(relative, below: path)
         guard !names.isEmpty else { throw .wrongType(path: shown, found: .directory, expected: .regular) }
         let flags = access.flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
-        var fd = jobrun_openat2(descriptor, relative, UInt64(UInt32(bitPattern: flags)), UInt64(mode), Self.resolve)
+        // openat2 refuses a mode without O_CREAT (EINVAL), where openat ignores it.
+        let creationMode = flags & O_CREAT != 0 ? UInt64(mode) : 0
+        var fd = jobrun_openat2(descriptor, relative, UInt64(UInt32(bitPattern: flags)), creationMode, Self.resolve)
         if fd < 0, errno == ENOSYS {
             let parent = try directory(names.dropLast().joined(separator: "/"))
             fd = openat(parent.descriptor, names.last!, flags, mode)
