@@ -69,7 +69,7 @@ let package = Package(
         .target(
             name: "Jobs",
             dependencies: [
-                "CloudCore", "MediaBox", "Postbox", "PostboxPostgres",
+                "CloudCore", "MediaBox", "Postbox", "PostboxPostgres", "ConfinedFiles",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),

@@ -18,6 +18,7 @@ struct DemoCommand: AsyncParsableCommand {
             Examples:
               jobrun demo
               jobrun demo --root /tmp/demo-root && jobrun status --root /tmp/demo-root
+              jobrun demo --encrypt   # the same on an encrypted root: every store under one random key
             """
     )
 
@@ -25,6 +26,8 @@ struct DemoCommand: AsyncParsableCommand {
     var root: String?
     @Option(help: "Dataset seed of the embedded cloud.") var seed: UInt64 = 7
     @Flag(help: "Machine-readable JSON summary.") var json = false
+    @Flag(help: "Run on an encrypted root: `jobrun init --encrypt` first, so every store is written under the root's key.")
+    var encrypt = false
 
     func run() async throws {
         let keep = root != nil
@@ -32,6 +35,15 @@ struct DemoCommand: AsyncParsableCommand {
         defer { if !keep { try? FileManager.default.removeItem(atPath: rootPath) } }
         let dataRoot = DataRoot(path: rootPath)
         try dataRoot.createDirectories(accounts: [0])
+        var keyFile: String?
+        if encrypt {
+            // The demo's key lives in its own root, whatever key the environment names.
+            do {
+                if case .created(let path) = try RootInitialization.run(root: dataRoot, encrypt: true, environment: [:]) { keyFile = path }
+            } catch {
+                throw fail(error.exitCode, error.message)
+            }
+        }
 
         let cloud: DemoCloud
         do { cloud = try DemoCloud(seed: seed, uploadDirectory: rootPath + "/cloud-uploads") } catch { throw fail(.cloudUnavailable, "\(error)") }
@@ -52,7 +64,7 @@ struct DemoCommand: AsyncParsableCommand {
             print(
                 "jobrun demo: local cloudd with \(try await cloud.fileCount()) files on \(cloud.ready.dcs.count) DCs (\(cloud.ready.dcs.map(\.url).joined(separator: ", ")))"
             )
-            print("data root: \(rootPath)\(keep ? "" : " (temporary)")\n")
+            print("data root: \(rootPath)\(keep ? "" : " (temporary)")\(keyFile.map { ", encrypted at rest (key file \($0))" } ?? "")\n")
         }
         var results: [RunResult] = []
         var revalidation: (parents: Int, maxCallsPerParent: Int)?
@@ -85,7 +97,7 @@ struct DemoCommand: AsyncParsableCommand {
         if json {
             printJSON(
                 .object([
-                    "root": .string(rootPath),
+                    "root": .string(rootPath), "encrypted": .bool(keyFile != nil),
                     "runs": .array(
                         results.map { r in
                             .object([

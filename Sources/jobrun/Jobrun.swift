@@ -14,7 +14,7 @@ struct Jobrun: AsyncParsableCommand {
         subcommands: [
             RunCommand.self, ValidateCommand.self, ListCommand.self, StatusCommand.self, StatsCommand.self, ScheduleCommand.self, UnitsCommand.self,
             PauseCommand.self, ResumeCommand.self, NotifyFailureCommand.self,
-            DemoCommand.self, EnqueueUploadCommand.self,
+            DemoCommand.self, EnqueueUploadCommand.self, InitCommand.self, EncryptCommand.self, RekeyCommand.self,
         ]
     )
 
