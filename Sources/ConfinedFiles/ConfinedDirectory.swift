@@ -74,8 +74,8 @@ public final class ConfinedDirectory: @unchecked Sendable {
         guard !names.isEmpty else { throw .wrongType(path: shown, found: .directory, expected: .regular) }
         let flags = access.flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
         // openat2 refuses a mode without O_CREAT (EINVAL), where openat ignores it.
-        let creationMode = flags & O_CREAT != 0 ? UInt64(mode) : 0
-        var fd = jobrun_openat2(descriptor, relative, UInt64(UInt32(bitPattern: flags)), creationMode, Self.resolve)
+        let createMode = flags & O_CREAT != 0 ? UInt64(mode) : 0
+        var fd = jobrun_openat2(descriptor, relative, UInt64(UInt32(bitPattern: flags)), createMode, Self.resolve)
         if fd < 0, errno == ENOSYS {
             let parent = try directory(names.dropLast().joined(separator: "/"))
             fd = openat(parent.descriptor, names.last!, flags, mode)

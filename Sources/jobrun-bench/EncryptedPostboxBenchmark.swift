@@ -35,7 +35,9 @@ struct EncryptedPostboxBenchmark {
             for p in [raw, plain, encrypted] { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: p + s) } }
             versusPlain = best(
                 versusPlain,
-                try workloads.run(raw: PostboxSide(postbox: try Postbox(path: plain)), product: PostboxSide(postbox: try Postbox(path: encrypted, key: key)), peerFirst: round == 0))
+                try workloads.run(
+                    raw: PostboxSide(postbox: try Postbox(path: plain)), product: PostboxSide(postbox: try Postbox(path: encrypted, key: key)),
+                    peerFirst: round == 0))
             try? FileManager.default.removeItem(atPath: plain)
             for s in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: plain + s) }
             versusRaw = best(versusRaw, try workloads.run(raw: try RawStore(path: raw), postbox: try Postbox(path: plain), peerFirst: round == 1))
@@ -46,7 +48,8 @@ struct EncryptedPostboxBenchmark {
         for (vp, vr) in zip(versusPlain, versusRaw) {
             let ratio = vp.postbox / vp.raw
             BenchRatios.record(
-                "postbox-encrypted", vp.name, product: fmt(Double(vp.ops) / vp.postbox, 0) + " ops/s", peer: fmt(Double(vp.ops) / vp.raw, 0) + " ops/s plain Postbox",
+                "postbox-encrypted", vp.name, product: fmt(Double(vp.ops) / vp.postbox, 0) + " ops/s",
+                peer: fmt(Double(vp.ops) / vp.raw, 0) + " ops/s plain Postbox",
                 ratio: vp.raw / vp.postbox, target: 1 / Self.target)
             table.add([
                 vp.name, fmt(Double(vr.ops) / vr.raw, 0), fmt(Double(vp.ops) / vp.raw, 0), fmt(Double(vp.ops) / vp.postbox, 0), fmt(ratio) + "×",
@@ -56,7 +59,8 @@ struct EncryptedPostboxBenchmark {
         let (plainOpen, encryptedOpen) = try openTimes(plain: plain, encrypted: encrypted, key: key)
         let added = (encryptedOpen - plainOpen) * 1000
         BenchRatios.record(
-            "postbox-encrypted", "open an existing store", product: fmt(encryptedOpen * 1000, 3) + " ms with a raw key", peer: fmt(plainOpen * 1000, 3) + " ms plain",
+            "postbox-encrypted", "open an existing store", product: fmt(encryptedOpen * 1000, 3) + " ms with a raw key",
+            peer: fmt(plainOpen * 1000, 3) + " ms plain",
             ratio: plainOpen / encryptedOpen, target: nil)
         table.add([
             "open + close an existing store (\(opens)×, ms each)", "", fmt(plainOpen * 1000, 3), fmt(encryptedOpen * 1000, 3), "+" + fmt(added, 3) + " ms",

@@ -52,17 +52,29 @@ struct PostboxWorkloads {
             return (try measure(peer), b)
         }
 
-        let bulk = try pair { try raw.bulkInsert(messages: messages, peers: peers) } _: { try product.bulkInsert(messages: messages, peers: peers) }
+        let bulk = try pair {
+            try raw.bulkInsert(messages: messages, peers: peers)
+        } _: {
+            try product.bulkInsert(messages: messages, peers: peers)
+        }
         timings.append(Timing(name: "bulk insert \(messages) messages, 1 transaction", ops: messages, raw: bulk.raw, postbox: bulk.postbox))
 
-        let small = try pair { try raw.smallTransactions(smallTransactions) } _: { try product.smallTransactions(smallTransactions) }
+        let small = try pair {
+            try raw.smallTransactions(smallTransactions)
+        } _: {
+            try product.smallTransactions(smallTransactions)
+        }
         timings.append(Timing(name: "\(smallTransactions) single-row transactions", ops: smallTransactions, raw: small.raw, postbox: small.postbox))
 
         var rng = SeededGenerator(seed: 42)
         let ids = (0..<reads).map { _ in (Int64(rng.next() % UInt64(peers)) + 1, Int32(rng.next() % UInt64(perPeer)) + 1) }
         var rawFound = 0
         var boxFound = 0
-        let pointReads = try pair { rawFound = try raw.pointReads(ids) } _: { boxFound = try product.pointReads(ids) }
+        let pointReads = try pair {
+            rawFound = try raw.pointReads(ids)
+        } _: {
+            boxFound = try product.pointReads(ids)
+        }
         guard rawFound == reads && boxFound == reads else {
             throw BenchError("every read must find its message (peer \(rawFound), measured \(boxFound))")
         }
@@ -70,7 +82,11 @@ struct PostboxWorkloads {
 
         var rawRows = 0
         var boxRows = 0
-        let scan = try pair { rawRows = try raw.scan(peer: 1) } _: { boxRows = try product.scan(peer: 1) }
+        let scan = try pair {
+            rawRows = try raw.scan(peer: 1)
+        } _: {
+            boxRows = try product.scan(peer: 1)
+        }
         guard rawRows == perPeer && boxRows == perPeer else { throw BenchError("scans must see every row (peer \(rawRows), measured \(boxRows))") }
         timings.append(Timing(name: "range scan of \(perPeer) rows", ops: perPeer, raw: scan.raw, postbox: scan.postbox))
         return timings

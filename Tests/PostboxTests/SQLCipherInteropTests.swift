@@ -63,13 +63,8 @@ final class SQLCipherInteropTests: XCTestCase {
 
     func testSQLCipherReadsTheCommitsOfAKilledWriter() throws {
         let store = TestStore(.encryptedSqlite)
-        let spec = try store.childSpec()
-        _ = try store.postbox()
-        let child = try ChildProcess(Products.executable("jobrun-testkit"), ["big-transaction", spec, "20000"])
-        XCTAssertTrue(child.waitForOutput("midway", timeout: 300), child.stderr)
-        child.signal(SIGKILL)
-        _ = child.wait()
-        let out = try sqlcipher(["dump", String(spec.split(separator: ":")[1]), store.identity])
+        try store.killWriterMidTransaction(rows: 20_000)
+        let out = try sqlcipher(["dump", keyFile(store.key!, in: store.directory), store.identity])
         XCTAssertTrue(out.hasPrefix("integrity ok\n"), out)
         XCTAssertTrue(out.contains(Data("committed before".utf8).map { String(format: "%02X", $0) }.joined()), "the committed peer is read")
         XCTAssertEqual(out, try dump(store.identity, key: store.key!))
@@ -100,7 +95,10 @@ final class SQLCipherInteropTests: XCTestCase {
             try box.set(ints, key: ValueBoxKey(Int64(5000)), value: Data("written by jobrun".utf8))
             try box.commit()
             box.close()
-            XCTAssertTrue(try sqlcipher(["dump", dir.file("key"), path]).contains("t100 1388:" + Data("written by jobrun".utf8).map { String(format: "%02X", $0) }.joined()))
+            XCTAssertTrue(
+                try sqlcipher(["dump", dir.file("key"), path]).contains(
+                    "t100 " + Data("5000".utf8).map { String(format: "%02X", $0) }.joined() + ":"
+                        + Data("written by jobrun".utf8).map { String(format: "%02X", $0) }.joined()))
         }
     }
 }

@@ -81,6 +81,18 @@ final class TestStore: @unchecked Sendable {
     }
 }
 
+extension TestStore {
+    /// A child process commits peer 1 ("committed before"), then adds `rows` messages of peer 2
+    /// in one transaction and is killed with SIGKILL halfway through it.
+    func killWriterMidTransaction(rows: Int) throws {
+        _ = try postbox()
+        let child = try ChildProcess(Products.executable("jobrun-testkit"), ["big-transaction", try childSpec(), "\(rows)"])
+        XCTAssertTrue(child.waitForOutput("midway", timeout: 300), child.stderr)
+        child.signal(SIGKILL)
+        _ = child.wait()
+    }
+}
+
 /// Runs `body` once per engine, each with a fresh store. A thrown error names the engine; an
 /// assertion failure follows the `engine:` line the run printed.
 func forEachEngine(_ body: (TestStore) throws -> Void) throws {

@@ -27,8 +27,9 @@ public struct RunAlerts: Sendable {
     public init(root: DataRoot, logger: JobLogger, environment: [String: String] = LaunchEnvironment.variables) {
         self.root = root
         self.logger = logger
-        defaultOnFailure = environment["JOBRUN_ON_FAILURE"].flatMap { $0.isEmpty ? nil : $0 }
-        defaultHeartbeat = environment["JOBRUN_HEARTBEAT"].flatMap { $0.isEmpty || !HeartbeatURL.isValid($0) ? nil : $0 }
+        func variable(_ param: any JobParameter) -> String? { param.spec.environment.flatMap { environment[$0] } }
+        defaultOnFailure = variable(JobFileSection.onFailure).flatMap { $0.isEmpty ? nil : $0 }
+        defaultHeartbeat = variable(JobFileSection.heartbeat).flatMap { $0.isEmpty || !HeartbeatURL.isValid($0) ? nil : $0 }
     }
 
     public func heartbeat(for job: JobFile) -> HeartbeatURL? {
@@ -133,10 +134,8 @@ struct AlertState {
 
     private func read() -> (failures: Int, alerted: Bool)? {
         // No file (the usual case: no failure streak) costs one `open`, not a FileManager.
-        guard case .success(let bytes) = SmallFile.read(root.alerts.appendingPathComponent(name).path, limit: 65_536),
-            let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
-        else { return nil }
-        return ((object["failures"] as? NSNumber)?.intValue ?? 0, (object["alerted"] as? Bool) ?? false)
+        guard let values = RunStateFile.read(root.alerts.appendingPathComponent(name).path, as: AlertStateSection.self) else { return nil }
+        return (values[AlertStateSection.failures], values[AlertStateSection.alerted])
     }
 
     private func write(failures: Int, alerted: Bool) {

@@ -90,10 +90,13 @@ final class PageCipher {
         let iv = UnsafePointer(reserve.assumingMemoryBound(to: UInt8.self))
         var written: Int32 = 0
         guard EVP_CipherInit_ex(encryptor, nil, nil, nil, iv, 1) == 1,
-            EVP_CipherUpdate(encryptor, (out + offset).assumingMemoryBound(to: UInt8.self), &written, (plain + offset).assumingMemoryBound(to: UInt8.self), Int32(size)) == 1,
+            EVP_CipherUpdate(
+                encryptor, (out + offset).assumingMemoryBound(to: UInt8.self), &written, (plain + offset).assumingMemoryBound(to: UInt8.self), Int32(size))
+                == 1,
             written == Int32(size)
         else { return false }
-        return mac(page: page, over: UnsafeRawPointer(out + offset), count: size + Self.ivSize, into: (reserve + Self.ivSize).assumingMemoryBound(to: UInt8.self))
+        return mac(
+            page: page, over: UnsafeRawPointer(out + offset), count: size + Self.ivSize, into: (reserve + Self.ivSize).assumingMemoryBound(to: UInt8.self))
     }
 
     /// Checks and decrypts page `page` from `disk` into `out` (SQLite's view, with
@@ -112,7 +115,8 @@ final class PageCipher {
         }
         var written: Int32 = 0
         guard EVP_CipherInit_ex(decryptor, nil, nil, nil, reserve.assumingMemoryBound(to: UInt8.self), 0) == 1,
-            EVP_CipherUpdate(decryptor, (out + offset).assumingMemoryBound(to: UInt8.self), &written, (disk + offset).assumingMemoryBound(to: UInt8.self), Int32(size)) == 1,
+            EVP_CipherUpdate(
+                decryptor, (out + offset).assumingMemoryBound(to: UInt8.self), &written, (disk + offset).assumingMemoryBound(to: UInt8.self), Int32(size)) == 1,
             written == Int32(size)
         else {
             out.initializeMemory(as: UInt8.self, repeating: 0, count: Self.pageSize)

@@ -119,7 +119,7 @@ extension StoreFileState {
         var index = start
         while index <= frame {
             guard readReal(disk, StoreFileState.frameSize, WALFrames.frameOffset(index)) == SQLITE_OK,
-                authenticate(cipher, page: WALFrames.bigEndian32(disk, 0), disk: disk + WALFrames.headerSize, into: plain, file: path + "-wal")
+                authenticate(cipher, page: WALFrames.bigEndian32(disk, 0), disk: disk + WALFrames.headerSize, into: plain, file: path)
             else { return nil }
             sum = WALFrames.checksum(disk, 8, bigEndian: header.bigEndian, from: sum)
             sum = WALFrames.checksum(plain, PageCipher.pageSize, bigEndian: header.bigEndian, from: sum)
@@ -145,7 +145,7 @@ extension StoreFileState {
                 buffer.initializeMemory(as: UInt8.self, repeating: 0, count: amount)
                 return rc
             }
-            guard authenticate(cipher, page: WALFrames.bigEndian32(disk, 0), disk: disk + WALFrames.headerSize, into: buffer, file: path + "-wal") else {
+            guard authenticate(cipher, page: WALFrames.bigEndian32(disk, 0), disk: disk + WALFrames.headerSize, into: buffer, file: path) else {
                 return StoreVFS.authenticationError
             }
             return SQLITE_OK
@@ -183,7 +183,7 @@ extension StoreFileState {
             return SQLITE_OK
         }
         guard let previous = shownChecksum(after: frame - 1, header: header, cipher: cipher) else { return StoreVFS.authenticationError }
-        guard authenticate(cipher, page: WALFrames.bigEndian32(disk, 0), disk: disk + WALFrames.headerSize, into: buffer + WALFrames.headerSize, file: path + "-wal")
+        guard authenticate(cipher, page: WALFrames.bigEndian32(disk, 0), disk: disk + WALFrames.headerSize, into: buffer + WALFrames.headerSize, file: path)
         else { return StoreVFS.authenticationError }
         var sum = WALFrames.checksum(disk, 8, bigEndian: header.bigEndian, from: previous)
         sum = WALFrames.checksum(buffer + WALFrames.headerSize, PageCipher.pageSize, bigEndian: header.bigEndian, from: sum)
@@ -235,16 +235,7 @@ extension StoreFileState {
             guard prepareSalt(cipher, writingPage: page), cipher.encrypt(page: page, plain: buffer, into: disk + WALFrames.headerSize) else {
                 return StoreVFS.writeError
             }
-            guard let header = walHeader(salt: Self.salt(ofFrameHeader: disk)), let previous = diskChecksum(after: frame - 1, header: header) else {
-                return StoreVFS.writeError
-            }
-            var sum = WALFrames.checksum(disk, 8, bigEndian: header.bigEndian, from: previous)
-            sum = WALFrames.checksum(disk + WALFrames.headerSize, PageCipher.pageSize, bigEndian: header.bigEndian, from: sum)
-            WALFrames.putBigEndian32(disk, 16, sum.0)
-            WALFrames.putBigEndian32(disk, 20, sum.1)
-            let rc = writeReal(disk, StoreFileState.frameSize, frameStart)
-            wal?.written = rc == SQLITE_OK ? (frame, header.salt, sum) : nil
-            return rc
+            return writeSealed(frame, bytes: StoreFileState.frameSize)
         default:
             return StoreVFS.writeError
         }
@@ -256,14 +247,23 @@ extension StoreFileState {
         wal?.pendingFrame = nil
         let frameStart = WALFrames.frameOffset(frame)
         wal?.pendingHeader.withUnsafeBytes { disk.copyMemory(from: $0.baseAddress!, byteCount: WALFrames.headerSize) }
-        guard readReal(disk + WALFrames.headerSize, PageCipher.pageSize, frameStart + Int64(WALFrames.headerSize)) == SQLITE_OK,
-            let header = walHeader(salt: Self.salt(ofFrameHeader: disk)), let previous = diskChecksum(after: frame - 1, header: header)
-        else { return StoreVFS.writeError }
+        guard readReal(disk + WALFrames.headerSize, PageCipher.pageSize, frameStart + Int64(WALFrames.headerSize)) == SQLITE_OK else {
+            return StoreVFS.writeError
+        }
+        return writeSealed(frame, bytes: WALFrames.headerSize)
+    }
+
+    /// Sets the checksums of the frame in `disk` (its header, then its ciphertext), chained from
+    /// the frame before it on disk, and writes its first `bytes` bytes (the header, or all).
+    private func writeSealed(_ frame: Int64, bytes: Int) -> Int32 {
+        guard let header = walHeader(salt: Self.salt(ofFrameHeader: disk)), let previous = diskChecksum(after: frame - 1, header: header) else {
+            return StoreVFS.writeError
+        }
         var sum = WALFrames.checksum(disk, 8, bigEndian: header.bigEndian, from: previous)
         sum = WALFrames.checksum(disk + WALFrames.headerSize, PageCipher.pageSize, bigEndian: header.bigEndian, from: sum)
         WALFrames.putBigEndian32(disk, 16, sum.0)
         WALFrames.putBigEndian32(disk, 20, sum.1)
-        let rc = writeReal(disk, WALFrames.headerSize, frameStart)
+        let rc = writeReal(disk, bytes, WALFrames.frameOffset(frame))
         wal?.written = rc == SQLITE_OK ? (frame, header.salt, sum) : nil
         return rc
     }

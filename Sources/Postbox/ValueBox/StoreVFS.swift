@@ -98,7 +98,8 @@ enum StoreVFS {
         }
         methods.pointee.xShmUnmap = { file, delete in StoreVFS.state(file).forward { $0.pointee.pMethods.pointee.xShmUnmap($0, delete) } }
         if version >= 3 {
-            methods.pointee.xFetch = { file, offset, amount, out in StoreVFS.state(file).forward { $0.pointee.pMethods.pointee.xFetch($0, offset, amount, out) } }
+            methods.pointee.xFetch = { file, offset, amount, out in StoreVFS.state(file).forward { $0.pointee.pMethods.pointee.xFetch($0, offset, amount, out) }
+            }
             methods.pointee.xUnfetch = { file, offset, pointer in StoreVFS.state(file).forward { $0.pointee.pMethods.pointee.xUnfetch($0, offset, pointer) } }
         }
         return methods
@@ -107,7 +108,9 @@ enum StoreVFS {
 
 /// `xFullPathname`: the name made absolute, without resolving links (the unix VFS's own
 /// resolves them, which would open a link's target under the target's name).
-private func storeFullPathname(_ vfs: UnsafeMutablePointer<sqlite3_vfs>?, _ name: UnsafePointer<CChar>?, _ size: Int32, _ out: UnsafeMutablePointer<CChar>?) -> Int32 {
+private func storeFullPathname(_ vfs: UnsafeMutablePointer<sqlite3_vfs>?, _ name: UnsafePointer<CChar>?, _ size: Int32, _ out: UnsafeMutablePointer<CChar>?)
+    -> Int32
+{
     guard let name, let out else { return SQLITE_CANTOPEN }
     var full = String(cString: name)
     if !full.hasPrefix("/") {
