@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "ConfinedFiles", dependencies: ["CLinux"]),
 
         // Storage engine: ValueBox on SQLite, binary encoding, tables, transactions.
-        .target(name: "Postbox", dependencies: ["CSQLite"]),
+        .target(name: "Postbox", dependencies: ["CSQLite", "COpenSSL", "ConfinedFiles"]),
         // ValueBox on PostgreSQL: Postbox's seam on a shared server. Its own target, so Postbox
         // (and everything that only needs SQLite) never links SwiftNIO.
         .target(

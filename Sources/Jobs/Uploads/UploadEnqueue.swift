@@ -19,12 +19,13 @@ public enum UploadEnqueue {
         let postbox: Postbox
         let uploads: ConfinedDirectory
         let cluster = try ClusterConfig.load(root: root)
+        let key = try RootKey.load(root: root, environment: environment)
         do {
             try root.createDirectories()
             try root.verifyLayout()
             try paths.createDirectories()
             uploads = try paths.uploadsDirectory(create: true)
-            postbox = try PostboxStore.open(account: account, paths: paths, cluster: cluster)
+            postbox = try PostboxStore.open(account: account, paths: paths, cluster: cluster, key: key)
         } catch {
             throw StorageFailure.jobError(error, doing: "cannot open account \(account) under \(root.path)")
         }
