@@ -59,6 +59,7 @@ final class DataRootLayoutTests: XCTestCase {
         try file(root.suspended.appendingPathComponent("j"), "{}\n")
         try file(root.alerts.appendingPathComponent("j"), "{}\n")
         try file(root.temp(process: "media-tier").appendingPathComponent(".keep"))
+        try file(root.url.appendingPathComponent(RootKeySource.rootRelativePath), String(repeating: "k", count: 64))
         for folder in [root.temp, root.temp(process: "media-tier"), root.logs, root.logs(process: "run")] { chmod(folder.path, 0o700) }
         return root
     }

@@ -47,6 +47,10 @@ extension DataRoot {
         }
         for folder in Self.sharedFolders { paths.append(DataRootPath([folder], .directory)) }
         paths.append(DataRootPath([ClusterConfig.fileName], .file, writes: false))
+        // The store key (`keys/store.key`) and its folder.
+        let key = RootKeySource.rootRelativePath.split(separator: "/").map(String.init)
+        paths.append(DataRootPath(Array(key.dropLast()), .directory))
+        if children(Array(key.dropLast())).contains(key[key.count - 1]) { paths.append(DataRootPath(key, .file, writes: false)) }
         for name in children(["logs"]) where name.hasSuffix("-logs") {
             paths.append(DataRootPath(["logs", name], .directory))
             for file in children(["logs", name]) where !file.hasPrefix(".") { paths.append(DataRootPath(["logs", name, file], .file)) }
