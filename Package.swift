@@ -64,7 +64,7 @@ let package = Package(
         .target(
             name: "Jobs",
             dependencies: [
-                "CloudCore", "CloudProtocol", "MediaBox", "Postbox", "PostboxPostgres",
+                "CloudCore", "CloudProtocol", "MediaBox", "Postbox", "PostboxPostgres", "ConfinedFiles",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),

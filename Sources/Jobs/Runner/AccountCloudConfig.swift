@@ -95,8 +95,8 @@ public enum AccountCloudConfig {
         if st.st_uid != geteuid() && st.st_uid != 0 {
             return "the credentials file \(path) is owned by \(DataRoot.userName(st.st_uid)), not by \(DataRoot.userName(geteuid())) who runs jobrun"
         }
-        if st.st_mode & 0o077 != 0 {
-            return "the credentials file \(path) is readable or writable by group or others (mode \(DataRoot.octal(st.st_mode & 0o7777))); `chmod 600 \(path)`"
+        if let problem = CredentialFileMode.problem(mode: st.st_mode, group: st.st_gid) {
+            return "the credentials file \(path): \(problem); \(CredentialFileMode.fix(path))"
         }
         return nil
     }
