@@ -137,6 +137,44 @@ final class HistoryRetentionIntegrationTests: XCTestCase {
         XCTAssertEqual(try store().checkHistoryConsistency(), [])
     }
 
+    /// `maxSize` holds for the database as it stands after the process exits and its WAL is
+    /// checkpointed, the run's own closing record included, not only for the figure the run
+    /// measured before writing that record.
+    func testSizeLimitHoldsForTheFileAfterTheProcessExits() throws {
+        let cloud = try startCloudd(["--seed", "62", "--dcs", "1", "--peers", "8", "--messages-per-peer", "80", "--cdn-fraction", "0"])
+        let h = JobrunHarness()
+        try h.configureAccount(for: cloud)
+        try h.syncOnce(initialMessages: 80)
+        func settledBytes() throws -> Int64 {
+            let store = try Postbox(path: dbPath(h))
+            _ = try store.checkpointWAL(truncate: true)
+            return try store.databaseBytes()
+        }
+        let before = try settledBytes()
+        let limit = before * 6 / 10
+        try h.writeJob(
+            "retention",
+            """
+            name: retention
+            kind: history-retention
+            params:
+              maxSize: \(limit)
+              keepNewest: 2
+              batchSize: 50
+            """)
+        // Each run adds its record; a dozen runs fill pages of the run table, so some run's
+        // closing record needs a new page after its last measurement.
+        for round in 1...12 {
+            let run = try h.run(["run", "retention", "--json"])
+            XCTAssertEqual(run.status, 0, run.stderr)
+            let after = try settledBytes()
+            XCTAssertLessThanOrEqual(after, limit, "round \(round): \(after) > \(limit) once the run's record is in the file")
+            var st = stat()
+            XCTAssertEqual(stat(dbPath(h), &st), 0)
+            XCTAssertLessThanOrEqual(Int64(st.st_size), limit, "round \(round): the file itself")
+        }
+    }
+
     /// A job without any limit is a configuration error (exit 78) that names what is missing.
     func testRetentionWithoutALimitIsAConfigurationError() throws {
         let h = JobrunHarness()

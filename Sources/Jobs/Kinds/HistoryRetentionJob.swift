@@ -12,6 +12,8 @@ public struct HistoryRetentionJob: JobKind {
     public static let summary = "keep the Postbox bounded: history past an age, a count per peer or a size limit becomes holes"
     public static let reportEvent = "retention.report"
     public static let usesCloud = false
+    /// The demo cloud's chats hold 40 messages each: half of every chat's history is dropped.
+    public static let demo = KindDemo(params: ["maxMessagesPerPeer: 20", "keepNewest: 10"])
 
     public static let maxAge = OptionalParam<Duration>(
         "maxAge", range: 3600...(36_500 * 86_400), doc: "drop messages older than this (default: no age limit)")
