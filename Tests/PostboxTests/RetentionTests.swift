@@ -180,7 +180,7 @@ final class RetentionTests: XCTestCase {
                     resourceId: "sticker-77", parent: .message(MessageId(peerId: peer, id: 1)), fileReference: Data([1, 2, 3]),
                     obtainedAt: 1_700_000_000, media: sticker.id))
         }
-        var policy = HistoryRetentionPolicy()
+        var policy = RetentionFixture.policy()
         policy.maxMessagesPerPeer = 10
         policy.keepNewest = 10
         policy.batchSize = 4
