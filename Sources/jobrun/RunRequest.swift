@@ -39,6 +39,7 @@ struct RunRequest: Equatable, Sendable {
         if scheduled, let missed = missedDeadline(jobFile) {
             let due = ISO8601DateFormatter().string(from: missed)
             log.warning("run.missed", ["due": .string(due), "msg": .string("scheduled start \(due) is older than startingDeadline: skipped")])
+            await env.runner.recordMissed(jobFile, due: missed, log: log)
             if !isQuiet { print("\(jobFile.name): skipped — its scheduled start (\(due)) is older than startingDeadline") }
             return
         }

@@ -110,7 +110,7 @@ final class ObjectStorageConfigTests: XCTestCase {
         XCTAssertEqual(config.credentialsFile, dir.file("keys"))
 
         let planted = "PLANTED-\(UUID().uuidString)"
-        try write("[default]\naws_access_key_id = AKIDX\naws_secret_access_key = \(planted)\n", to: dir.file("keys"), mode: 0o640)
+        try write("[default]\naws_access_key_id = AKIDX\naws_secret_access_key = \(planted)\n", to: dir.file("keys"), mode: 0o644)
         XCTAssertThrowsError(try config.credentials(environment: [:])) { error in
             XCTAssertTrue("\(error)".contains(dir.file("keys")), "\(error)")
             XCTAssertFalse("\(error)".contains(planted))

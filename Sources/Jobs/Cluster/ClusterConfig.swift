@@ -1,3 +1,4 @@
+import CloudCore
 import Foundation
 
 /// `<root>/cluster.yaml`: what this host shares with the other hosts of a fleet
@@ -5,8 +6,9 @@ import Foundation
 /// is shared: Postbox stays on SQLite under the root.
 ///
 /// The file may hold credentials' locations, so like a private key it must not be readable by
-/// group or others, and no error ever shows a value from it. Its sections are declared in
-/// `ClusterSections.swift` and decoded by the one configuration decoder.
+/// others, nor by a group that is not this process's own (`CredentialFileMode`), and no error
+/// ever shows a value from it. Its sections are declared in `ClusterSections.swift` and decoded
+/// by the one configuration decoder.
 public struct ClusterConfig: Sendable {
     /// The file's name under the data root.
     public static let fileName = "cluster.yaml"
@@ -36,10 +38,8 @@ public struct ClusterConfig: Sendable {
         var text = ""
         var st = stat()
         if stat(path, &st) == 0 {
-            if st.st_mode & 0o077 != 0 {
-                throw .config(
-                    "the cluster configuration \(shown) is readable or writable by group or others (mode \(DataRoot.octal(st.st_mode & 0o7777))); it names credentials: `chmod 600 \(shown)`"
-                )
+            if let problem = CredentialFileMode.problem(mode: st.st_mode, group: st.st_gid) {
+                throw .config("the cluster configuration \(shown): \(problem); it names credentials: \(CredentialFileMode.fix(shown))")
             }
             if st.st_uid != geteuid() && st.st_uid != 0 {
                 throw .config(

@@ -34,7 +34,8 @@ public enum JobFileSection: ConfigSection {
         "heartbeat", environment: "JOBRUN_HEARTBEAT",
         doc: "http(s) URL pinged at start, success and failure (`{job}` in the variable is the job's name)")
     public static let heartbeatTimeout = Param<Duration>(
-        "heartbeatTimeout", default: .seconds(10), range: 1...300, doc: "time allowed for each of a ping's 3 attempts")
+        "heartbeatTimeout", default: .seconds(10), range: 1...300,
+        doc: "time allowed for a ping, its 3 attempts together; the pings at a run's end share it, so a finished run exits at most this long after its work")
 
     public static let parameters: [any JobParameter] = [
         name, kind, description, enabled, schedule, timeZone, timeout, retry, concurrencyPolicy, lockWait, startingDeadline,

@@ -96,9 +96,8 @@ public enum AccountCloudConfig {
         if st.st_uid != geteuid() && st.st_uid != 0 {
             return "the credentials file \(shown) is owned by \(DataRoot.userName(st.st_uid)), not by \(DataRoot.userName(geteuid())) who runs jobrun"
         }
-        if st.st_mode & 0o077 != 0 {
-            return
-                "the credentials file \(shown) is readable or writable by group or others (mode \(DataRoot.octal(st.st_mode & 0o7777))); `chmod 600 \(shown)`"
+        if let problem = CredentialFileMode.problem(mode: st.st_mode, group: st.st_gid) {
+            return "the credentials file \(shown): \(problem); \(CredentialFileMode.fix(shown))"
         }
         return nil
     }

@@ -5,8 +5,10 @@ public enum AlertStateSection: ConfigSection {
     public static let job = OptionalParam<String>("job", doc: "the job's name")
     public static let failures = Param<Int>("failures", default: 0, range: 0...Double(Int32.max), doc: "failed runs in a row so far")
     public static let alerted = Param<Bool>("alerted", default: false, doc: "whether the failure hook ran for this streak")
+    public static let reported = OptionalParam<String>(
+        "reported", doc: "the service run (`$INVOCATION_ID`) whose failure jobrun reported and no `notify-failure` has claimed yet")
 
-    public static let parameters: [any JobParameter] = [job, failures, alerted]
+    public static let parameters: [any JobParameter] = [job, failures, alerted, reported]
 }
 
 /// `<root>/suspended/<job>`: why and since when a job is paused, written by `jobrun pause` (one
