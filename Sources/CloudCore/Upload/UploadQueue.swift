@@ -174,15 +174,16 @@ public final class UploadQueue: Sendable {
         var container: SecretStagedContainer?
         var storedPath = request.path
         if request.secret {
-            let temporary = (dir as NSString).appendingPathComponent(".staging-\(UUID().uuidString)")
+            let name = ".staging-\(UUID().uuidString)"
+            let uploads = try await UploadIO.run { try self.uploadsDirectory() }
             container = try await UploadIO.run { () throws -> SecretStagedContainer in
                 let input = Glibc.open(request.path, O_RDONLY | O_CLOEXEC)
                 guard input >= 0 else { throw MultipartUploadError.fileUnreadable(path: request.path, reason: UploadIO.describe(errno)) }
                 defer { close(input) }
                 let size = try UploadIO.stat(fd: input).size
-                return try SecretStagedContainer.write(input: input, source: request.path, size: size, to: temporary)
+                return try SecretStagedContainer.write(input: input, source: request.path, size: size, to: name, in: uploads)
             }
-            storedPath = temporary
+            storedPath = uploads.display(name)
         }
         defer { if storedPath != request.path { unlink(storedPath) } }
         let stored = try await source.store(file: storedPath, scratchDirectory: dir)

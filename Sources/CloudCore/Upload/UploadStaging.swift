@@ -80,11 +80,10 @@ enum UploadStager {
             if mode == .link { throw MultipartUploadError.staging(path: source, reason: "cannot hard-link into the data root: \(linkFailure)") }
         }
         if secret {
-            // A new name (`O_CREAT | O_EXCL`) in the uploads folder, which the run checked.
-            let path = uploads.display(temporary)
-            let container = try SecretStagedContainer.write(input: input, source: source, size: size, to: path)
+            let container = try SecretStagedContainer.write(input: input, source: source, size: size, to: temporary, in: uploads)
             return StagedCopy(
-                path: path, size: size, sha256: container.plaintextSHA256, mtimeNs: container.mtimeNs, linked: false, container: container)
+                path: uploads.display(temporary), size: size, sha256: container.plaintextSHA256, mtimeNs: container.mtimeNs, linked: false,
+                container: container)
         }
         return try copy(input: input, source: source, size: size, to: temporary, in: uploads)
     }
