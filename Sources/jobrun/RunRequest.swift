@@ -2,9 +2,8 @@ import ArgumentParser
 import Foundation
 import Jobs
 
-/// What `jobrun run` was asked to do, as plain values, and the run itself. ArgumentParser's
-/// `RunCommand` reads every spelling of the line into it; `RunCommandLine` reads the plain
-/// spellings cron and timers write without building `RunCommand`'s option wrappers at all.
+/// What `jobrun run` was asked to do, as plain values, and the run itself. `RunCommand` reads
+/// the line into it.
 struct RunRequest: Equatable, Sendable {
     var job: String
     var options = GlobalSettings()

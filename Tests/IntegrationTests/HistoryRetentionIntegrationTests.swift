@@ -10,6 +10,23 @@ import XCTest
 final class HistoryRetentionIntegrationTests: XCTestCase {
     var dbPath: (JobrunHarness) -> String { { $0.account + "/postbox/db/db.sqlite" } }
 
+    /// A retention job without a limit is refused by `validate` as it is by `run`: the rule is
+    /// the kind's schema, which every command applies.
+    func testValidateAndRunBothRefuseRetentionWithoutALimit() throws {
+        let h = JobrunHarness()
+        try h.writeJob("nolimit", "name: nolimit\nkind: history-retention\nparams:\n  keepNewest: 10\n")
+        let validate = try h.run(["validate", h.jobsDir + "/nolimit.yaml"])
+        XCTAssertEqual(validate.status, 78, validate.stdout + validate.stderr)
+        XCTAssertTrue(
+            validate.stderr.contains("nolimit.yaml:4:3: history-retention needs at least one of maxAge, maxMessagesPerPeer, maxSize"), validate.stderr)
+        let run = try h.run(["run", "nolimit"])
+        XCTAssertEqual(run.status, 78, run.stdout + run.stderr)
+        XCTAssertTrue(run.stderr.contains("history-retention needs at least one of"), run.stderr)
+        try h.writeJob("withlimit", "name: withlimit\nkind: history-retention\nparams:\n  maxSize: 1PB\n")
+        let valid = try h.run(["validate", h.jobsDir + "/withlimit.yaml"])
+        XCTAssertEqual(valid.status, 0, valid.stdout + valid.stderr)
+    }
+
     func testRetentionTrimsToHolesThatSyncRefillsOnRequest() throws {
         let cloud = try startCloudd(["--seed", "61", "--dcs", "2", "--peers", "5", "--messages-per-peer", "60", "--cdn-fraction", "0"])
         let h = JobrunHarness()
@@ -118,6 +135,44 @@ final class HistoryRetentionIntegrationTests: XCTestCase {
         XCTAssertEqual(try store().readSync { try $0.holes.entries(peer: target) }, [])
         for peer in peers where peer != target { XCTAssertEqual(try ids(peer).count, min(20, before[peer]!.count)) }
         XCTAssertEqual(try store().checkHistoryConsistency(), [])
+    }
+
+    /// `maxSize` holds for the database as it stands after the process exits and its WAL is
+    /// checkpointed, the run's own closing record included, not only for the figure the run
+    /// measured before writing that record.
+    func testSizeLimitHoldsForTheFileAfterTheProcessExits() throws {
+        let cloud = try startCloudd(["--seed", "62", "--dcs", "1", "--peers", "8", "--messages-per-peer", "80", "--cdn-fraction", "0"])
+        let h = JobrunHarness()
+        try h.configureAccount(for: cloud)
+        try h.syncOnce(initialMessages: 80)
+        func settledBytes() throws -> Int64 {
+            let store = try Postbox(path: dbPath(h))
+            _ = try store.checkpointWAL(truncate: true)
+            return try store.databaseBytes()
+        }
+        let before = try settledBytes()
+        let limit = before * 6 / 10
+        try h.writeJob(
+            "retention",
+            """
+            name: retention
+            kind: history-retention
+            params:
+              maxSize: \(limit)
+              keepNewest: 2
+              batchSize: 50
+            """)
+        // Each run adds its record; a dozen runs fill pages of the run table, so some run's
+        // closing record needs a new page after its last measurement.
+        for round in 1...12 {
+            let run = try h.run(["run", "retention", "--json"])
+            XCTAssertEqual(run.status, 0, run.stderr)
+            let after = try settledBytes()
+            XCTAssertLessThanOrEqual(after, limit, "round \(round): \(after) > \(limit) once the run's record is in the file")
+            var st = stat()
+            XCTAssertEqual(stat(dbPath(h), &st), 0)
+            XCTAssertLessThanOrEqual(Int64(st.st_size), limit, "round \(round): the file itself")
+        }
     }
 
     /// A job without any limit is a configuration error (exit 78) that names what is missing.

@@ -20,7 +20,7 @@ final class RetentionTests: XCTestCase {
         let before = try postbox.databaseBytes()
         let limit = before * 4 / 10
 
-        var policy = HistoryRetentionPolicy()
+        var policy = RetentionFixture.policy()
         policy.sizeLimit = limit
         policy.keepNewest = keep
         policy.batchSize = 500
@@ -78,7 +78,7 @@ final class RetentionTests: XCTestCase {
         let postbox = try Postbox(path: dir.file("db.sqlite"))
         try RetentionFixture.fill(postbox, peers: 30, perPeer: 60)
         let now = Int64(RetentionFixture.timestamp(peer: 0, message: 40))  // messages 1…39 are older than 0 s
-        var policy = HistoryRetentionPolicy()
+        var policy = RetentionFixture.policy()
         policy.now = now
         policy.maxAge = 0
         policy.maxMessagesPerPeer = 50
@@ -111,7 +111,7 @@ final class RetentionTests: XCTestCase {
 
         // Count alone, with a smaller keep: beyond the newest 30 goes.
         // Count alone, with a smaller keep: beyond the newest 30 goes (peers trimmed to 25 above keep theirs).
-        var count = HistoryRetentionPolicy()
+        var count = RetentionFixture.policy()
         count.maxMessagesPerPeer = 30
         count.keepNewest = 5
         let second = try HistoryRetention(postbox: postbox, policy: count).run()
@@ -133,7 +133,7 @@ final class RetentionTests: XCTestCase {
         let postbox = try Postbox(path: dir.file("db.sqlite"))
         try RetentionFixture.fill(postbox, peers: 2, perPeer: 40)
         let peer = RetentionFixture.peerId(0)
-        var policy = HistoryRetentionPolicy()
+        var policy = RetentionFixture.policy()
         policy.maxMessagesPerPeer = 10
         policy.keepNewest = 10
         policy.batchSize = 7  // several transactions, the in-use message in the middle of one
@@ -154,6 +154,71 @@ final class RetentionTests: XCTestCase {
         XCTAssertEqual(try postbox.checkHistoryConsistency(), [])
     }
 
+    /// A sticker sent in many messages has one reference record, held by the oldest message
+    /// that synced it: trimming that message moves the record to a message still stored with the
+    /// same media, so revalidation can refresh it; once no stored message uses the file, it goes.
+    func testAReferenceOutlivesItsHolderWhileAnyStoredMessageUsesTheFile() throws {
+        let dir = TemporaryDirectory()
+        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        let peer = RetentionFixture.peerId(0)
+        let other = RetentionFixture.peerId(1)
+        let sticker = TestPhoto(id: 77, resourceIds: ["sticker-77"])
+        try postbox.transactionSync { tx in
+            try tx.peers.set(Peer(id: peer, category: .privateChat, title: "a"))
+            try tx.peers.set(Peer(id: other, category: .group, title: "b"))
+            var batch: [Message] = []
+            for i in 1...30 {
+                let media: [any Media] = i % 5 == 0 || i == 1 ? [sticker] : []
+                batch.append(
+                    Message(id: MessageId(peerId: peer, id: Int32(i)), timestamp: RetentionFixture.timestamp(peer: 0, message: i), text: "m", media: media))
+            }
+            batch.append(Message(id: MessageId(peerId: other, id: 1), timestamp: RetentionFixture.timestamp(peer: 1, message: 40), text: "m", media: [sticker]))
+            try tx.messages.add(batch)
+            // Synced newest first: the oldest message using the sticker holds its record.
+            try tx.mediaReferences.set(
+                MediaReferenceRecord(
+                    resourceId: "sticker-77", parent: .message(MessageId(peerId: peer, id: 1)), fileReference: Data([1, 2, 3]),
+                    obtainedAt: 1_700_000_000, media: sticker.id))
+        }
+        var policy = RetentionFixture.policy()
+        policy.maxMessagesPerPeer = 10
+        policy.keepNewest = 10
+        policy.batchSize = 4
+        let report = try HistoryRetention(postbox: postbox, policy: policy).run()
+        XCTAssertEqual(try RetentionFixture.ids(postbox, peer), Array(21...30))
+        let record = try XCTUnwrap(try postbox.readSync { try $0.mediaReferences.get("sticker-77") }, "kept: stored messages still use the file")
+        XCTAssertEqual(record.fileReference, Data([1, 2, 3]))
+        XCTAssertEqual(record.obtainedAt, 1_700_000_000, "still found by the expiry scan at the same time")
+        guard case .message(let holder) = record.parent else { return XCTFail("\(record.parent)") }
+        XCTAssertNotNil(try postbox.readSync { try $0.messages.get(holder) }, "held by a stored message")
+        XCTAssertEqual(try postbox.readSync { try $0.mediaReferences.resources(of: .message(holder)) }, ["sticker-77"])
+        XCTAssertEqual(report.referencesRemoved, 0)
+        XCTAssertEqual(try postbox.checkHistoryConsistency(), [])
+
+        // Every message with the sticker gone: the record goes too.
+        try postbox.transactionSync { tx in
+            for id in try tx.messages.messages(withMedia: sticker.id!) { try tx.messages.remove(id) }
+            try tx.messages.add([
+                Message(id: MessageId(peerId: peer, id: 31), timestamp: RetentionFixture.timestamp(peer: 0, message: 31), text: "m", media: [sticker])
+            ])
+        }
+        try postbox.transactionSync { tx in
+            var moved = try XCTUnwrap(try tx.mediaReferences.get("sticker-77"))
+            moved.parent = .message(MessageId(peerId: peer, id: 31))
+            try tx.mediaReferences.set(moved)
+        }
+        policy.maxMessagesPerPeer = 1
+        policy.keepNewest = 0
+        try postbox.transactionSync { tx in
+            try tx.messages.add([
+                Message(id: MessageId(peerId: peer, id: 32), timestamp: RetentionFixture.timestamp(peer: 0, message: 32), text: "m", media: [])
+            ])
+        }
+        _ = try HistoryRetention(postbox: postbox, policy: policy).run()
+        XCTAssertNil(try postbox.readSync { try $0.mediaReferences.get("sticker-77") }, "no stored message uses the file any more")
+        XCTAssertEqual(try postbox.checkHistoryConsistency(), [])
+    }
+
     /// Sent and failed items past the retention go with their parts; queued, uploading and
     /// recent ones stay.
     func testFinishedUploadItemsArePrunedWithTheirParts() throws {
@@ -171,7 +236,7 @@ final class RetentionTests: XCTestCase {
                 for part in 0..<3 { try tx.uploadQueue.acknowledge(item: item.id, part: Int32(part)) }
             }
         }
-        var policy = HistoryRetentionPolicy()
+        var policy = RetentionFixture.policy()
         policy.now = now
         policy.uploadRetention = 30 * 86_400
         let report = try HistoryRetention(postbox: postbox, policy: policy).run()
@@ -231,7 +296,7 @@ final class RetentionTests: XCTestCase {
         XCTAssertEqual(usage.peers.first?.messages, 1000)
         XCTAssertEqual(usage.peers.count, 21)
 
-        var policy = HistoryRetentionPolicy()
+        var policy = RetentionFixture.policy()
         policy.maxMessagesPerPeer = 20
         policy.keepNewest = 20
         let report = try HistoryRetention(postbox: postbox, policy: policy).run()

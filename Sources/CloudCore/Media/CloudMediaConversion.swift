@@ -45,7 +45,9 @@ public enum CloudMediaConversion {
         let parent = MediaParent.message(message.id)
         return message.media.compactMap { $0 as? any CloudMedia }.flatMap { media in
             media.files.filter { !$0.fileReference.isEmpty }.map {
-                MediaReferenceRecord(resourceId: $0.resourceId, parent: parent, fileReference: $0.fileReference.bytes, obtainedAt: $0.referenceObtainedAt)
+                MediaReferenceRecord(
+                    resourceId: $0.resourceId, parent: parent, fileReference: $0.fileReference.bytes, obtainedAt: $0.referenceObtainedAt,
+                    media: media.id)
             }
         }
     }

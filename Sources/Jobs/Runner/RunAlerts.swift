@@ -34,12 +34,13 @@ public struct RunAlerts: Sendable {
     public init(root: DataRoot, logger: JobLogger, environment: [String: String] = LaunchEnvironment.variables) {
         self.root = root
         self.logger = logger
-        defaultOnFailure = environment["JOBRUN_ON_FAILURE"].flatMap { $0.isEmpty ? nil : $0 }
-        let heartbeat = environment["JOBRUN_HEARTBEAT"].flatMap { $0.isEmpty ? nil : $0 }
+        func variable(_ param: any JobParameter) -> String? { param.spec.environment.flatMap { environment[$0] } }
+        defaultOnFailure = variable(JobFileSection.onFailure).flatMap { $0.isEmpty ? nil : $0 }
+        let heartbeat = variable(JobFileSection.heartbeat).flatMap { $0.isEmpty ? nil : $0 }
         if let heartbeat, !HeartbeatURL.isValid(heartbeat) {
             defaultHeartbeat = nil
             environmentProblem =
-                "$JOBRUN_HEARTBEAT is not an absolute http:// or https:// URL with a host and no spaces (its value is not shown: it may hold a ping key)"
+                "$\(JobFileSection.heartbeat.spec.environment ?? "") is not an absolute http:// or https:// URL with a host and no spaces (its value is not shown: it may hold a ping key)"
         } else {
             defaultHeartbeat = heartbeat
             environmentProblem = nil
@@ -202,12 +203,9 @@ struct AlertState {
 
     private func read() -> Stored? {
         // No file (the usual case: no failure streak) costs one `open`, not a FileManager.
-        guard case .success(let bytes) = SmallFile.read(root.alerts.appendingPathComponent(name).path, limit: 65_536),
-            let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
-        else { return nil }
+        guard let values = RunStateFile.read(root.alerts.appendingPathComponent(name).path, as: AlertStateSection.self) else { return nil }
         return Stored(
-            failures: (object["failures"] as? NSNumber)?.intValue ?? 0, alerted: (object["alerted"] as? Bool) ?? false,
-            reported: object["reported"] as? String)
+            failures: values[AlertStateSection.failures], alerted: values[AlertStateSection.alerted], reported: values[AlertStateSection.reported])
     }
 
     private func write(_ stored: Stored) {

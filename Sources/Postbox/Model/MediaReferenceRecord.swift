@@ -20,14 +20,22 @@ public struct MediaReferenceRecord: PostboxCoding, Sendable, Equatable {
     public var status: Status
     /// Failed revalidations in a row (for backoff).
     public var failures: Int32
+    /// The media the file belongs to, when the parent is a message: other stored messages with
+    /// the same media use the same file, and inherit the record when its parent is trimmed.
+    /// Nil in records written before it was kept, and for other parents.
+    public var media: MediaId?
 
-    public init(resourceId: String, parent: MediaParent, fileReference: Data, obtainedAt: Int64, status: Status = .valid, failures: Int32 = 0) {
+    public init(
+        resourceId: String, parent: MediaParent, fileReference: Data, obtainedAt: Int64, status: Status = .valid, failures: Int32 = 0,
+        media: MediaId? = nil
+    ) {
         self.resourceId = resourceId
         self.parent = parent
         self.fileReference = fileReference
         self.obtainedAt = obtainedAt
         self.status = status
         self.failures = failures
+        self.media = media
     }
 
     public init(decoder: PostboxDecoder) throws {
@@ -40,6 +48,9 @@ public struct MediaReferenceRecord: PostboxCoding, Sendable, Equatable {
         obtainedAt = decoder.decodeInt64(forKey: "o") ?? 0
         status = Status(rawValue: decoder.decodeInt32(forKey: "s") ?? 0) ?? .valid
         failures = decoder.decodeInt32(forKey: "e") ?? 0
+        if let namespace = decoder.decodeInt32(forKey: "mn"), let id = decoder.decodeInt64(forKey: "mi") {
+            media = MediaId(namespace: namespace, id: id)
+        }
     }
 
     /// When the reference was obtained, and whether its parent is the one whose key is
@@ -67,5 +78,9 @@ public struct MediaReferenceRecord: PostboxCoding, Sendable, Equatable {
         encoder.encode(obtainedAt, forKey: "o")
         encoder.encode(status.rawValue, forKey: "s")
         encoder.encode(failures, forKey: "e")
+        if let media {
+            encoder.encode(media.namespace, forKey: "mn")
+            encoder.encode(media.id, forKey: "mi")
+        }
     }
 }

@@ -84,7 +84,9 @@ public struct HistoryRetention: Sendable {
             // indexes and page overhead that go with a message add to it.
             let used = report.databaseBytesBefore - (try postbox.freePageCount()) * (try postbox.pageSizeBytes())
             let ratio = allRowBytes > 0 ? max(1, Double(used) / Double(allRowBytes)) : 1
-            try trimToSize(limit, plans: plans, histogram: histogram, ratio: ratio, dryRunFreed: dryRunFreed, into: &report, shouldStop: shouldStop)
+            try trimToSize(
+                max(0, limit - Self.closingHeadroomBytes), plans: plans, histogram: histogram, ratio: ratio, dryRunFreed: dryRunFreed,
+                into: &report, shouldStop: shouldStop)
         }
 
         // 3. Upload queue: sent and failed items past their retention.
@@ -106,6 +108,12 @@ public struct HistoryRetention: Sendable {
         report.finish()
         return report
     }
+
+    /// Room a size-limited run leaves below the limit for what is written after its last
+    /// measurement: the run's own closing record, and the index and job-run pages it may add
+    /// once the process's WAL is checkpointed. A limit then holds for the file as it stands after
+    /// the process exits, not only for the figure the run reported.
+    public static let closingHeadroomBytes: Int64 = 64 * 1024
 
     private func fileBytes() -> Int64 {
         var st = stat()
@@ -191,7 +199,9 @@ public struct HistoryRetention: Sendable {
                 let batch = try tx.messages.trimOldest(peer: peer, after: after, upper: bound, limit: limit, inUse: inUse)
                 var references = (count: 0, bytes: Int64(0))
                 for range in batch.missingRanges {
-                    let r = try tx.mediaReferences.removeMessageReferences(peer: peer, ids: range)
+                    let r = try tx.mediaReferences.removeMessageReferences(peer: peer, ids: range) { media in
+                        try tx.messages.messages(withMedia: media).last
+                    }
                     references.count += r.count
                     references.bytes += r.bytes
                     try tx.holes.add(peer: peer, range: range, kind: .trimmed)

@@ -4,9 +4,14 @@ extension MediaReferenceTable {
     /// Removes the reference records held by the messages of `peer` with ids in `ids` (and their
     /// time and parent index entries), except those of the messages in `keeping`. Returns the
     /// records removed and their stored bytes.
+    ///
+    /// A file used by several messages (a sticker, a forwarded photo) has one record, held by
+    /// one of them. When that one goes, `heir` names a stored message that still has the same
+    /// media, and the record moves to it instead of going: a reference is kept while any stored
+    /// message uses its file, so revalidation can still refresh it.
     public func removeMessageReferences(
         peer: PeerId, namespace: Int32 = MessageId.cloudNamespace, ids: ClosedRange<Int32>,
-        keeping: Set<Int32> = []
+        keeping: Set<Int32> = [], heir: (MediaId) throws -> MessageId? = { _ in nil }
     ) throws -> (count: Int, bytes: Int64) {
         try checkWrite()
         let lower = MediaParent.message(MessageId(peerId: peer, namespace: namespace, id: ids.lowerBound)).key
@@ -20,6 +25,7 @@ extension MediaReferenceTable {
         }
         guard !victims.isEmpty else { return (0, 0) }
         var bytes: Int64 = 0
+        var inherited = 0
         for key in victims {
             let resourceId = key.string(from: parentLength)
             let primary = ValueBoxKey(string: resourceId)
@@ -31,7 +37,13 @@ extension MediaReferenceTable {
                 (obtainedAt, sameParent) = try MediaReferenceRecord.obtainedAt(raw, isHeldBy: key.bytes[0..<parentLength])
             }
             // A record now held by another parent (the file moved) is that parent's: keep it.
-            if let obtainedAt, sameParent {
+            if obtainedAt != nil, sameParent, var record = try get(resourceId), let media = record.media, let next = try heir(media) {
+                record.parent = .message(next)
+                try valueBox.set(table, key: primary, value: PostboxEncoder.encode(record))
+                try valueBox.set(byParent, key: record.parent.key + primary, value: Data())
+                state.record { $0.updatedMediaReferences.insert(resourceId) }
+                inherited += 1
+            } else if let obtainedAt, sameParent {
                 try valueBox.remove(table, key: primary)
                 var time = ValueBoxKey(length: 8)
                 time.setInt64(0, value: obtainedAt)
@@ -46,7 +58,7 @@ extension MediaReferenceTable {
         } else {
             for key in victims { try valueBox.remove(byParent, key: key) }
         }
-        return (victims.count, bytes)
+        return (victims.count - inherited, bytes)
     }
 
     /// Reference records whose parent is a message that is not stored (dangling), up to `limit`:
