@@ -39,6 +39,10 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Image resizing for derived representations (Debian: libvips-dev); Jobs only.
+        .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        // JPEG encoding of the reference server's photos (Debian: libjpeg62-turbo-dev).
+        .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
         // Linux system calls glibc does not wrap (openat2).
         .systemLibrary(name: "CLinux"),
 
@@ -69,7 +73,7 @@ let package = Package(
         .target(
             name: "Jobs",
             dependencies: [
-                "CloudCore", "MediaBox", "Postbox", "PostboxPostgres",
+                "CloudCore", "MediaBox", "Postbox", "PostboxPostgres", "CVips",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
@@ -78,7 +82,7 @@ let package = Package(
         .target(
             name: "CloudServer",
             dependencies: [
-                "CloudProtocol", "CloudCrypto",
+                "CloudProtocol", "CloudCrypto", "CJPEG",
                 .product(name: "Hummingbird", package: "hummingbird"),
             ]),
         .executableTarget(

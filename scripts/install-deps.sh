@@ -2,6 +2,8 @@
 # Installs the Debian packages jobrun needs to build, test and benchmark, if any is missing.
 # Safe to run repeatedly: it does nothing when everything is present.
 #   build:      libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config
+#               libvips-dev (photo representations), libjpeg62-turbo-dev (cloudd's JPEG photos)
+#   benchmarks: libvips-tools (vipsthumbnail, the representations benchmark's peer)
 #   tests:      nginx-light (plain-URL downloads), openssl (test TLS certificates), sqlite3, systemd (systemd-analyze verify),
 #               prometheus (promtool check metrics), prometheus-node-exporter (textfile scrape),
 #               postgresql (initdb/pg_ctl: the tests start their own server in a temp folder),
@@ -11,8 +13,8 @@
 #               kubernetes-validate (the tests check generated CronJobs against Kubernetes' schemas)
 set -euo pipefail
 
-packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config sqlite3 curl openssl nginx-light aria2 time systemd prometheus prometheus-node-exporter iproute2)
-[ "${1:-}" = "--bench" ] && packages+=(hyperfine)
+packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev libvips-dev libjpeg62-turbo-dev pkg-config sqlite3 curl openssl nginx-light aria2 time systemd prometheus prometheus-node-exporter iproute2)
+[ "${1:-}" = "--bench" ] && packages+=(hyperfine libvips-tools)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -18,6 +18,7 @@ public struct JobKindRegistry: Sendable {
         UploadQueueJob(),
         TimeBasedCleanupJob(),
         HistoryRetentionJob(),
+        GenerateRepresentationsJob(),
     ])
 
     public func kind(named name: String) -> (any JobKind)? { kinds.first { $0.name == name } }
