@@ -155,20 +155,25 @@ struct RepresentationsBenchmark {
 
     /// `vipsthumbnail` over the same files: for each size, `concurrency` processes at once, each
     /// over its share of the files. Its placeholder pass does not blur (vipsthumbnail cannot),
-    /// so the peer does slightly less work than the product.
+    /// so the peer does slightly less work than the product. Its peak RSS is the largest of its
+    /// processes' (GNU time's `%M`).
     func vipsthumbnail(photosDir: String) throws -> (seconds: Double, rss: Double) {
         let files = (0..<photos).map { photosDir + "/\($0).jpg" }
         let outDir = workDir + "/vipsthumbnail"
         try FileManager.default.createDirectory(atPath: outDir, withIntermediateDirectories: true)
-        var rss = 0.0
+        var rssFiles: [String] = []
         let seconds = try measure {
             for (size, quality) in [(200, 80), (10, 40)] {
                 var running: [Process] = []
                 for share in 0..<concurrency {
                     let mine = stride(from: share, to: files.count, by: concurrency).map { files[$0] }
+                    let rssFile = workDir + "/vipsthumbnail-\(size)-\(share).rss"
+                    rssFiles.append(rssFile)
                     let p = Process()
-                    p.executableURL = URL(fileURLWithPath: "/usr/bin/vipsthumbnail")
-                    p.arguments = ["-s", "\(size)x\(size)", "-o", outDir + "/%s-\(size).jpg[Q=\(quality),strip]"] + mine
+                    p.executableURL = URL(fileURLWithPath: "/usr/bin/time")
+                    p.arguments =
+                        ["-f", "%M", "-o", rssFile, "/usr/bin/vipsthumbnail", "-s", "\(size)x\(size)", "-o", outDir + "/%s-\(size).jpg[Q=\(quality),strip]"]
+                        + mine
                     try p.run()
                     running.append(p)
                 }
@@ -178,7 +183,9 @@ struct RepresentationsBenchmark {
                 }
             }
         }
-        rss = childrenPeakRSSMiB()
-        return (seconds, rss)
+        let kib = rssFiles.compactMap {
+            (try? String(contentsOfFile: $0, encoding: .utf8)).flatMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        return (seconds, (kib.max() ?? 0) / 1024)
     }
 }
