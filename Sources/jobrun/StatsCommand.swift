@@ -26,9 +26,8 @@ struct StatsCommand: ParsableCommand {
     }
 
     func run() throws {
-        let root = options.settings.dataRoot
+        let root = try options.settings.existingRoot()
         let inspection = StoreInspection(root: root)
-        if let missing = inspection.missingRoot() { throw fail(.noInput, missing) }
         if database { return try databaseStats(inspection) }
         let caches: [StoreInspection.AccountCache]
         do { caches = try inspection.cacheStats(accounts: account.map { [$0] }) } catch { throw fail(error.exitCode, error.message) }
