@@ -35,7 +35,8 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Image resizing for derived representations (Debian: libvips-dev); Jobs only.
-        .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        // Its shim declares the entry points it uses (see shim.h): no pkg-config.
+        .systemLibrary(name: "CVips", providers: [.apt(["libvips-dev"])]),
         // JPEG encoding of the reference server's photos (Debian: libjpeg62-turbo-dev).
         .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
         // Linux system calls glibc does not wrap (openat2).

@@ -19,6 +19,9 @@ public struct GenerateRepresentationsJob: JobKind {
     public static let summary = "make album thumbnails, blurred placeholders and display sizes of recent photos"
     public static let reportEvent = "representations.report"
     public static let usesCloud = false
+    /// After the demo's prefetch: every representation of its photos, the display size in the
+    /// short-lived tier.
+    public static let demo = KindDemo(params: ["representations: [thumbnail, placeholder, display]"])
 
     public static let representations = Param<Set<PhotoRepresentationKind>>(
         "representations", default: [.thumbnail, .placeholder], doc: "representations made of each photo")

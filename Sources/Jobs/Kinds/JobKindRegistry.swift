@@ -14,11 +14,11 @@ public struct JobKindRegistry: Sendable {
     public static let shipped = JobKindRegistry([
         SyncHistoryJob(),
         PrefetchChatMediaJob(),
+        GenerateRepresentationsJob(),
         RevalidateReferencesJob(),
         UploadQueueJob(),
         TimeBasedCleanupJob(),
         HistoryRetentionJob(),
-        GenerateRepresentationsJob(),
     ])
 
     public func kind(named name: String) -> (any JobKind)? { kinds.first { $0.name == name } }

@@ -30,13 +30,13 @@ public struct VipsRepresentationGenerator: MediaRepresentationGenerator {
 
     /// Decodes `path` into `photo`'s box, blurs it if asked, and encodes it as JPEG.
     public static func make(_ photo: PhotoRepresentation, path: String) throws -> Data {
-        var image: UnsafeMutablePointer<VipsImage>?
+        var image: OpaquePointer?
         guard cvips_thumbnail_file(path, Int32(photo.box), Int32(photo.box), &image) == 0, var current = image else {
             throw VipsError(operation: "decode", detail: takeError())
         }
         defer { cvips_unref(current) }
         if let sigma = photo.blurSigma {
-            var blurred: UnsafeMutablePointer<VipsImage>?
+            var blurred: OpaquePointer?
             guard cvips_gaussblur(current, sigma, &blurred) == 0, let b = blurred else {
                 throw VipsError(operation: "blur", detail: takeError())
             }
