@@ -23,6 +23,10 @@ final class DemoIntegrationTests: XCTestCase {
         XCTAssertGreaterThan(counter("sync-history", "messages_stored") ?? 0, 0)
         XCTAssertGreaterThan(counter("prefetch-chat-media", "downloaded") ?? 0, 0)
         XCTAssertEqual(counter("prefetch-chat-media", "failed"), 0)
+        // The prefetched photos' thumbnails, placeholders and display sizes.
+        XCTAssertGreaterThan(counter("generate-representations", "generated_thumbnail") ?? 0, 0)
+        XCTAssertEqual(counter("generate-representations", "generated_thumbnail"), counter("generate-representations", "generated_display"))
+        XCTAssertEqual(counter("generate-representations", "failed"), 0)
         XCTAssertGreaterThan(counter("revalidate-references", "parents_refreshed") ?? 0, 0)
         XCTAssertEqual(counter("upload-queue", "items_sent"), 3)
         XCTAssertGreaterThan(counter("time-based-cleanup", "files_evicted") ?? 0, 0)
