@@ -6,14 +6,6 @@
 // CloudServer (the reference `cloudd`) shares only CloudProtocol and CloudCrypto with the client.
 import PackageDescription
 
-/// For the modules on the path of every `jobrun` invocation: concrete generic types (a
-/// `[String: LogValue]`, a `Param<[PeerStorageClass: Duration]>`) get their metadata from
-/// direct accessors that pass the conformances the compiler already knows, instead of from
-/// mangled names that the runtime resolves by scanning every conformance record of the process
-/// (SwiftNIO and Foundation included) once per new type. An idle cron run paid about a
-/// millisecond of CPU for those scans; the accessors cost a little code size.
-let startupSettings: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])]
-
 let package = Package(
     name: "jobrun",
     platforms: [.macOS(.v14)],
@@ -33,6 +25,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        // Hummingbird's own dependencies, named because the reference server uses their types.
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
     ],
     targets: [
         // System libraries (Debian: libsqlite3-dev, libssl-dev, libcurl4-openssl-dev).
@@ -47,7 +42,7 @@ let package = Package(
         .target(name: "ConfinedFiles", dependencies: ["CLinux"]),
 
         // Storage engine: ValueBox on SQLite, binary encoding, tables, transactions.
-        .target(name: "Postbox", dependencies: ["CSQLite"], swiftSettings: startupSettings),
+        .target(name: "Postbox", dependencies: ["CSQLite"]),
         // ValueBox on PostgreSQL: Postbox's seam on a shared server. Its own target, so Postbox
         // (and everything that only needs SQLite) never links SwiftNIO.
         .target(
@@ -58,46 +53,51 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // File cache of media resources; fetching is injected, no networking here.
-        .target(name: "MediaBox", dependencies: ["Postbox"], swiftSettings: startupSettings),
+        .target(name: "MediaBox", dependencies: ["Postbox"]),
         // Wire types shared by client and server (no transport, no storage).
         .target(name: "CloudProtocol"),
         // AES-256-IGE, AES-256-CTR, SHA-256 over libcrypto; shared by client and server.
         .target(name: "CloudCrypto", dependencies: ["COpenSSL"]),
         // Client: transport (libcurl multi), resources, MultipartFetch/Upload, revalidation, sync.
-        .target(name: "CloudCore", dependencies: ["MediaBox", "Postbox", "CloudProtocol", "CloudCrypto", "CCurl"], swiftSettings: startupSettings),
+        .target(name: "CloudCore", dependencies: ["MediaBox", "Postbox", "CloudProtocol", "CloudCrypto", "CCurl"]),
         // Job files, job kinds, scheduler, locks, logs, metrics.
         .target(
             name: "Jobs",
             dependencies: [
-                "CloudCore", "MediaBox", "Postbox", "PostboxPostgres",
+                "CloudCore", "CloudProtocol", "MediaBox", "Postbox", "PostboxPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
-            ], swiftSettings: startupSettings),
+            ]),
         // Reference cloud server (in-process for tests, `cloudd` executable for everyone else).
         .target(
             name: "CloudServer",
             dependencies: [
                 "CloudProtocol", "CloudCrypto",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
             name: "cloudd",
             dependencies: [
-                "CloudServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "CloudServer", "CloudProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // The CLI. It does not link the reference server: `jobrun demo` starts the `cloudd`
-        // executable built beside it.
+        // executable built beside it. It opens no store; it prints the lower layers' value types
+        // (usage reports, run records, upload items) that Jobs hands it.
         .executableTarget(
             name: "jobrun",
             dependencies: [
-                "Jobs", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ], swiftSettings: startupSettings),
+                "Jobs", "CloudCore", "MediaBox", "Postbox", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         // Benchmarks against peers (raw SQLite, find, curl, aria2c) in one invocation.
         .executableTarget(
             name: "jobrun-bench",
             dependencies: [
-                "Jobs", "CloudCore", "MediaBox", "Postbox", "PostboxPostgres", "CSQLite", "CloudServer", "ServerFixtures",
+                "Jobs", "CloudCore", "CloudProtocol", "CloudCrypto", "MediaBox", "Postbox", "PostboxPostgres", "CSQLite", "CloudServer",
+                "ServerFixtures",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
@@ -105,22 +105,26 @@ let package = Package(
         // for the test fixtures' own exit behaviour.
         .executableTarget(name: "jobrun-testkit", dependencies: ["Postbox", "PostboxPostgres", "MediaBox", "CloudCore", "CloudProtocol", "ServerFixtures"]),
 
-        // Real servers and hosts (PostgreSQL, network namespaces) for tests and the cluster bench; no XCTest.
-        .target(name: "ServerFixtures", path: "Tests/ServerFixtures"),
+        // Real servers and hosts (PostgreSQL, network namespaces) for tests and the benchmarks; no XCTest.
+        .target(name: "ServerFixtures"),
         .target(name: "TestSupport", dependencies: ["ServerFixtures", "MediaBox"], path: "Tests/TestSupport"),
         .testTarget(name: "ConfinedFilesTests", dependencies: ["ConfinedFiles"]),
         .testTarget(name: "PostboxTests", dependencies: ["Postbox", "PostboxPostgres", "CSQLite", "TestSupport"]),
-        .testTarget(name: "MediaBoxTests", dependencies: ["MediaBox", "TestSupport"]),
-        .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore", "CloudCrypto", "CloudServer", "TestSupport"]),
-        .testTarget(name: "CloudServerTests", dependencies: ["CloudServer", "CloudProtocol", "CloudCrypto", "TestSupport"]),
+        .testTarget(name: "MediaBoxTests", dependencies: ["MediaBox", "Postbox", "TestSupport"]),
+        .testTarget(
+            name: "CloudCoreTests", dependencies: ["CloudCore", "CloudProtocol", "CloudCrypto", "CloudServer", "MediaBox", "Postbox", "TestSupport"]),
+        .testTarget(
+            name: "CloudServerTests",
+            dependencies: ["CloudServer", "CloudProtocol", "CloudCrypto", "TestSupport", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(
             name: "JobsTests",
             dependencies: [
-                "Jobs", "PostboxPostgres", "TestSupport", .product(name: "Yams", package: "Yams"), .product(name: "Logging", package: "swift-log"),
+                "Jobs", "CloudCore", "CloudProtocol", "MediaBox", "Postbox", "PostboxPostgres", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["ExampleKind/count-messages.yaml"]),
-        // The CLI's own logic, in process (its behaviour as a user sees it is in IntegrationTests).
-        .testTarget(name: "jobrunTests", dependencies: ["jobrun"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["CloudServer", "CloudCore", "Postbox", "PostboxPostgres", "MediaBox", "TestSupport"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["CloudServer", "CloudCore", "CloudProtocol", "CloudCrypto", "Postbox", "PostboxPostgres", "MediaBox", "Jobs", "TestSupport"]),
     ]
 )

@@ -3,7 +3,8 @@
 # Safe to run repeatedly: it does nothing when everything is present.
 #   build:      libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config
 #   tests:      nginx-light (plain-URL downloads), openssl (test TLS certificates), sqlite3, systemd (systemd-analyze verify),
-#               prometheus (promtool check metrics), prometheus-node-exporter (textfile scrape),
+#               prometheus (promtool check metrics, a real scrape), prometheus-node-exporter (textfile scrape),
+#               prometheus-pushgateway (the metrics push of CronJobs),
 #               postgresql (initdb/pg_ctl: the tests start their own server in a temp folder),
 #               iproute2 (ip netns, veth, bridge: the multi-host tests give each host its own network)
 #   benchmarks: aria2 curl hyperfine time
@@ -11,7 +12,7 @@
 #               kubernetes-validate (the tests check generated CronJobs against Kubernetes' schemas)
 set -euo pipefail
 
-packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config sqlite3 curl openssl nginx-light aria2 time systemd prometheus prometheus-node-exporter iproute2)
+packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config sqlite3 curl openssl nginx-light aria2 time systemd prometheus prometheus-node-exporter prometheus-pushgateway iproute2)
 [ "${1:-}" = "--bench" ] && packages+=(hyperfine)
 
 missing=()

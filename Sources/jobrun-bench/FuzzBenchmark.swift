@@ -3,9 +3,10 @@ import Foundation
 import Jobs
 import ServerFixtures
 
-/// A bounded-time mutation fuzzer over the two decoders that read files an operator (or a
-/// hostile local user) can write: job files (`JobFile.parse`) and an account's cloud
-/// configuration (`CloudAccountConfig.parse`).
+/// A bounded-time mutation fuzzer over every decoder that reads a file an operator (or a
+/// hostile local user) can write: job files (`JobFile.parse`), an account's cloud configuration
+/// (`AccountCloudConfig.parse`), `cluster.yaml` (`ClusterConfig.parse`) and the state files under
+/// `alerts/` and `suspended/` (`RunStateFile.decode`).
 ///
 /// Inputs start from a corpus (the shipped job files, account configurations, hostile shapes)
 /// and are mutated by byte edits, YAML-token insertions and line splices. Each input is decoded
@@ -47,28 +48,47 @@ struct FuzzBenchmark {
     func run() throws {
         try FileManager.default.createDirectory(atPath: outDir, withIntermediateDirectories: true)
         FuzzCrashCapture.install(path: outDir + "/crash.yaml")
-        print("Fuzzing the job-file and account-config decoders for \(fmt(seconds, 0)) s, seed \(seed)")
+        print("Fuzzing the configuration decoders for \(fmt(seconds, 0)) s, seed \(seed)")
         print("(findings are saved to \(outDir); rerun with --seed \(seed) to reproduce)")
 
         try hostileCases()
 
         var random = SeededGenerator(seed: seed)
         let jobCorpus = try jobFileCorpus()
-        let configCorpus = Self.accountConfigCorpus
+        let targets: [(name: String, corpus: [String], check: (String) -> Outcome)] = [
+            ("job file", jobCorpus, checkJobFile),
+            ("account config", Self.accountConfigCorpus, checkAccountConfig),
+            (
+                "cluster.yaml", Self.clusterCorpus,
+                { input in
+                    checkDecoder(input) { text throws(JobError) in _ = try ClusterConfig.parse(text, path: "cluster.yaml", rootDirectory: "/nonexistent-root") }
+                }
+            ),
+            (
+                "alerts/<job>", Self.alertCorpus,
+                { input in
+                    checkDecoder(input) { text throws(JobFileErrors) in _ = try RunStateFile.decode(text, file: "alerts/job", as: AlertStateSection.self) }
+                }
+            ),
+            (
+                "suspended/<job>", Self.pauseCorpus,
+                { input in
+                    checkDecoder(input) { text throws(JobFileErrors) in _ = try RunStateFile.decode(text, file: "suspended/job", as: PauseNoteSection.self) }
+                }
+            ),
+        ]
         var findings: [Finding] = []
-        var stats: [String: TargetStats] = ["job file": TargetStats(), "account config": TargetStats()]
+        var stats = Dictionary(uniqueKeysWithValues: targets.map { ($0.name, TargetStats()) })
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
         var round = 0
         while DispatchTime.now().uptimeNanoseconds < deadline {
             round += 1
-            let isJob = round % 2 == 0
-            let corpus = isJob ? jobCorpus : configCorpus
+            let (target, corpus, check) = targets[round % targets.count]
             var input = corpus[random.below(corpus.count)]
             for _ in 0...random.below(4) {
                 input = FuzzMutator.mutate(input, corpus: corpus, random: &random)
             }
-            let target = isJob ? "job file" : "account config"
-            let outcome = isJob ? checkJobFile(input) : checkAccountConfig(input)
+            let outcome = check(input)
             var s = stats[target]!
             s.inputs += 1
             s.seconds += outcome.seconds
@@ -167,6 +187,32 @@ struct FuzzBenchmark {
         return Outcome(accepted: accepted, seconds: timing.seconds, broken: broken)
     }
 
+    /// A decoder whose errors are one message: it returns, quickly, deterministically, and its
+    /// message stays within bounds.
+    func checkDecoder<E: Error & CustomStringConvertible>(_ input: String, _ decode: (String) throws(E) -> Void) -> Outcome {
+        FuzzCrashCapture.current(input)
+        var accepted = false
+        var broken: [String] = []
+        var first = ""
+        let seconds = measure {
+            do throws(E) {
+                try decode(input)
+                accepted = true
+            } catch {
+                first = error.description
+                broken += lengthProblems([first])
+            }
+        }
+        let timing = Self.timing(seconds, size: input.utf8.count) { _ = try? decode(input) }
+        if let slow = timing.slow { broken.append(slow) }
+        if input.utf8.count % 7 == 0 {
+            var again = ""
+            do throws(E) { try decode(input) } catch { again = error.description }
+            if again != first { broken.append("not deterministic") }
+        }
+        return Outcome(accepted: accepted, seconds: timing.seconds, broken: broken)
+    }
+
     /// How long an input takes to decode: `first`, or for a decode over `slowLimit` the least of
     /// three timings (`first` and two more with `rerun`), so that a moment the process was not
     /// running is not taken for the decoder's cost; with the "slow" finding if even that is over.
@@ -255,6 +301,47 @@ struct FuzzBenchmark {
         guard !files.isEmpty else { throw BenchError("no job files in \(jobsDir) (--jobs-dir)") }
         return try files.map { try String(contentsOfFile: jobsDir + "/" + $0, encoding: .utf8) } + Self.hostileInputs().prefix(1).map(\.1)
     }
+
+    static let clusterCorpus = [
+        """
+        postgres:
+          url: postgresql://jobrun@db.internal:5432/jobrun
+          passwordFile: /etc/jobrun/pg-password
+          tls: {mode: verify-full, caFile: /etc/jobrun/pg-ca.pem}
+          schemaPrefix: jobrun
+          lease: 30s
+        objectStorage:
+          endpoint: https://s3.eu-west-1.amazonaws.com
+          bucket: jobrun-fleet
+          region: eu-west-1
+          addressing: virtual-hosted
+          credentialsFile: s3-credentials
+          prefix: jobrun/
+          partSize: 8MiB
+          sharedMedia:
+            enabled: true
+            maxSize: 200GiB
+            ttl: 30d
+
+        """,
+        """
+        postgres:
+          url: postgresql:///jobrun?host=/run/postgresql
+          tls: require
+          leaseSeconds: 30
+
+        """,
+    ]
+
+    static let alertCorpus = [
+        #"{"alerted":false,"failures":3,"job":"nightly-sync"}"# + "\n",
+        #"{"alerted":true,"failures":1,"job":"cleanup"}"# + "\n",
+    ]
+
+    static let pauseCorpus = [
+        #"{"job":"nightly-sync","note":"maintenance window","paused_at":"2026-11-29T03:00:00Z","user":"ops"}"# + "\n",
+        #"{"job":"cleanup","paused_at":"2026-11-29T03:00:00Z","user":"root"}"# + "\n",
+    ]
 
     static let accountConfigCorpus = [
         """

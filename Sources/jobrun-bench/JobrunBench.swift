@@ -45,7 +45,7 @@ struct PostboxBench: ParsableCommand {
 
 struct NoopRunBench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "noop-run", abstract: "A cron invocation with nothing to do vs the Swift runtime's own start-up (jobrun --version).")
+        commandName: "noop-run", abstract: "A cron invocation with nothing to do beside the binary's own start-up (jobrun --version), as context.")
     @Option(help: "Invocations of each command.") var runs = 30
     @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-noop"
 

@@ -3,6 +3,7 @@ import CSQLite
 import CloudCore
 import CloudProtocol
 import Foundation
+import Jobs
 import Postbox
 
 struct RetentionBench: ParsableCommand {
@@ -36,7 +37,7 @@ struct RetentionPassCommand: ParsableCommand {
             seconds = try measure { removed = try RawRetention(path: db).trim(keepPerPeer: keepPerPeer) }
         } else {
             let postbox = try Postbox(path: db)
-            var policy = HistoryRetentionPolicy()
+            var policy = HistoryRetentionJob.defaultPolicy
             if let sizeLimit {
                 policy.sizeLimit = sizeLimit
                 policy.keepNewest = keepPerPeer

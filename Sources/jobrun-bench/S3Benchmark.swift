@@ -64,7 +64,7 @@ struct S3Benchmark {
             guard let moto = SystemCommand.onPath("moto_server") else {
                 throw BenchError("moto_server is not on PATH: scripts/install-deps.sh --bench (pip install 'moto[server]')")
             }
-            let port = try freeLoopbackPort()
+            let port = try FreePort.pick()
             let p = Process()
             p.executableURL = URL(fileURLWithPath: moto)
             p.arguments = ["-H", "127.0.0.1", "-p", String(port)]
@@ -273,23 +273,4 @@ private func writePattern(_ path: String, size: Int64, seed: UInt64) throws {
         guard w == n else { throw BenchError("cannot write \(path)") }
         written += Int64(n)
     }
-}
-
-/// A free TCP port on 127.0.0.1 (bound, read, closed).
-private func freeLoopbackPort() throws -> Int {
-    let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard s >= 0 else { throw BenchError("socket failed") }
-    defer { close(s) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let ok = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard ok == 0 else { throw BenchError("bind failed") }
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &length) }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
 }

@@ -53,11 +53,8 @@ let retentionCommands: [String: TestkitCommand] = [
         }
         CloudCoreTypes.registerAll()
         let postbox = try Postbox(path: args[0])
-        var policy = HistoryRetentionPolicy()
+        var policy = HistoryRetentionPolicy(keepNewest: keep, batchSize: batch, vacuumStepBytes: 256 << 10, walSizeLimit: 64 << 20)
         policy.maxMessagesPerPeer = maxPerPeer > 0 ? maxPerPeer : nil
-        policy.keepNewest = keep
-        policy.batchSize = batch
-        policy.vacuumStepBytes = 256 << 10
         policy.sizeLimit = args.count > 4 ? Int64(args[4]) : nil
         let report = try HistoryRetention(postbox: postbox, policy: policy).run()
         emit("done \(report.messagesRemoved)")

@@ -1,13 +1,11 @@
 import ArgumentParser
-import CloudCore
 import Foundation
 import Jobs
-import Postbox
 
 /// `jobrun demo`: the product end to end on an embedded default — `cloudd` (built beside
 /// `jobrun`) as a child process on loopback with a seeded dataset, a temporary data root (or
-/// `--root`), and every job kind run in order through the same runner cron and systemd use, then
-/// a summary.
+/// `--root`), and every job kind run in order through the same runner cron and systemd use
+/// (`JobDemo`), then a summary.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
@@ -30,56 +28,29 @@ struct DemoCommand: AsyncParsableCommand {
         let keep = root != nil
         let rootPath = root ?? (NSTemporaryDirectory() + "jobrun-demo-\(getpid())")
         defer { if !keep { try? FileManager.default.removeItem(atPath: rootPath) } }
-        let dataRoot = DataRoot(path: rootPath)
-        try dataRoot.createDirectories(accounts: [0])
-
-        let cloud: DemoCloud
-        do { cloud = try DemoCloud(seed: seed, uploadDirectory: rootPath + "/cloud-uploads") } catch { throw fail(.cloudUnavailable, "\(error)") }
-        defer { cloud.stop() }
-        try writeAccountConfig(dataRoot, cloud)
-        let jobsDir = rootPath + "/jobs"
-        try FileManager.default.createDirectory(atPath: jobsDir, withIntermediateDirectories: true)
-
-        let sink = try LogSink(root: dataRoot, process: "demo", console: .off)
-        let logger = JobLogger(sink: sink)
-        let tempBox = TempBox(root: dataRoot, process: "demo")
-        defer { tempBox.close() }
-        let runner = JobRunner(
-            root: dataRoot, accounts: AccountContextPool(root: dataRoot),
-            logger: logger, temp: tempBox)
+        let demo: JobDemo
+        do { demo = try JobDemo(root: DataRoot(path: rootPath), seed: seed) } catch let error as JobError {
+            throw fail(error.exitCode, error.message)
+        }
+        defer { demo.stop() }
 
         if !json {
             print(
-                "jobrun demo: local cloudd with \(try await cloud.fileCount()) files on \(cloud.ready.dcs.count) DCs (\(cloud.ready.dcs.map(\.url).joined(separator: ", ")))"
+                "jobrun demo: local cloudd with \(try await demo.cloudFileCount()) files on \(demo.datacenters.count) DCs (\(demo.datacenters.joined(separator: ", ")))"
             )
             print("data root: \(rootPath)\(keep ? "" : " (temporary)")\n")
         }
         var results: [RunResult] = []
         var revalidation: (parents: Int, maxCallsPerParent: Int)?
-        for (name, yaml) in Self.demoJobs {
-            switch kind(of: yaml) {
-            case UploadQueueJob.name:
-                let queued = try await enqueueDemoUploads(dataRoot, accounts: runner.accounts, scratch: try tempBox.directory().path)
-                if !json { print("• enqueued \(queued) files for upload (one of them secret)") }
-            case RevalidateReferencesJob.name:
-                try await cloud.resetCounters()
-                try await cloud.expireReferences()
-                try await ageStoredReferences(runner.accounts, by: DemoCloud.referenceTTL)
-                if !json { print("• the cloud expired every file reference it had issued (and the demo's clock jumps past their lifetime)") }
-            default:
-                break
-            }
-            try yaml.write(toFile: "\(jobsDir)/\(name).yaml", atomically: true, encoding: .utf8)
-            let job = try JobFile.load(contentsOf: URL(fileURLWithPath: "\(jobsDir)/\(name).yaml"))
-            let result = await runner.run(job)
+        for kind in demo.kinds {
+            if let setup = try await demo.prepare(kind), !json { print("• \(setup)") }
+            let step = try await demo.run(kind)
+            let result = step.result
             results.append(result)
+            revalidation = step.revalidation ?? revalidation
             if !json {
-                print("• \(name): \(result.outcome.rawValue) in \(String(format: "%.2f", result.duration)) s\(result.message.map { " — \($0)" } ?? "")")
-            }
-            for line in result.report.summary where !json { print("    \(line)") }
-            if kind(of: yaml) == RevalidateReferencesJob.name {
-                let calls = try await cloud.counters().parents.values
-                revalidation = (calls.count, calls.max() ?? 0)
+                print("• \(result.job): \(result.outcome.rawValue) in \(String(format: "%.2f", result.duration)) s\(result.message.map { " — \($0)" } ?? "")")
+                for line in result.report.summary { print("    \(line)") }
             }
         }
         if json {
@@ -97,7 +68,7 @@ struct DemoCommand: AsyncParsableCommand {
                     "max_revalidation_calls_per_parent": .int(Int64(revalidation?.maxCallsPerParent ?? 0)),
                 ]))
         } else {
-            printSummary(results, root: dataRoot, keep: keep)
+            printSummary(results, root: demo.root, keep: keep)
             if let revalidation {
                 print(
                     "cloud:   \(revalidation.parents) parent entities revalidated, at most \(revalidation.maxCallsPerParent) call per parent (cloudd's counters)"
@@ -105,54 +76,6 @@ struct DemoCommand: AsyncParsableCommand {
             }
         }
         if results.contains(where: { $0.exitCode != .ok }) { throw ExitCode(JobExitCode.jobFailed.rawValue) }
-    }
-
-    private func kind(of yaml: String) -> String {
-        let line = yaml.split(separator: "\n").first { $0.hasPrefix("kind:") } ?? ""
-        return line.dropFirst("kind:".count).trimmingCharacters(in: .whitespaces)
-    }
-
-    /// Queues a few generated files (a small one, a big-file-mode one, a secret one) to the first
-    /// synced chat, as `jobrun enqueue-upload` would.
-    /// Moves every stored reference of account 0 `seconds` into the past, as if that long had
-    /// gone by: the revalidation job selects references by when they were obtained.
-    private func ageStoredReferences(_ accounts: AccountContextPool, by seconds: Int64) async throws {
-        try await accounts.context(for: 0).postbox.transaction { tx in
-            var records: [MediaReferenceRecord] = []
-            try tx.mediaReferences.obtained(before: .max) {
-                records.append($0); return true
-            }
-            for var record in records {
-                record.obtainedAt -= seconds
-                try tx.mediaReferences.set(record)
-            }
-        }
-    }
-
-    private func enqueueDemoUploads(_ root: DataRoot, accounts: AccountContextPool, scratch: String) async throws -> Int {
-        let account = try await accounts.context(for: 0)
-        let peers = try await account.postbox.read { try $0.peers.all() }
-        guard let peer = peers.first else { return 0 }
-        let queue = UploadQueue(postbox: account.postbox, directory: account.paths.uploads.path)
-        var rng = SystemRandomNumberGenerator()
-        var count = 0
-        for (name, size, secret) in [("note.txt", 48 << 10, false), ("video.mp4", 12 << 20, false), ("secret.jpg", 300 << 10, true)] {
-            let path = scratch + "/" + name
-            var bytes = [UInt8](repeating: 0, count: size)
-            for i in stride(from: 0, to: size, by: 8) { withUnsafeBytes(of: rng.next()) { for j in 0..<min(8, size - i) { bytes[i + j] = $0[j] } } }
-            try Data(bytes).write(to: URL(fileURLWithPath: path))
-            _ = try await queue.enqueue(UploadRequest(path: path, peerId: peer.id.rawValue, secret: secret, caption: "jobrun demo"))
-            count += 1
-        }
-        return count
-    }
-
-    private func writeAccountConfig(_ root: DataRoot, _ cloud: DemoCloud) throws {
-        let text = cloud.accountConfig
-        let path = root.account(0).config.path
-        guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
-            throw fail(.config, "cannot write \(path)")
-        }
     }
 
     private func printSummary(_ results: [RunResult], root: DataRoot, keep: Bool) {
@@ -177,59 +100,4 @@ struct DemoCommand: AsyncParsableCommand {
         print("postbox: \(root.account(0).postboxDatabase.path)")
         if !keep { print("(the temporary root is removed on exit; pass --root DIR to keep it)") }
     }
-
-    /// One small job file per kind, in the order a new installation would run them.
-    static let demoJobs: [(String, String)] = [
-        (
-            "sync-history",
-            """
-            name: sync-history
-            kind: sync-history
-            timeout: 5m
-            params:
-              initialMessages: 40
-            """
-        ),
-        (
-            "prefetch-chat-media",
-            """
-            name: prefetch-chat-media
-            kind: prefetch-chat-media
-            timeout: 10m
-            params:
-              budget: 64MiB
-            """
-        ),
-        (
-            "revalidate-references",
-            """
-            name: revalidate-references
-            kind: revalidate-references
-            timeout: 5m
-            params:
-              # Shorter than the references' 1 h lifetime (a longer window is clamped); the demo
-              # moves the stored references an hour into the past, so every one of them is due.
-              window: 40m
-            """
-        ),
-        (
-            "upload-queue",
-            """
-            name: upload-queue
-            kind: upload-queue
-            timeout: 5m
-            """
-        ),
-        (
-            "time-based-cleanup",
-            """
-            name: time-based-cleanup
-            kind: time-based-cleanup
-            timeout: 5m
-            params:
-              maxSize: 8MiB
-              immunity: 0s
-            """
-        ),
-    ]
 }

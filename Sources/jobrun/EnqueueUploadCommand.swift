@@ -17,7 +17,7 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
             is staged. When <root>/cluster.yaml (objectStorage) or JOBRUN_S3_* names a bucket, the \
             file is stored in the bucket instead, under a random key, so any host can send it. Empty \
             files are refused (the cloud has no empty uploads). Exit codes: 0 queued, \
-            64 bad input (missing, unreadable or empty file, unknown peer), 1 staging failed, 69 the \
+            64 bad input (missing, unreadable or empty file, unknown peer), 66 the data root does not exist, 1 staging failed, 69 the \
             bucket is unreachable, 73 the data root cannot be created or written, 74 disk full, \
             78 unsafe data root or invalid cluster configuration.
 
@@ -40,13 +40,14 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
         guard let mode = UploadStaging(rawValue: staging) else {
             throw fail(.usage, "--staging must be one of \(UploadStaging.allCases.map(\.rawValue).joined(separator: ", ")) (got \(staging))")
         }
+        let root = try options.settings.existingRoot()
         let source = URL(fileURLWithPath: file).standardizedFileURL.path
         let request = UploadRequest(
             path: source, peerId: peer, secret: secret, caption: caption, name: name,
             mimeType: mimeType, staging: mode)
         let item: UploadItem
         do {
-            item = try await UploadEnqueue.enqueue(request, account: account, root: options.settings.dataRoot)
+            item = try await UploadEnqueue.enqueue(request, account: account, root: root)
         } catch {
             throw fail(error.exitCode, error.message)
         }

@@ -32,6 +32,21 @@ struct GlobalSettings: Equatable, Sendable {
         do { return try JobCatalog.loadRequired(directory: jobsDirectory) } catch { throw fail(error.exitCode, error.description) }
     }
 
+    /// True when `--jobs-dir` or `$JOBRUN_JOBS_DIR` chose the jobs directory (it is not `./jobs`).
+    var jobsDirIsExplicit: Bool {
+        [jobsDir, LaunchEnvironment.variables["JOBRUN_JOBS_DIR"]].contains { $0?.isEmpty == false }
+    }
+
+    /// The data root of a command that reads or changes what a root already holds (`status`,
+    /// `stats`, `pause`, `resume`, `enqueue-upload`, `notify-failure`): a root that does not exist
+    /// (a mistyped `--root`) ends the process with 66 and nothing is created. Only the commands
+    /// that run jobs (`run`, `schedule`, `demo`) may create a fresh root (`rootToUse`).
+    func existingRoot() throws -> DataRoot {
+        let root = dataRoot
+        if let missing = StoreInspection(root: root).missingRoot() { throw fail(.noInput, missing) }
+        return root
+    }
+
     /// The data root a job-running command may create: an explicit `--root` or `$JOBRUN_ROOT` is
     /// created when missing; the `./data` fallback only when it already exists (a command run in
     /// the wrong directory must not leave a fresh root behind), and a dry run never creates one.

@@ -1,20 +1,24 @@
 import Foundation
 import Jobs
 
-/// The values of `--log-format`, `--log-level` and `--log-file`, however the command line was
-/// read; each falls back to its `JOBRUN_LOG_*` environment variable.
+/// The values of `--log-format`, `--log-level`, `--log-file` and `--pushgateway`, however the
+/// command line was read; each falls back to its `JOBRUN_*` environment variable.
 struct LogSettings: Equatable, Sendable {
     var format: String?
     var level: String?
     var file: String?
+    var pushgateway: String?
 
-    /// What the sink needs, or a usage error naming the bad value.
+    /// What the sink needs, or an error naming the bad value: 64 for an option, 78 for a
+    /// `JOBRUN_LOG_*` variable (configuration, as the same value in a file would be).
     struct Resolved {
         var level: LogLevel
         /// nil: the root's log directory; "-": no file.
         var file: String?
         /// An explicit stderr format, if one was asked for (option, variable or `--log-file -`).
         var console: LogSink.ConsoleMode?
+        /// Where run metrics are pushed, if anywhere.
+        var pushgateway: Pushgateway?
     }
 
     func resolve(environment: [String: String] = LaunchEnvironment.variables) throws -> Resolved {
@@ -26,7 +30,9 @@ struct LogSettings: Equatable, Sendable {
         var resolved = Resolved(level: .info, file: nil, console: nil)
         if let (text, source) = chosen(level, "JOBRUN_LOG_LEVEL") {
             guard let value = LogLevel(rawValue: text.lowercased()) else {
-                throw fail(.usage, "\(source) '\(text)' is not a log level (one of \(LogLevel.allCases.map(\.rawValue).joined(separator: ", ")))")
+                throw fail(
+                    source.hasPrefix("$") ? .config : .usage,
+                    "\(source) '\(text)' is not a log level (one of \(LogLevel.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
             resolved.level = value
         }
@@ -36,10 +42,15 @@ struct LogSettings: Equatable, Sendable {
             switch text.lowercased() {
             case "json": resolved.console = .json
             case "text": resolved.console = .human
-            default: throw fail(.usage, "\(source) '\(text)' is not a log format (json or text)")
+            default: throw fail(source.hasPrefix("$") ? .config : .usage, "\(source) '\(text)' is not a log format (json or text)")
             }
         } else if resolved.file == "-" {
             resolved.console = tty ? .human : .json
+        }
+        if let (text, source) = chosen(pushgateway, "JOBRUN_PUSHGATEWAY") {
+            // The value is not repeated: a URL given with a password by mistake must not be printed.
+            if let problem = Pushgateway.problem(text) { throw fail(source.hasPrefix("$") ? .config : .usage, "\(source) \(problem)") }
+            resolved.pushgateway = Pushgateway(text)
         }
         return resolved
     }

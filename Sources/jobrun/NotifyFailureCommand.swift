@@ -23,6 +23,7 @@ struct NotifyFailureCommand: AsyncParsableCommand {
 
     func run() async throws {
         let name = try knownJobName(job, options: options)
+        _ = try options.settings.existingRoot()
         guard let jobFile = try options.settings.catalog().job(named: name) else { throw ExitCode(JobExitCode.usage.rawValue) }
         let env = try ProcessEnvironment(options: options.settings, logging: logging.settings, process: "run")
         defer { env.close() }

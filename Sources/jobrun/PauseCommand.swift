@@ -25,7 +25,7 @@ struct PauseCommand: ParsableCommand {
 
     func run() throws {
         let name = try knownJobName(job, options: options)
-        let root = try options.settings.rootToUse()
+        let root = try options.settings.existingRoot()
         do { try JobSuspension(root: root).pause(name, note: note) } catch {
             let failure = StorageFailure.jobError(error, doing: "cannot pause \(name) under \(root.path)")
             throw fail(failure.exitCode, failure.message)
@@ -51,7 +51,7 @@ struct ResumeCommand: ParsableCommand {
 
     func run() throws {
         let name = try knownJobName(job, options: options)
-        let root = options.settings.dataRoot
+        let root = try options.settings.existingRoot()
         let resumed: Bool
         do { resumed = try JobSuspension(root: root).resume(name) } catch {
             let failure = StorageFailure.jobError(error, doing: "cannot resume \(name) under \(root.path)")

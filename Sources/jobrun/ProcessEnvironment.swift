@@ -18,30 +18,37 @@ struct ProcessEnvironment {
     init(options: GlobalSettings, logging: LogSettings, process: String, console: LogSink.ConsoleMode = .auto, dryRun: Bool = false) throws {
         let log = try logging.resolve()
         root = try options.rootToUse(dryRun: dryRun)
-        do {
-            try root.createDirectories()
-            var configuration = LogSink.Configuration(
-                directory: root.logs(process: process), process: process, minimumLevel: log.level, console: log.console ?? console)
-            configuration.root = root
-            if let file = log.file {
-                if file == "-" {
-                    configuration.directory = nil
-                } else {
-                    let url = URL(fileURLWithPath: file).standardizedFileURL
-                    configuration.directory = url.deletingLastPathComponent()
-                    configuration.fileName = url.lastPathComponent
-                }
-            }
-            sink = try LogSink(configuration: configuration)
-        } catch {
+        do { try root.createDirectories() } catch {
             let failure = StorageFailure.jobError(error, doing: "cannot use the data root \(root.path)")
+            throw fail(failure.exitCode, failure.message)
+        }
+        var configuration = LogSink.Configuration(
+            directory: root.logs(process: process), process: process, minimumLevel: log.level, console: log.console ?? console)
+        configuration.root = root
+        // What a failure to open the log names: the data root, or the folder of `--log-file`.
+        var logPlace = "the data root \(root.path)"
+        if let file = log.file {
+            if file == "-" {
+                configuration.directory = nil
+            } else {
+                let url = URL(fileURLWithPath: file).standardizedFileURL
+                configuration.directory = url.deletingLastPathComponent()
+                configuration.fileName = url.lastPathComponent
+                logPlace = "the log file's folder \(url.deletingLastPathComponent().path) (--log-file \(file))"
+            }
+        }
+        do { sink = try LogSink(configuration: configuration) } catch {
+            let failure = StorageFailure.jobError(error, doing: "cannot use \(logPlace)")
             throw fail(failure.exitCode, failure.message)
         }
         tempBox = TempBox(root: root, process: process)
         logger = JobLogger(sink: sink)
         JobLogHandler.bootstrap(sink)
         accounts = AccountContextPool(root: root)
-        runner = JobRunner(root: root, accounts: accounts, logger: logger, temp: tempBox)
+        var runner = JobRunner(root: root, accounts: accounts, logger: logger, temp: tempBox)
+        runner.pushgateway = log.pushgateway
+        self.runner = runner
+        if let problem = runner.alerts.environmentProblem { throw fail(.config, problem) }
     }
 
     func close() { tempBox.close() }
@@ -52,12 +59,14 @@ struct ProcessEnvironment {
 final class SignalCancellation: @unchecked Sendable {
     private var sources: [DispatchSourceSignal] = []
 
-    init(cancelling task: Task<Void, Never>, logger: JobLogger) {
+    /// `draining` runs first, when the signal arrives (a scheduler stops reporting ready).
+    init(cancelling task: Task<Void, Never>, logger: JobLogger, draining: @escaping @Sendable () -> Void = {}) {
         for sig in [SIGTERM, SIGINT] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler {
                 logger.notice("process.signal", ["signal": .string(sig == SIGTERM ? "SIGTERM" : "SIGINT")])
+                draining()
                 task.cancel()
             }
             source.resume()

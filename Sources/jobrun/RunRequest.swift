@@ -2,9 +2,8 @@ import ArgumentParser
 import Foundation
 import Jobs
 
-/// What `jobrun run` was asked to do, as plain values, and the run itself. ArgumentParser's
-/// `RunCommand` reads every spelling of the line into it; `RunCommandLine` reads the plain
-/// spellings cron and timers write without building `RunCommand`'s option wrappers at all.
+/// What `jobrun run` was asked to do, as plain values, and the run itself. `RunCommand` reads
+/// the line into it.
 struct RunRequest: Equatable, Sendable {
     var job: String
     var options = GlobalSettings()
@@ -40,6 +39,7 @@ struct RunRequest: Equatable, Sendable {
         if scheduled, let missed = missedDeadline(jobFile) {
             let due = ISO8601DateFormatter().string(from: missed)
             log.warning("run.missed", ["due": .string(due), "msg": .string("scheduled start \(due) is older than startingDeadline: skipped")])
+            await env.runner.recordMissed(jobFile, due: missed, log: log)
             if !isQuiet { print("\(jobFile.name): skipped — its scheduled start (\(due)) is older than startingDeadline") }
             return
         }

@@ -14,11 +14,13 @@ struct ScheduleCommand: AsyncParsableCommand {
             Examples:
               jobrun schedule --root /var/lib/jobrun --jobs-dir /etc/jobrun/jobs
               jobrun schedule --now --log-file - --log-format json     # a container: stderr only
+              jobrun schedule --listen 127.0.0.1:9464                 # /metrics, /healthz, /readyz
             """)
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var logging: LogOptions
     @Flag(name: .customLong("now"), help: "Also run every enabled job once at start.") var runNow = false
+    @Option(help: "Serve /metrics (Prometheus), /healthz and /readyz on this address: host:port, :port or [v6]:port.") var listen: String?
 
     func run() async throws {
         let catalog = try options.settings.catalog()
@@ -32,10 +34,18 @@ struct ScheduleCommand: AsyncParsableCommand {
         do { workQueue = try ClusterConfig.load(root: env.root).postgres.map { pg throws(JobError) in try ClusterWorkQueue(cluster: pg) } } catch {
             throw fail(error.exitCode, error.message)
         }
+        let endpoint = SchedulerEndpoint(root: env.root)
+        var listener: MetricsEndpoint?
+        if let listen {
+            do { listener = try MetricsEndpoint(address: listen, respond: { endpoint.respond($0) }) } catch { throw fail(error.exitCode, error.message) }
+            env.logger.info("scheduler.listening", ["address": .string(listen), "port": .int(Int64(listener?.port ?? 0))])
+        }
         let scheduler = Scheduler(jobs: catalog.jobs, runner: env.runner, logger: env.logger, runAllAtStart: runNow, workQueue: workQueue)
         let task = Task { _ = await scheduler.run() }
-        let signals = SignalCancellation(cancelling: task, logger: env.logger)
+        endpoint.setReady(true)
+        let signals = SignalCancellation(cancelling: task, logger: env.logger) { endpoint.setReady(false) }
         await task.value
         withExtendedLifetime(signals) {}
+        listener?.stop()
     }
 }

@@ -21,9 +21,8 @@ struct StatsCommand: ParsableCommand {
     @Flag(help: "Postbox database usage instead: bytes per table and per peer, WAL, free pages.") var database = false
 
     func run() throws {
-        let root = options.settings.dataRoot
+        let root = try options.settings.existingRoot()
         let inspection = StoreInspection(root: root)
-        if let missing = inspection.missingRoot() { throw fail(.noInput, missing) }
         if database { return try databaseStats(inspection) }
         let caches: [StoreInspection.AccountCache]
         do { caches = try inspection.cacheStats(accounts: account.map { [$0] }) } catch { throw fail(error.exitCode, error.message) }

@@ -29,15 +29,24 @@ struct StatusCommand: ParsableCommand {
     static let jsonVersion = 1
 
     func run() throws {
-        let root = options.settings.dataRoot
+        let root = try options.settings.existingRoot()
         let inspection = StoreInspection(root: root)
-        if let missing = inspection.missingRoot() { throw fail(.noInput, missing) }
-        let history: [StoreInspection.AccountRun]
-        do { history = try inspection.recentRuns(job: job, limit: max(limit, 50)) } catch { throw fail(error.exitCode, error.message) }
-        // The jobs directory is optional here: without it, rows come from the history alone.
-        let catalog = try? JobCatalog.loadRequired(directory: options.settings.jobsDirectory)
-        let rows = JobStatusRow.rows(history: history.map(\.run), jobs: catalog?.jobs ?? [], suspension: JobSuspension(root: root), only: job)
-        let recent = Dictionary(grouping: history) { $0.run.job }.mapValues { Array($0.sorted { $0.run.startedAt > $1.run.startedAt }.prefix(limit)) }
+        let history: StoreInspection.RunHistory
+        do { history = try inspection.runHistory(job: job, limit: max(limit, 1)) } catch { throw fail(error.exitCode, error.message) }
+        // The jobs directory is optional here when it is the `./jobs` fallback: without it, rows
+        // come from the history alone. One that was asked for must load.
+        let catalog: JobCatalog?
+        if options.settings.jobsDirIsExplicit {
+            catalog = try options.settings.catalog()
+        } else {
+            catalog = try? JobCatalog.loadRequired(directory: options.settings.jobsDirectory)
+        }
+        let rows = JobStatusRow.rows(history: history, jobs: catalog?.jobs ?? [], suspension: JobSuspension(root: root), only: job)
+        if let job, rows.isEmpty {
+            let known = Set((catalog?.jobs.map(\.name) ?? []) + history.recent.map(\.run.job)).sorted()
+            throw fail(.usage, JobResolveError.unknownJob(job, available: known).description + " (no job file and no recorded run)")
+        }
+        let recent = Dictionary(grouping: history.recent) { $0.run.job }.mapValues { Array($0.sorted { $0.run.startedAt > $1.run.startedAt }.prefix(limit)) }
         let shownRuns = recent.keys.sorted().flatMap { recent[$0]! }
         if options.json {
             printJSON(
@@ -58,7 +67,7 @@ struct StatusCommand: ParsableCommand {
             let duration = r.durationMs.map { String(format: "%.2fs", Double($0) / 1000) } ?? "running"
             let counters = r.counters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             print(
-                "\(r.job) [\(r.runId)] account \(account) \(started) \(r.outcome.rawValue)\(r.dryRun ? " (dry run)" : "") \(duration) \(counters)\(r.message.map { " — \($0)" } ?? "")"
+                "\(r.job) [\(r.runId)] account \(account)\(r.host.map { " on \($0)" } ?? "") \(started) \(r.outcome.rawValue)\(r.dryRun ? " (dry run)" : "") \(duration) \(counters)\(r.message.map { " — \($0)" } ?? "")"
             )
         }
     }
@@ -71,6 +80,7 @@ struct StatusCommand: ParsableCommand {
             "duration_ms": r.durationMs.map { .int($0) } ?? .null, "exit_code": r.exitCode.map { .int(Int64($0)) } ?? .null,
             "attempts": .int(Int64(r.attempt)), "message": r.message.map { .string($0) } ?? .null,
             "counters": .object(r.counters.mapValues { .int($0) }), "dry_run": .bool(r.dryRun),
+            "host": r.host.map { .string($0) } ?? .null,
         ])
     }
 }
@@ -81,12 +91,15 @@ struct JobStatusRow {
     var kind: String
     var lastRun: JobRunRecord?
     var lastSuccess: JobRunRecord?
+    var lastFailure: JobRunRecord?
     var next: Date?
     var running: Bool
     var suspended: JobSuspension.Reason?
 
-    static func rows(history: [JobRunRecord], jobs: [JobFile], suspension: JobSuspension, only: String?) -> [JobStatusRow] {
-        let byJob = Dictionary(grouping: history) { $0.job }
+    /// Last success and last failure come from the store's index; the recent runs stand in for
+    /// it only in a history written before the index existed.
+    static func rows(history: StoreInspection.RunHistory, jobs: [JobFile], suspension: JobSuspension, only: String?) -> [JobStatusRow] {
+        let byJob = Dictionary(grouping: history.recent.map(\.run)) { $0.job }
         let now = Date()
         var names = Set(byJob.keys).union(jobs.map(\.name))
         if let only { names = names.filter { $0 == only } }
@@ -96,7 +109,8 @@ struct JobStatusRow {
             let running = records.contains { $0.outcome == .running && $0.pid > 0 && kill($0.pid, 0) == 0 }
             return JobStatusRow(
                 job: name, kind: file?.kind ?? records.first?.kind ?? "?", lastRun: records.first { $0.outcome != .running || running },
-                lastSuccess: records.first { $0.outcome == .succeeded && !$0.dryRun },
+                lastSuccess: history.latestSuccess[name]?.run ?? records.first { $0.outcome == .succeeded && !$0.dryRun },
+                lastFailure: history.latestFailure[name]?.run ?? records.first { $0.outcome == .failed || $0.outcome == .timedOut },
                 next: file.flatMap { $0.nextFire(after: now) }, running: running,
                 suspended: file.flatMap { suspension.suspension(of: $0) } ?? suspension.pause(of: name))
         }
@@ -112,7 +126,8 @@ struct JobStatusRow {
         return .object([
             "job": .string(job), "kind": .string(kind), "last_run": time(lastRun?.startedAt), "last_run_id": lastRun.map { .string($0.runId) } ?? .null,
             "last_outcome": lastRun.map { .string($0.outcome.rawValue) } ?? .null, "last_dry_run": .bool(lastRun?.dryRun ?? false),
-            "last_success": time(lastSuccess?.endedAt), "next_run": next.map { .string(ISO8601DateFormatter().string(from: $0)) } ?? .null,
+            "last_success": time(lastSuccess?.endedAt), "last_failure": time(lastFailure?.endedAt),
+            "last_run_host": lastRun?.host.map { .string($0) } ?? .null, "next_run": next.map { .string(ISO8601DateFormatter().string(from: $0)) } ?? .null,
             "running": .bool(running), "suspended": suspended.map { .string($0.word) } ?? .null,
         ])
     }
@@ -122,10 +137,11 @@ struct JobStatusRow {
         let formatter = DateFormatter()
         formatter.dateFormat = "yyyy-MM-dd HH:mm"
         func time(_ ms: Int64?) -> String { ms.map { formatter.string(from: Date(timeIntervalSince1970: Double($0) / 1000)) } ?? "-" }
-        let header = ["JOB", "LAST RUN", "OUTCOME", "LAST SUCCESS", "NEXT RUN", "RUNNING", "SUSPENDED"]
+        let header = ["JOB", "LAST RUN", "HOST", "OUTCOME", "LAST SUCCESS", "LAST FAILURE", "NEXT RUN", "RUNNING", "SUSPENDED"]
         let cells = rows.map { row in
             [
-                row.job, time(row.lastRun?.startedAt), row.outcomeText, time(row.lastSuccess?.endedAt),
+                row.job, time(row.lastRun?.startedAt), row.lastRun?.host ?? "-", row.outcomeText, time(row.lastSuccess?.endedAt),
+                time(row.lastFailure?.endedAt),
                 row.next.map { formatter.string(from: $0) } ?? "-", row.running ? "yes" : "no", row.suspended?.word ?? "-",
             ]
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Jobs
 import TestSupport
 import XCTest
 
@@ -12,9 +13,8 @@ final class DemoIntegrationTests: XCTestCase {
         XCTAssertEqual(status, 0, p.stderr)
         let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(p.stdout.utf8)) as? [String: Any], p.stdout)
         let runs = try XCTUnwrap(summary["runs"] as? [[String: Any]])
-        XCTAssertEqual(
-            runs.map { $0["job"] as? String },
-            ["sync-history", "prefetch-chat-media", "revalidate-references", "upload-queue", "time-based-cleanup"])
+        // Every shipped kind, in the registry's order: a kind added to the registry joins the demo.
+        XCTAssertEqual(runs.map { $0["job"] as? String }, JobKindRegistry.shipped.names)
         XCTAssertTrue(runs.allSatisfy { $0["outcome"] as? String == "succeeded" }, "\(runs)")
         func counter(_ job: String, _ name: String) -> Int? {
             ((runs.first { $0["job"] as? String == job }?["counters"] as? [String: Any])?[name] as? NSNumber)?.intValue
@@ -26,6 +26,7 @@ final class DemoIntegrationTests: XCTestCase {
         XCTAssertEqual(counter("upload-queue", "items_sent"), 3)
         XCTAssertGreaterThan(counter("time-based-cleanup", "files_evicted") ?? 0, 0)
         XCTAssertLessThanOrEqual(counter("time-based-cleanup", "cache_bytes") ?? .max, 8 << 20, "cleanup brought the cache under its 8 MiB limit")
+        XCTAssertGreaterThan(counter("history-retention", "messages_removed") ?? 0, 0, "retention trimmed every chat to 20 messages")
         // Every expired reference came back with one call per parent entity.
         XCTAssertEqual((summary["max_revalidation_calls_per_parent"] as? NSNumber)?.intValue, 1)
         XCTAssertEqual((summary["revalidated_parents"] as? NSNumber)?.intValue, counter("revalidate-references", "parents_refreshed"))

@@ -10,6 +10,23 @@ import XCTest
 final class HistoryRetentionIntegrationTests: XCTestCase {
     var dbPath: (JobrunHarness) -> String { { $0.account + "/postbox/db/db.sqlite" } }
 
+    /// A retention job without a limit is refused by `validate` as it is by `run`: the rule is
+    /// the kind's schema, which every command applies.
+    func testValidateAndRunBothRefuseRetentionWithoutALimit() throws {
+        let h = JobrunHarness()
+        try h.writeJob("nolimit", "name: nolimit\nkind: history-retention\nparams:\n  keepNewest: 10\n")
+        let validate = try h.run(["validate", h.jobsDir + "/nolimit.yaml"])
+        XCTAssertEqual(validate.status, 78, validate.stdout + validate.stderr)
+        XCTAssertTrue(
+            validate.stderr.contains("nolimit.yaml:4:3: history-retention needs at least one of maxAge, maxMessagesPerPeer, maxSize"), validate.stderr)
+        let run = try h.run(["run", "nolimit"])
+        XCTAssertEqual(run.status, 78, run.stdout + run.stderr)
+        XCTAssertTrue(run.stderr.contains("history-retention needs at least one of"), run.stderr)
+        try h.writeJob("withlimit", "name: withlimit\nkind: history-retention\nparams:\n  maxSize: 1PB\n")
+        let valid = try h.run(["validate", h.jobsDir + "/withlimit.yaml"])
+        XCTAssertEqual(valid.status, 0, valid.stdout + valid.stderr)
+    }
+
     func testRetentionTrimsToHolesThatSyncRefillsOnRequest() throws {
         let cloud = try startCloudd(["--seed", "61", "--dcs", "2", "--peers", "5", "--messages-per-peer", "60", "--cdn-fraction", "0"])
         let h = JobrunHarness()

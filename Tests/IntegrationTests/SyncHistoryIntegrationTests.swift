@@ -46,7 +46,7 @@ final class SyncHistoryIntegrationTests: XCTestCase {
         try "datacenter:\n  1: http://127.0.0.1:1\n".write(toFile: account + "/config.yaml", atomically: true, encoding: .utf8)
         let typo = try h.run(["run", "sync"])
         XCTAssertEqual(typo.status, 78, typo.stderr)
-        XCTAssertTrue(typo.stderr.contains("config.yaml:1:1: unknown key `datacenter`"), typo.stderr)
+        XCTAssertTrue(typo.stderr.contains("config.yaml:1:1: unknown key 'datacenter'; did you mean 'datacenters'?"), typo.stderr)
         let token = "it-token-\(UUID().uuidString.prefix(8))"
         try "\(token)\n".write(toFile: account + "/credentials", atomically: true, encoding: .utf8)
         chmod(account + "/credentials", 0o600)  // a credentials file others may read is refused

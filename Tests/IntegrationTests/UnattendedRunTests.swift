@@ -260,7 +260,7 @@ final class UnattendedRunTests: XCTestCase {
         let written = try String(contentsOfFile: file, encoding: .utf8)
         XCTAssertTrue(written.contains("\"event\":\"run.finished\""), written)
         let bad = try ChildProcess(h.binary, h.arguments(["run", "cleanup"]), environment: ["JOBRUN_LOG_LEVEL": "loud"])
-        XCTAssertEqual(bad.wait(), 64)
+        XCTAssertEqual(bad.wait(), 78, "a bad variable is configuration, as in a file")
         XCTAssertTrue(bad.stderr.contains("$JOBRUN_LOG_LEVEL 'loud' is not a log level"), bad.stderr)
     }
 

@@ -20,7 +20,9 @@ final class UnitHardeningTests: XCTestCase {
         var report: [String] = []
         for mode in [[], ["--template"], ["--dynamic-user"]] {
             let out = h.dir.file("units" + mode.joined())
-            let result = try h.run(["units", "--out", out, "--binary", "/bin/true"] + mode)
+            // No --root: the units get the default root under /var/lib (a StateDirectory=).
+            let p = try ChildProcess(h.binary, ["units", "--out", out, "--binary", "/bin/true", "--jobs-dir", h.jobsDir] + mode)
+            let result = (status: p.wait(), stdout: p.stdout, stderr: p.stderr)
             XCTAssertEqual(result.status, 0, result.stderr)
             XCTAssertTrue(result.stdout.contains("sudo systemctl daemon-reload"), "units prints how to install them: \(result.stdout)")
             XCTAssertTrue(result.stdout.contains("sudo systemctl enable --now "), result.stdout)

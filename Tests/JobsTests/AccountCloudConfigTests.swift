@@ -67,11 +67,12 @@ final class AccountCloudConfigTests: XCTestCase {
                 return error.message
             }
         }
-        XCTAssertTrue(message("datacenter:\n  1: http://x\n").contains("config.yaml:1:1: unknown key `datacenter`"))
+        XCTAssertTrue(message("datacenter:\n  1: http://x\n").contains("config.yaml:1:1: unknown key 'datacenter'; did you mean 'datacenters'?"))
         XCTAssertTrue(message("datacenters:\n  1: ftp://x\n").contains("datacenter 1 URL must be an http"))
         XCTAssertTrue(message("datacenters:\n  1: http://x\nmainDc: 4\n").contains("mainDc 4"))
         XCTAssertTrue(message("datacenters:\n  1: http://x\nrequestTimeout: soon\n").contains("config.yaml:3:"))
-        XCTAssertTrue(message("datacenters:\n  1: http://x\nretry:\n  maxAtempts: 3\n").contains("retry.maxAtempts"))
+        XCTAssertTrue(
+            message("datacenters:\n  1: http://x\nretry:\n  maxAtempts: 3\n").contains("unknown key 'maxAtempts' in retry; did you mean 'maxAttempts'?"))
         XCTAssertTrue(message("datacenters:\n  1: http://x\ncredentialsFile: nope\n").contains("cannot read the credentials file /nonexistent/nope"))
         XCTAssertTrue(message("[1, 2]").contains("must be a mapping"))
         let bad = message("datacenters:\n  1: http://x\nauthToken: \"a\\nsecret-tail\"\n")

@@ -18,7 +18,7 @@ final class ClusterConfigTests: XCTestCase {
         XCTAssertFalse(config.isShared)
     }
 
-    func testPostgresSectionAndObjectStorageKeptRaw() throws {
+    func testPostgresAndObjectStorageSections() throws {
         let config = try ClusterConfig.parse(
             """
             postgres:
@@ -27,8 +27,8 @@ final class ClusterConfigTests: XCTestCase {
               tls: {mode: verify-full, caFile: /etc/ca.pem}
               schemaPrefix: prod
             objectStorage:
+              endpoint: http://127.0.0.1:9000
               bucket: media
-              anything: [goes, here]
             """, path: "/r/cluster.yaml", rootDirectory: "/r")
         let pg = try XCTUnwrap(config.postgres)
         XCTAssertEqual(pg.address, .tcp(host: "db.internal", port: 6432))
@@ -40,8 +40,12 @@ final class ClusterConfigTests: XCTestCase {
         XCTAssertEqual(pg.schema(account: 42), "prod_account_42")
         XCTAssertEqual(pg.account(schema: "prod_account_42"), 42)
         XCTAssertNil(pg.account(schema: "other_account_42"))
-        guard case .mapping(let entries) = config.objectStorage?.value else { return XCTFail("objectStorage kept as a mapping") }
-        XCTAssertEqual(entries.map(\.key), ["bucket", "anything"])
+        XCTAssertEqual(config.objectStorage?.bucket.name, "media")
+        XCTAssertThrowsError(
+            try ClusterConfig.parse("objectStorage:\n  bucket: media\n  endpont: http://h\n", path: "/r/cluster.yaml", rootDirectory: "/r")
+        ) {
+            XCTAssertTrue("\($0)".contains("/r/cluster.yaml:3:3: unknown key 'endpont' in objectStorage; did you mean 'endpoint'?"), "\($0)")
+        }
     }
 
     func testUnixSocketURL() throws {
@@ -54,7 +58,7 @@ final class ClusterConfigTests: XCTestCase {
     func testBadInputNamesFileLineAndKeyButNeverTheSecret() throws {
         XCTAssertThrowsError(try ClusterConfig.parse("postgress:\n  url: x\n", path: "/r/cluster.yaml", rootDirectory: "/r")) {
             let text = "\($0)"
-            XCTAssertTrue(text.contains("/r/cluster.yaml:1:1") && text.contains("unknown key `postgress`"), text)
+            XCTAssertTrue(text.contains("/r/cluster.yaml:1:1: unknown key 'postgress'; did you mean 'postgres'?"), text)
         }
         XCTAssertThrowsError(
             try ClusterConfig.parse("postgres:\n  url: postgresql://u:hunter2@h/db\n", path: "/r/cluster.yaml", rootDirectory: "/r")
@@ -116,23 +120,36 @@ final class ClusterConfigTests: XCTestCase {
     }
 }
 
-/// `postgres.leaseSeconds`: the bound after which another scheduler takes over a dead host's work.
+/// `postgres.lease`: the bound after which another scheduler takes over a dead host's work.
 final class ClusterLeaseConfigTests: XCTestCase {
     func testLeaseDefaultsToThirtySecondsAndIsRead() throws {
         let plain = try ClusterConfig.parse("postgres:\n  url: postgresql://u@h/db\n", path: "c", rootDirectory: "/")
         XCTAssertEqual(plain.postgres?.leaseSeconds, 30)
-        let short = try ClusterConfig.parse("postgres:\n  url: postgresql://u@h/db\n  leaseSeconds: 4\n", path: "c", rootDirectory: "/")
+        let short = try ClusterConfig.parse("postgres:\n  url: postgresql://u@h/db\n  lease: 4s\n", path: "c", rootDirectory: "/")
         XCTAssertEqual(short.postgres?.leaseSeconds, 4)
+        let minute = try ClusterConfig.parse("postgres:\n  url: postgresql://u@h/db\n  lease: 1m\n", path: "c", rootDirectory: "/")
+        XCTAssertEqual(minute.postgres?.leaseSeconds, 60)
     }
 
-    func testLeaseOutOfRangeOrNotANumberIsRefusedWithItsLine() throws {
-        for bad in ["1", "3601", "ten", "2.5"] {
+    /// The former spelling is still read, with a warning at its position.
+    func testLeaseSecondsIsReadWithADeprecationWarning() throws {
+        let old = try ClusterConfig.parse("postgres:\n  url: postgresql://u@h/db\n  leaseSeconds: 4\n", path: "/r/old-cluster.yaml", rootDirectory: "/")
+        XCTAssertEqual(old.postgres?.leaseSeconds, 4)
+        let warnings = ConfigWarnings.recorded.map(\.description).filter { $0.hasPrefix("/r/old-cluster.yaml") }
+        XCTAssertTrue(
+            warnings.contains("/r/old-cluster.yaml:3:3: 'postgres.leaseSeconds' is deprecated: write 'lease' (\(ConfigDuration.expected))"), "\(warnings)")
+        XCTAssertThrowsError(
+            try ClusterConfig.parse("postgres:\n  url: postgresql://u@h/db\n  lease: 4s\n  leaseSeconds: 4\n", path: "c", rootDirectory: "/")
+        ) { XCTAssertTrue("\($0)".contains("c:4:3: 'postgres.lease' is given twice"), "\($0)") }
+    }
+
+    func testLeaseOutOfRangeOrNotADurationIsRefusedWithItsLine() throws {
+        for (bad, message) in [("1s", "out of range: '1s' (expected a value in 2s…1h)"), ("61m", "out of range"), ("ten", "bad duration 'ten'")] {
             XCTAssertThrowsError(
-                try ClusterConfig.parse("postgres:\n  url: postgresql://u@h/db\n  leaseSeconds: \(bad)\n", path: "/r/cluster.yaml", rootDirectory: "/r")
+                try ClusterConfig.parse("postgres:\n  url: postgresql://u@h/db\n  lease: \(bad)\n", path: "/r/cluster.yaml", rootDirectory: "/r")
             ) {
                 let text = "\($0)"
-                XCTAssertTrue(
-                    text.contains("/r/cluster.yaml:3:") && text.contains("`postgres.leaseSeconds` must be a whole number of seconds from 2 to 3600"), text)
+                XCTAssertTrue(text.contains("/r/cluster.yaml:3:10") && text.contains("'postgres.lease'") && text.contains(message), text)
             }
         }
     }

@@ -57,7 +57,7 @@ final class JobFileValidationTests: XCTestCase {
         ("params not a mapping", head + "params: [1, 2]\n", "4:9", "params must be a mapping"),
         ("duplicate key", head + "timeout: 1m\ntimeout: 2m\n", "5:1", "duplicate key 'timeout'"),
         ("duplicate param key", head + "params:\n  concurrency: 1\n  concurrency: 2\n", "6:3", "duplicate key 'concurrency'"),
-        ("lowercase policy", head + "concurrencyPolicy: forbid\n", "4:20", "unknown concurrencyPolicy 'forbid'; did you mean 'Forbid'?"),
+        ("lowercase policy", head + "concurrencyPolicy: forbid\n", "4:20", "'forbid' is not a valid value for 'concurrencyPolicy'; did you mean 'Forbid'?"),
         ("duplicate account", head + "accounts: [0, 0]\n", "4:11", "listed twice"),
         ("account as string", head + "accounts: \"0\"\n", "4:11", "wrong type"),
         ("negative account", head + "accounts: [-1]\n", "4:12", "out of range"),

@@ -13,6 +13,7 @@ final class JobRunnerTests: XCTestCase {
         static let summary = "a kind whose behaviour each test controls"
         static let reportEvent = "scripted.report"
         static let usesCloud = false
+        static let demo = KindDemo()
         static let parameters: [any JobParameter] = []
 
         let attempts = AttemptCounter()

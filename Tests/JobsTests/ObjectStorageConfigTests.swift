@@ -13,11 +13,10 @@ final class ObjectStorageConfigTests: XCTestCase {
         chmod(path, mode)
     }
 
-    func testSectionIsReadAndOtherSectionsIgnored() throws {
+    func testSectionIsRead() throws {
         let text = """
             postgres:
-              host: db.internal
-              password: not-read-here
+              url: postgresql://jobrun@db.internal/jobrun
             objectStorage:
               endpoint: https://s3.eu-west-1.amazonaws.com/
               bucket: jobrun-fleet
@@ -42,7 +41,7 @@ final class ObjectStorageConfigTests: XCTestCase {
         XCTAssertEqual(c.sharedMedia.ttl, 30 * 86_400)
         XCTAssertEqual(c.bucket.url(key: "fleet-a/x"), "https://jobrun-fleet.s3.eu-west-1.amazonaws.com/fleet-a/x")
 
-        XCTAssertNil(try ObjectStorageConfig.parse("postgres:\n  host: x\n", path: "/r/cluster.yaml", rootDirectory: "/r", environment: [:]))
+        XCTAssertNil(try ObjectStorageConfig.parse("postgres:\n  url: postgresql://h/db\n", path: "/r/cluster.yaml", rootDirectory: "/r", environment: [:]))
         XCTAssertNil(try ObjectStorageConfig.parse("", path: "/r/cluster.yaml", rootDirectory: "/r", environment: [:]))
     }
 
@@ -79,19 +78,21 @@ final class ObjectStorageConfigTests: XCTestCase {
             """
         XCTAssertThrowsError(try ObjectStorageConfig.parse(text, path: "/r/cluster.yaml", rootDirectory: "/r", environment: [:])) { error in
             let message = "\(error)"
-            XCTAssertTrue(message.contains("/r/cluster.yaml:4:15: `addressing` must be one of: path, virtual-hosted"), message)
-            XCTAssertTrue(message.contains("/r/cluster.yaml:6:3: unknown key `objectStorage.colour`"), message)
-            XCTAssertTrue(message.contains("/r/cluster.yaml:8:14: `sharedMedia.enabled` must be true or false"), message)
-            XCTAssertTrue(message.contains("/r/cluster.yaml:9:10: sharedMedia.ttl"), message)
+            XCTAssertTrue(
+                message.contains("/r/cluster.yaml:4:15: 'dns' is not a valid value for 'objectStorage.addressing' (expected one of path, virtual-hosted)"),
+                message)
+            XCTAssertTrue(message.contains("/r/cluster.yaml:5:13: 'objectStorage.partSize' is out of range: '1MiB' (expected a value in 5MiB…5GiB)"), message)
+            XCTAssertTrue(message.contains("/r/cluster.yaml:6:3: unknown key 'colour' in objectStorage"), message)
+            XCTAssertTrue(message.contains("/r/cluster.yaml:8:14: 'objectStorage.sharedMedia.enabled' has the wrong type"), message)
+            XCTAssertTrue(message.contains("/r/cluster.yaml:9:10: bad duration 'soon' for 'objectStorage.sharedMedia.ttl'"), message)
             XCTAssertEqual((error as? JobError)?.exitCode, .config)
         }
-        let values = "objectStorage:\n  endpoint: ftp://nowhere\n  bucket: Bad_Bucket\n  partSize: 1MiB\n"
+        let values = "objectStorage:\n  endpoint: ftp://nowhere\n  bucket: Bad_Bucket\n"
         XCTAssertThrowsError(try ObjectStorageConfig.parse(values, path: "/r/cluster.yaml", rootDirectory: "/r", environment: [:])) { error in
             let message = "\(error)"
-            XCTAssertTrue(message.contains("/r/cluster.yaml:1:1"), message)
+            XCTAssertTrue(message.contains("/r/cluster.yaml:2:3"), message)
             XCTAssertTrue(message.contains("endpoint must be an http:// or https:// URL"), message)
             XCTAssertTrue(message.contains("bucket must be 3–63 characters"), message)
-            XCTAssertTrue(message.contains("partSize must be 5MiB…5GiB"), message)
         }
     }
 
@@ -109,7 +110,7 @@ final class ObjectStorageConfigTests: XCTestCase {
         XCTAssertEqual(config.credentialsFile, dir.file("keys"))
 
         let planted = "PLANTED-\(UUID().uuidString)"
-        try write("[default]\naws_access_key_id = AKIDX\naws_secret_access_key = \(planted)\n", to: dir.file("keys"), mode: 0o640)
+        try write("[default]\naws_access_key_id = AKIDX\naws_secret_access_key = \(planted)\n", to: dir.file("keys"), mode: 0o644)
         XCTAssertThrowsError(try config.credentials(environment: [:])) { error in
             XCTAssertTrue("\(error)".contains(dir.file("keys")), "\(error)")
             XCTAssertFalse("\(error)".contains(planted))

@@ -7,6 +7,11 @@ import Postbox
 enum RetentionFixture {
     static let base: Int32 = 1_600_000_000
 
+    /// A policy with working limits of the tests' choosing; each test sets what it checks.
+    static func policy() -> HistoryRetentionPolicy {
+        HistoryRetentionPolicy(keepNewest: 100, batchSize: 2_000, vacuumStepBytes: 8 << 20, walSizeLimit: 64 << 20)
+    }
+
     static func timestamp(peer: Int, message: Int) -> Int32 { base + Int32(message) * 3600 + Int32(peer) }
     static func peerId(_ p: Int) -> PeerId { PeerId(Int64(1000 + p)) }
 

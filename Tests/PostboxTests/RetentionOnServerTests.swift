@@ -19,7 +19,7 @@ final class RetentionOnServerTests: XCTestCase {
             XCTAssertGreaterThan(before, Int64(peers * perPeer * 100), "the store measures its rows: \(before)")
             let limit = before * 4 / 10
 
-            var policy = HistoryRetentionPolicy()
+            var policy = RetentionFixture.policy()
             policy.sizeLimit = limit
             policy.keepNewest = keep
             policy.batchSize = 500

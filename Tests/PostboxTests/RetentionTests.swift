@@ -20,7 +20,7 @@ final class RetentionTests: XCTestCase {
         let before = try postbox.databaseBytes()
         let limit = before * 4 / 10
 
-        var policy = HistoryRetentionPolicy()
+        var policy = RetentionFixture.policy()
         policy.sizeLimit = limit
         policy.keepNewest = keep
         policy.batchSize = 500
@@ -78,7 +78,7 @@ final class RetentionTests: XCTestCase {
         let postbox = try Postbox(path: dir.file("db.sqlite"))
         try RetentionFixture.fill(postbox, peers: 30, perPeer: 60)
         let now = Int64(RetentionFixture.timestamp(peer: 0, message: 40))  // messages 1…39 are older than 0 s
-        var policy = HistoryRetentionPolicy()
+        var policy = RetentionFixture.policy()
         policy.now = now
         policy.maxAge = 0
         policy.maxMessagesPerPeer = 50
@@ -111,7 +111,7 @@ final class RetentionTests: XCTestCase {
 
         // Count alone, with a smaller keep: beyond the newest 30 goes.
         // Count alone, with a smaller keep: beyond the newest 30 goes (peers trimmed to 25 above keep theirs).
-        var count = HistoryRetentionPolicy()
+        var count = RetentionFixture.policy()
         count.maxMessagesPerPeer = 30
         count.keepNewest = 5
         let second = try HistoryRetention(postbox: postbox, policy: count).run()
@@ -133,7 +133,7 @@ final class RetentionTests: XCTestCase {
         let postbox = try Postbox(path: dir.file("db.sqlite"))
         try RetentionFixture.fill(postbox, peers: 2, perPeer: 40)
         let peer = RetentionFixture.peerId(0)
-        var policy = HistoryRetentionPolicy()
+        var policy = RetentionFixture.policy()
         policy.maxMessagesPerPeer = 10
         policy.keepNewest = 10
         policy.batchSize = 7  // several transactions, the in-use message in the middle of one
@@ -180,7 +180,7 @@ final class RetentionTests: XCTestCase {
                     resourceId: "sticker-77", parent: .message(MessageId(peerId: peer, id: 1)), fileReference: Data([1, 2, 3]),
                     obtainedAt: 1_700_000_000, media: sticker.id))
         }
-        var policy = HistoryRetentionPolicy()
+        var policy = RetentionFixture.policy()
         policy.maxMessagesPerPeer = 10
         policy.keepNewest = 10
         policy.batchSize = 4
@@ -236,7 +236,7 @@ final class RetentionTests: XCTestCase {
                 for part in 0..<3 { try tx.uploadQueue.acknowledge(item: item.id, part: Int32(part)) }
             }
         }
-        var policy = HistoryRetentionPolicy()
+        var policy = RetentionFixture.policy()
         policy.now = now
         policy.uploadRetention = 30 * 86_400
         let report = try HistoryRetention(postbox: postbox, policy: policy).run()
@@ -296,7 +296,7 @@ final class RetentionTests: XCTestCase {
         XCTAssertEqual(usage.peers.first?.messages, 1000)
         XCTAssertEqual(usage.peers.count, 21)
 
-        var policy = HistoryRetentionPolicy()
+        var policy = RetentionFixture.policy()
         policy.maxMessagesPerPeer = 20
         policy.keepNewest = 20
         let report = try HistoryRetention(postbox: postbox, policy: policy).run()

@@ -33,8 +33,9 @@ public struct S3Credentials: Sendable, Equatable, CustomStringConvertible {
 
     /// Reads an AWS shared-credentials file (`[profile]` sections of `aws_access_key_id`,
     /// `aws_secret_access_key`, `aws_session_token`). The file must be a regular file that only
-    /// its owner can read or write (mode 0600 or stricter); anything else is refused, since a
-    /// readable key file is a leaked key.
+    /// its owner can read or write (mode 0600 or stricter, or a Kubernetes Secret's 0440 in one of
+    /// this process's groups: `CredentialFileMode`); anything else is refused, since a readable
+    /// key file is a leaked key.
     public static func load(file path: String, profile: String = "default") throws -> S3Credentials {
         var info = stat()
         guard stat(path, &info) == 0 else {
@@ -44,7 +45,7 @@ public struct S3Credentials: Sendable, Equatable, CustomStringConvertible {
             throw S3CredentialsError.unreadable(path: path, reason: "not a regular file")
         }
         let mode = info.st_mode & 0o777
-        guard mode & 0o077 == 0 else { throw S3CredentialsError.notPrivate(path: path, mode: mode) }
+        guard CredentialFileMode.problem(mode: mode, group: info.st_gid) == nil else { throw S3CredentialsError.notPrivate(path: path, mode: mode) }
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
@@ -101,7 +102,7 @@ public enum S3CredentialsError: Error, Sendable, Equatable, CustomStringConverti
         switch self {
         case let .unreadable(path, reason): return "S3 credentials file \(path): \(reason)"
         case let .notPrivate(path, mode):
-            return "S3 credentials file \(path) has mode \(String(mode, radix: 8)); it must be readable by its owner only (chmod 600)"
+            return "S3 credentials file \(path) has mode \(String(mode, radix: 8)); it must be readable by its owner only: \(CredentialFileMode.fix(path))"
         case let .malformed(path, line, reason): return "S3 credentials file \(path):\(line): \(reason)"
         case let .missingProfile(path, profile): return "S3 credentials file \(path) has no [\(profile)] section"
         case let .missingValue(path, profile, key): return "S3 credentials file \(path): [\(profile)] has no \(key)"

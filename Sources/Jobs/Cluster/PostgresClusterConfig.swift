@@ -9,8 +9,10 @@ import PostboxPostgres
 ///   passwordFile: /etc/jobrun/pg-password             # 0600, first line
 ///   tls: {mode: verify-full, caFile: /etc/jobrun/pg-ca.pem}
 ///   schemaPrefix: jobrun
-///   leaseSeconds: 30                                  # a scheduler's hold on a work item
+///   lease: 30s                                        # a scheduler's hold on a work item
 /// ```
+///
+/// The keys, their defaults and their `JOBRUN_POSTGRES_*` variables are `PostgresSection`'s.
 ///
 /// A Unix socket is named as libpq does: `postgresql:///jobrun?host=/run/postgresql`.
 /// Each account's Postbox lives in schema `<schemaPrefix>_account_<id>`.
@@ -21,16 +23,8 @@ public struct PostgresClusterConfig: Sendable {
         case verifyFull = "verify-full"
     }
 
-    public static let urlVariable = "JOBRUN_POSTGRES_URL"
-    public static let passwordFileVariable = "JOBRUN_POSTGRES_PASSWORD_FILE"
-    public static let tlsModeVariable = "JOBRUN_POSTGRES_TLS_MODE"
-    public static let caFileVariable = "JOBRUN_POSTGRES_CA_FILE"
-    public static let schemaPrefixVariable = "JOBRUN_POSTGRES_SCHEMA_PREFIX"
-    static let knownKeys: Set<String> = ["url", "passwordFile", "tls", "schemaPrefix", "leaseSeconds"]
-    /// The lease of a scheduler's work item when `leaseSeconds` is not set.
-    public static let defaultLeaseSeconds = 30
-    /// The shortest and longest lease accepted.
-    public static let leaseSecondsRange = 2...3600
+    /// The variable whose URL alone shares the stores.
+    public static var urlVariable: String { PostgresSection.url.spec.environment! }
 
     public var address: PostgresEndpoint.Address
     public var username: String
@@ -45,8 +39,9 @@ public struct PostgresClusterConfig: Sendable {
     public var leaseSeconds: Int
 
     public init(
-        address: PostgresEndpoint.Address, username: String, database: String, passwordFile: String? = nil, tls: TLS = .disable,
-        caFile: String? = nil, schemaPrefix: String = "jobrun", leaseSeconds: Int = PostgresClusterConfig.defaultLeaseSeconds
+        address: PostgresEndpoint.Address, username: String, database: String, passwordFile: String? = nil,
+        tls: TLS = PostgresTLSSection.mode.defaultValue!, caFile: String? = nil, schemaPrefix: String = PostgresSection.schemaPrefix.defaultValue!,
+        leaseSeconds: Int = Int(PostgresSection.lease.defaultValue!.wholeSeconds)
     ) {
         self.address = address
         self.username = username
@@ -79,12 +74,8 @@ public struct PostgresClusterConfig: Sendable {
             if let refusal = AccountCloudConfig.credentialsRefusal(passwordFile) {
                 throw .config("postgres.passwordFile: " + refusal.replacingOccurrences(of: "credentials file", with: "password file"))
             }
-            switch SmallFile.read(passwordFile, limit: 4096) {
-            case .success(let data):
-                password = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init)
-                if password?.isEmpty ?? true { throw .config("postgres.passwordFile: the password file \(passwordFile) is empty") }
-            case .failure(let problem):
-                throw .config("postgres.passwordFile: cannot read the password file \(passwordFile): \(problem.message)")
+            do { password = try ConfigFile.firstLine(at: passwordFile, limit: 4096, what: "password file") } catch {
+                throw .config("postgres.passwordFile: \(error)")
             }
         }
         let mode: PostgresEndpoint.TLSMode
@@ -98,95 +89,24 @@ public struct PostgresClusterConfig: Sendable {
         return PostgresEndpoint(address: address, username: username, password: password, database: database, tls: mode, applicationName: applicationName)
     }
 
-    struct Problems: Error {
-        var problems: [String]
+    /// The validated `postgres:` section; a relative path in the file resolves against
+    /// `rootDirectory` (one from a variable is used as given).
+    init(_ values: JobParams, rootDirectory: String) {
+        typealias Section = PostgresSection
+        guard case .success(let (address, user, database)) = Self.parseURL(values[Section.url]) else {
+            preconditionFailure("postgres.url is checked by PostgresSection")
+        }
+        func path(_ param: any JobParameter, _ text: String?, in values: JobParams) -> String? {
+            guard let text else { return nil }
+            let fromVariable = values.position(of: param).file.hasPrefix("$")
+            return text.hasPrefix("/") || fromVariable ? text : (rootDirectory as NSString).appendingPathComponent(text)
+        }
+        let tls = values[Section.tls]
+        self.init(
+            address: address, username: user, database: database, passwordFile: path(Section.passwordFile, values[Section.passwordFile], in: values),
+            tls: tls[PostgresTLSSection.mode], caFile: path(PostgresTLSSection.caFile, tls[PostgresTLSSection.caFile], in: tls),
+            schemaPrefix: values[Section.schemaPrefix], leaseSeconds: Int(values[Section.lease].wholeSeconds))
     }
-
-    /// Parses a `postgres:` node.
-    static func parse(_ node: ConfigNode, rootDirectory: String) -> Result<PostgresClusterConfig, Problems> {
-        guard case .mapping(let entries) = node.value else {
-            return .failure(Problems(problems: ["\(node.position): `postgres` must be a mapping with at least `url`"]))
-        }
-        var problems: [String] = []
-        var url: (String, ConfigNode)?
-        var passwordFile: String?
-        var tls = TLS.disable
-        var caFile: String?
-        var prefix = "jobrun"
-        var lease = defaultLeaseSeconds
-        func path(_ text: String) -> String { text.hasPrefix("/") ? text : (rootDirectory as NSString).appendingPathComponent(text) }
-        for entry in entries {
-            let v = entry.value
-            switch entry.key {
-            case "url":
-                guard let text = v.scalarText, !text.isEmpty else { problems.append("\(v.position): `postgres.url` must be a postgresql:// URL"); continue }
-                url = (text, v)
-            case "passwordFile":
-                guard let text = v.scalarText, !text.isEmpty else { problems.append("\(v.position): `postgres.passwordFile` must be a path"); continue }
-                passwordFile = path(text)
-            case "schemaPrefix":
-                guard let text = v.scalarText, validPrefix(text) else {
-                    problems.append("\(v.position): `postgres.schemaPrefix` must be 1–30 lower-case letters, digits and _, starting with a letter")
-                    continue
-                }
-                prefix = text
-            case "leaseSeconds":
-                guard let text = v.scalarText, let seconds = Int(text), leaseSecondsRange.contains(seconds) else {
-                    problems.append(
-                        "\(v.position): `postgres.leaseSeconds` must be a whole number of seconds from \(leaseSecondsRange.lowerBound) to \(leaseSecondsRange.upperBound)"
-                    )
-                    continue
-                }
-                lease = seconds
-            case "tls":
-                if let text = v.scalarText {
-                    guard let mode = TLS(rawValue: text) else { problems.append("\(v.position): \(tlsExpected)"); continue }
-                    tls = mode
-                } else if case .mapping(let fields) = v.value {
-                    for f in fields {
-                        switch f.key {
-                        case "mode":
-                            guard let mode = f.value.scalarText.flatMap(TLS.init(rawValue:)) else {
-                                problems.append("\(f.value.position): \(tlsExpected)"); continue
-                            }
-                            tls = mode
-                        case "caFile":
-                            guard let text = f.value.scalarText, !text.isEmpty else {
-                                problems.append("\(f.value.position): `postgres.tls.caFile` must be a path"); continue
-                            }
-                            caFile = path(text)
-                        default:
-                            problems.append("\(f.keyPosition): unknown key `postgres.tls.\(AccountCloudConfig.shown(f.key))` (known: caFile, mode)")
-                        }
-                    }
-                } else {
-                    problems.append("\(v.position): `postgres.tls` must be a mode or a mapping with `mode` and `caFile`")
-                }
-            default:
-                problems.append(
-                    "\(entry.keyPosition): unknown key `postgres.\(AccountCloudConfig.shown(entry.key))` (known: \(knownKeys.sorted().joined(separator: ", ")))"
-                )
-            }
-        }
-        guard let (text, urlNode) = url else {
-            problems.append("\(node.position): `postgres` needs `url`")
-            return .failure(Problems(problems: problems))
-        }
-        switch parseURL(text) {
-        case .success(let (address, user, database)):
-            if tls == .verifyFull && caFile == nil { problems.append("\(node.position): `postgres.tls` mode verify-full needs `caFile`") }
-            if !problems.isEmpty { return .failure(Problems(problems: problems)) }
-            return .success(
-                PostgresClusterConfig(
-                    address: address, username: user, database: database, passwordFile: passwordFile, tls: tls, caFile: caFile, schemaPrefix: prefix,
-                    leaseSeconds: lease))
-        case .failure(let message):
-            problems.append("\(urlNode.position): \(message)")
-            return .failure(Problems(problems: problems))
-        }
-    }
-
-    static let tlsExpected = "`postgres.tls` mode must be one of disable, require, verify-full"
 
     static func validPrefix(_ text: String) -> Bool {
         !text.isEmpty && text.utf8.count <= 30 && text.utf8.first.map { $0 >= 0x61 && $0 <= 0x7a } == true
@@ -217,43 +137,5 @@ public struct PostgresClusterConfig: Sendable {
             return .success((.unixSocket(path: (dir as NSString).appendingPathComponent(".s.PGSQL.\(port)")), user, database))
         }
         return .failure(URLProblem(message: "`postgres.url` needs a host (postgresql://user@host/db) or a socket folder (?host=/run/postgresql)"))
-    }
-
-    /// The file's section with the `JOBRUN_POSTGRES_*` variables applied over it: the URL
-    /// variable alone is enough to share the stores.
-    static func applying(environment: [String: String], to config: PostgresClusterConfig?, rootDirectory: String) throws(JobError) -> PostgresClusterConfig? {
-        var config = config
-        if let url = environment[urlVariable], !url.isEmpty {
-            switch parseURL(url) {
-            case .success(let (address, user, database)):
-                if var c = config {
-                    c.address = address
-                    c.username = user
-                    c.database = database
-                    config = c
-                } else {
-                    config = PostgresClusterConfig(address: address, username: user, database: database)
-                }
-            case .failure(let problem):
-                throw .config("\(urlVariable): " + problem.message.replacingOccurrences(of: "`postgres.url`", with: "the URL"))
-            }
-        }
-        guard var c = config else {
-            let stray = [passwordFileVariable, tlsModeVariable, caFileVariable, schemaPrefixVariable].filter { !(environment[$0] ?? "").isEmpty }
-            if !stray.isEmpty { throw .config("\(stray.joined(separator: ", ")) set without \(urlVariable) or a `postgres:` section in cluster.yaml") }
-            return nil
-        }
-        if let file = environment[passwordFileVariable], !file.isEmpty { c.passwordFile = file }
-        if let mode = environment[tlsModeVariable], !mode.isEmpty {
-            guard let tls = TLS(rawValue: mode) else { throw .config("\(tlsModeVariable): must be one of disable, require, verify-full") }
-            c.tls = tls
-        }
-        if let ca = environment[caFileVariable], !ca.isEmpty { c.caFile = ca }
-        if let prefix = environment[schemaPrefixVariable], !prefix.isEmpty {
-            guard validPrefix(prefix) else { throw .config("\(schemaPrefixVariable): 1–30 lower-case letters, digits and _, starting with a letter") }
-            c.schemaPrefix = prefix
-        }
-        if c.tls == .verifyFull && c.caFile == nil { throw .config("postgres TLS mode verify-full needs a CA file (\(caFileVariable) or tls.caFile)") }
-        return c
     }
 }

@@ -15,10 +15,8 @@ public enum SharedMediaTierSetup {
         -> SharedMediaTierSetupResult?
     {
         if let known = made.withLock({ $0[root.path] }) { return known }
-        guard let config = try ObjectStorageConfig.load(root: root, environment: environment), config.sharedMedia.enabled else {
-            return nil
-        }
         let cluster = try ClusterConfig.load(root: root, environment: environment)
+        guard let config = cluster.objectStorage, config.sharedMedia.enabled else { return nil }
         let transport: any Transport
         do { transport = try CurlTransport() } catch {
             throw JobError.config("cannot set up the transport for the shared media tier in \(config.bucket): \(error)")

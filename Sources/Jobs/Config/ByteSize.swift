@@ -1,6 +1,6 @@
-/// Parses job-file byte sizes: `512`, `512B`, `10kB`, `10MB`, `1.5GB`, `64KiB`, `1GiB`, `2TiB`.
+/// Parses configuration byte sizes: `512`, `512B`, `10kB`, `10MB`, `1.5GB`, `64KiB`, `1GiB`, `2TiB`, `1PB`.
 ///
-/// SI suffixes (kB/KB, MB, GB, TB) are powers of 1000, IEC suffixes (KiB, MiB, GiB, TiB) powers
+/// SI suffixes (kB/KB, MB, GB, TB, PB) are powers of 1000, IEC suffixes (KiB, MiB, GiB, TiB, PiB) powers
 /// of 1024, as `df -H`/`df -h` and systemd do; a bare integer is bytes. Fractions are rounded down.
 public enum ByteSize {
     public static let expected = "a size like 512, 10MB, 1.5GB, 64KiB, 1GiB (SI = 1000, IEC = 1024)"
@@ -8,7 +8,8 @@ public enum ByteSize {
     private static let units: [String: Double] = [
         "": 1, "B": 1,
         "k": 1e3, "kB": 1e3, "K": 1e3, "KB": 1e3, "MB": 1e6, "M": 1e6, "GB": 1e9, "G": 1e9, "TB": 1e12, "T": 1e12,
-        "KiB": 1024, "MiB": 1_048_576, "GiB": 1_073_741_824, "TiB": 1_099_511_627_776,
+        "PB": 1e15, "P": 1e15,
+        "KiB": 1024, "MiB": 1_048_576, "GiB": 1_073_741_824, "TiB": 1_099_511_627_776, "PiB": 1_125_899_906_842_624,
     ]
 
     public static func parse(_ text: String) -> Result<Int64, ConfigValueError> {
@@ -23,7 +24,7 @@ public enum ByteSize {
         let unit = String(afterNumber.drop { $0 == " " })
         let unitStart = numberText.count + (afterNumber.count - unit.count)  // in characters, for the error's column
         guard let multiplier = units[unit] else {
-            return .failure(ConfigValueError(offset: unitStart, message: "unknown size unit '\(unit)'"))
+            return .failure(ConfigValueError(offset: unitStart, message: "unknown size unit \(ShownText.value(unit))"))
         }
         if unit.isEmpty || unit == "B", numberText.contains(".") {
             return .failure(ConfigValueError(offset: 0, message: "a size in bytes must be a whole number"))
@@ -46,7 +47,7 @@ public enum ByteSize {
     }
 
     public static func format(_ bytes: Int64) -> String {
-        for (suffix, size) in [("TiB", Int64(1) << 40), ("GiB", Int64(1) << 30), ("MiB", Int64(1) << 20), ("KiB", Int64(1) << 10)]
+        for (suffix, size) in [("PiB", Int64(1) << 50), ("TiB", Int64(1) << 40), ("GiB", Int64(1) << 30), ("MiB", Int64(1) << 20), ("KiB", Int64(1) << 10)]
         where bytes >= size && bytes % size == 0 {
             return "\(bytes / size)\(suffix)"
         }

@@ -27,18 +27,18 @@ public enum ConfigDuration {
                 index += 1
             }
             if index == start {
-                let what = chars[index] == "-" ? "negative durations are not allowed" : "expected a number at '\(chars[index])'"
+                let what = chars[index] == "-" ? "negative durations are not allowed" : "expected a number at \(ShownText.value(String(chars[index])))"
                 return .failure(ConfigValueError(offset: index, message: what))
             }
             let unitStart = index
             while index < chars.count, chars[index].properties.isAlphabetic { index += 1 }
             let unit = String(String.UnicodeScalarView(chars[unitStart..<index]))
             if unit.isEmpty {
-                let message = index < chars.count ? "unexpected '\(chars[index])' in duration" : "missing unit after \(number)"
+                let message = index < chars.count ? "unexpected \(ShownText.value(String(chars[index]))) in duration" : "missing unit after \(number)"
                 return .failure(ConfigValueError(offset: index, message: message))
             }
             guard let rank = units.firstIndex(where: { $0.suffix == unit }) else {
-                return .failure(ConfigValueError(offset: unitStart, message: "unknown duration unit '\(unit)'"))
+                return .failure(ConfigValueError(offset: unitStart, message: "unknown duration unit \(ShownText.value(unit))"))
             }
             if rank <= lastRank {
                 return .failure(ConfigValueError(offset: unitStart, message: "duration units must be in descending order, each once"))

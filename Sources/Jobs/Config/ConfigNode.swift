@@ -75,16 +75,7 @@ public struct ConfigNode: Sendable, Hashable {
 extension ConfigNode {
     /// Parses YAML text into a `ConfigNode`; YAML syntax errors and duplicate keys become
     /// `JobFileError`s with positions. `nil` for an empty document.
-    ///
-    /// Text in the plain part of YAML that job files are written in is read by
-    /// `YamlSubsetReader`; any other text, and every error, is composed by Yams.
     public static func parse(yaml: String, file: String) throws(JobFileErrors) -> ConfigNode? {
-        if let node = YamlSubsetReader.read(yaml, file: file) { return node }
-        return try compose(yaml: yaml, file: file)
-    }
-
-    /// `parse` through Yams alone.
-    static func compose(yaml: String, file: String) throws(JobFileErrors) -> ConfigNode? {
         // Only text with an anchor (`&`) can make an alias expensive: it is prechecked before the
         // parse. Text without one (a cron schedule's `*` alone) is parsed once, and the precheck
         // runs only when that parse fails, so an alias is reported the same way either way.
@@ -96,12 +87,10 @@ extension ConfigNode {
         if mayHaveAnchors { try precheckAliases() }
         let node: Node?
         do {
-            // No resolver rules: plain scalars are typed by `PlainScalarResolver`, which does not
-            // compile regular expressions at every start. Only the node tree is used, never Yams'
-            // Swift values, so the constructor has no maps (building the default ones costs a
-            // conformance lookup per map type at every start), and the encoding is given rather
-            // than looked up in the environment.
-            node = try Yams.compose(yaml: yaml, .basic, Constructor([:], [:], [:]), .utf8)
+            // Plain scalars are typed by Yams' default (YAML 1.1) resolver. Only the node tree is
+            // used, never Yams' Swift values, so the constructor has no maps, and the encoding is
+            // given rather than looked up in the environment.
+            node = try Yams.compose(yaml: yaml, .default, Constructor([:], [:], [:]), .utf8)
         } catch let error as YamlError {
             if !mayHaveAnchors { try precheckAliases() }
             throw JobFileErrors(yamlErrors(error, yaml: yaml, file: file))
@@ -146,7 +135,7 @@ extension ConfigNode {
                 type = .string
             } else {
                 switch Tag.Name(rawValue: node.tag.rawValue) {
-                case .str: type = PlainScalarResolver.resolve(scalar.string)  // implicit (or an explicit !!str)
+                case .str: type = .string
                 case .int: type = .int
                 case .float: type = .float
                 case .bool: type = .bool

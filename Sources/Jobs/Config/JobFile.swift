@@ -21,10 +21,8 @@ public struct RetryPolicy: Sendable, Hashable {
     public var maxBackoff: Duration
     public var multiplier: Double
 
-    public init(
-        backoffLimit: Int = 2, initialBackoff: Duration = .seconds(10), maxBackoff: Duration = .seconds(300),
-        multiplier: Double = 2
-    ) {
+    /// The defaults are `RetrySection`'s and `BackoffSection`'s.
+    public init(backoffLimit: Int, initialBackoff: Duration, maxBackoff: Duration, multiplier: Double) {
         self.backoffLimit = backoffLimit
         self.initialBackoff = initialBackoff
         self.maxBackoff = maxBackoff
@@ -71,7 +69,7 @@ public struct JobFile: Sendable, Hashable {
     /// (`<url>/fail`), the healthchecks.io convention; nil = `$JOBRUN_HEARTBEAT`, if set.
     public var heartbeat: String?
     /// How long one heartbeat ping may take (each of its attempts).
-    public var heartbeatTimeout: Duration = .seconds(10)
+    public var heartbeatTimeout: Duration
     public var params: JobParams
     /// The file this job came from.
     public var source: String
@@ -97,22 +95,7 @@ public struct JobFile: Sendable, Hashable {
     /// Loads and validates a job file; every problem is reported with `file:line:column`.
     public static func load(contentsOf url: URL, displayPath: String? = nil, kinds: JobKindRegistry = .shipped) throws(JobFileErrors) -> JobFile {
         let shown = displayPath ?? url.path
-        let origin = SourcePosition(file: shown, line: 1, column: 1)
-        let data: [UInt8]
-        switch SmallFile.read(url.path, limit: maximumSize) {
-        case .success(let bytes): data = bytes
-        case .failure(.tooLarge):
-            throw JobFileErrors([
-                JobFileError(
-                    origin, "job file is larger than \(ByteSize.human(Int64(maximumSize)))",
-                    expected: "a job file of a few kilobytes")
-            ])
-        case .failure(let problem):
-            throw JobFileErrors([JobFileError(origin, "cannot read job file: \(problem.message)", expected: "a readable YAML file")])
-        }
-        guard let text = String(validating: data, as: UTF8.self) else {
-            throw JobFileErrors([JobFileError(origin, "job file is not valid UTF-8", expected: "UTF-8 text")])
-        }
+        let text = try ConfigFile.text(at: url.path, shown: shown, limit: maximumSize, what: "job file")
         return try parse(yaml: text, file: shown, kinds: kinds)
     }
 

@@ -12,7 +12,7 @@ public struct SourcePosition: Sendable, Hashable, CustomStringConvertible {
         self.column = column
     }
 
-    public var description: String { "\(file):\(line):\(column)" }
+    public var description: String { "\(ShownText.escaped(file)):\(line):\(column)" }
 }
 
 /// One problem in a job file, printed as `file:line:column: message (expected …)`.
@@ -57,5 +57,13 @@ public struct JobFileErrors: Error, Sendable, CustomStringConvertible {
     /// Exit code for a CLI reporting these errors (78, EX_CONFIG).
     public var exitCode: JobExitCode { .config }
 
-    public var description: String { errors.map(\.description).joined(separator: "\n") }
+    /// The most errors printed: a file of many mistakes (or one that is not a configuration at
+    /// all) is summed up after them rather than replayed line by line.
+    public static let printedLimit = 50
+
+    public var description: String {
+        let shown = errors.prefix(Self.printedLimit).map(\.description)
+        let rest = errors.count - shown.count
+        return (rest > 0 ? shown + ["… and \(rest) more problems"] : shown).joined(separator: "\n")
+    }
 }

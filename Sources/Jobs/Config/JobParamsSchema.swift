@@ -13,6 +13,12 @@ public indirect enum ParamType: Sendable, Hashable, CustomStringConvertible {
     case list(ParamType)
     /// A mapping whose keys come from a fixed set, each value of one type.
     case map(keys: [String], value: ParamType)
+    /// A nested section with parameters of its own.
+    case section(SectionSchema)
+    /// A job kind's `params:`: a mapping the kind named by `kind:` validates.
+    case kindParameters
+    /// A value of a shape of its own (a DC map, a URL), decoded by its own function.
+    case custom(CustomParamType)
 
     public var description: String {
         switch self {
@@ -25,6 +31,9 @@ public indirect enum ParamType: Sendable, Hashable, CustomStringConvertible {
         case .oneOf(let words): return "one of " + words.joined(separator: ", ")
         case .list(let element): return "a list of \(element.shortName)"
         case .map(let keys, let value): return "a mapping of \(keys.joined(separator: ", ")) to \(value.shortName)"
+        case .section(let section): return "a mapping with " + section.params.map(\.name).joined(separator: ", ")
+        case .kindParameters: return "a mapping of the kind's parameters"
+        case .custom(let custom): return custom.description
         }
     }
 
@@ -39,7 +48,8 @@ public indirect enum ParamType: Sendable, Hashable, CustomStringConvertible {
         case .byteSize: return "sizes"
         case .oneOf(let words): return "words (" + words.joined(separator: ", ") + ")"
         case .list: return "lists"
-        case .map: return "mappings"
+        case .map, .section, .kindParameters: return "mappings"
+        case .custom(let custom): return custom.name + "s"
         }
     }
 }
@@ -54,6 +64,8 @@ public indirect enum ParamValue: Sendable, Hashable, CustomStringConvertible {
     case bytes(Int64)
     case list([ParamValue])
     case map([String: ParamValue])
+    /// A nested section's validated values.
+    case section(JobParams)
 
     public var description: String {
         switch self {
@@ -66,12 +78,14 @@ public indirect enum ParamValue: Sendable, Hashable, CustomStringConvertible {
         case .list(let values): return "[" + values.map(\.description).joined(separator: ", ") + "]"
         case .map(let values):
             return "{" + values.keys.sorted().map { "\($0): \(values[$0]!.description)" }.joined(separator: ", ") + "}"
+        case .section(let values): return ParamValue.map(values.values).description
         }
     }
 }
 
-/// Declaration of one parameter: name, type, whether required, default, allowed range, and a
-/// one-line doc (the kinds' engineers and `docs/job-files.md` read these).
+/// Declaration of one parameter: name, type, whether required, default, allowed range, the
+/// environment variable that gives it (if any), and a one-line doc (the kinds' engineers,
+/// `docs/job-files.md` and `docs/configuration.md` read these).
 public struct ParamSpec: Sendable, Hashable {
     public var name: String
     public var type: ParamType
@@ -80,102 +94,62 @@ public struct ParamSpec: Sendable, Hashable {
     /// Inclusive bounds for numbers; for durations in seconds, for sizes in bytes; applied to
     /// list and map elements too.
     public var range: ClosedRange<Double>?
+    /// The variable that gives the value when the file does not (`JOBRUN_S3_BUCKET`).
+    public var environment: String?
+    /// The key's former name, still read (with a deprecation warning) for one release.
+    public var formerName: String?
+    /// Whether a bare number is still read as seconds (a duration's former spelling), with a
+    /// deprecation warning.
+    public var acceptsBareSeconds: Bool = false
+    /// For a nested section: whether it may be left out altogether (nil when absent) rather
+    /// than taking its keys' defaults.
+    public var optionalSection: Bool = false
     public var doc: String
 
     public init(
         _ name: String, _ type: ParamType, required: Bool = false, default defaultValue: ParamValue? = nil,
-        range: ClosedRange<Double>? = nil, doc: String
+        range: ClosedRange<Double>? = nil, environment: String? = nil, doc: String
     ) {
         self.name = name
         self.type = type
         self.required = required
         self.defaultValue = defaultValue
         self.range = range
+        self.environment = environment
         self.doc = doc
     }
 }
 
-/// The parameters a job kind accepts, as its validator sees them. Unknown keys, wrong types,
-/// out-of-range values and missing required parameters are rejected with positions.
-public struct JobParamsSchema: Sendable, Hashable {
-    public var kind: String
-    public var params: [ParamSpec]
+/// A parameter type with a shape of its own: its name in the reference, what it expects, and
+/// the function that decodes it into one of `ParamValue`'s shapes.
+public struct CustomParamType: Sendable, Hashable {
+    /// The type's name in the reference (`URL`, `datacenters`).
+    public let name: String
+    /// What it accepts, for errors and the reference.
+    public let description: String
+    let decode: @Sendable (ConfigNode, _ name: String, _ errors: inout [JobFileError]) -> ParamValue?
 
-    public init(kind: String, params: [ParamSpec]) {
-        self.kind = kind
-        self.params = params
+    public init(
+        name: String, description: String,
+        decode: @escaping @Sendable (ConfigNode, _ name: String, _ errors: inout [JobFileError]) -> ParamValue?
+    ) {
+        self.name = name
+        self.description = description
+        self.decode = decode
     }
 
-    /// The schema of a kind: its name and its declared parameters.
-    public init(_ kind: any JobKind) {
-        self.init(kind: kind.name, params: kind.parameters.map(\.spec))
-    }
-
-    public func spec(named name: String) -> ParamSpec? { params.first { $0.name == name } }
-
-    /// Validates a `params:` node (nil or null = empty) and collects every error.
-    /// `fallback` is where to report a missing parameter when there is no `params:` node.
-    public func validate(_ node: ConfigNode?, fallback: SourcePosition) -> (JobParams, [JobFileError]) {
-        var errors: [JobFileError] = []
-        var values: [String: ParamValue] = [:]
-        var positions: [String: SourcePosition] = [:]
-        var entries: [ConfigNode.Entry] = []
-        var where_ = fallback
-        if let node, !node.isNull {
-            where_ = node.position
-            if case .mapping(let list) = node.value {
-                entries = list
-            } else {
-                errors.append(
-                    JobFileError(
-                        node.position, "params must be a mapping, found \(node.typeName)",
-                        expected: "a mapping of parameters for kind \(kind)"))
-            }
-        }
-        for entry in entries {
-            guard let spec = spec(named: entry.key) else {
-                errors.append(
-                    JobFileError(
-                        entry.keyPosition,
-                        "unknown parameter \(ConfigNode.quotedKey(entry.key)) for kind \(kind)\(suggestion(for: entry.key, among: params.map(\.name)))",
-                        expected: params.isEmpty ? "no parameters" : "one of " + params.map(\.name).joined(separator: ", ")))
-                continue
-            }
-            positions[spec.name] = entry.value.position
-            if entry.value.isNull {
-                if spec.required {
-                    errors.append(JobFileError(entry.value.position, "parameter '\(spec.name)' must have a value", expected: spec.type.description))
-                }
-                continue
-            }
-            if let value = ParamDecoder.decode(entry.value, as: spec.type, range: spec.range, name: spec.name, errors: &errors) {
-                if case .map(let given) = value, case .map(let defaults)? = spec.defaultValue {
-                    // A partial map overrides only the keys it names.
-                    values[spec.name] = .map(defaults.merging(given) { _, new in new })
-                } else {
-                    values[spec.name] = value
-                }
-            }
-        }
-        for spec in params where values[spec.name] == nil && positions[spec.name] == nil {
-            if spec.required {
-                errors.append(
-                    JobFileError(
-                        where_, "missing required parameter '\(spec.name)' for kind \(kind)",
-                        expected: "\(spec.name): \(spec.type)"))
-            } else if let value = spec.defaultValue {
-                values[spec.name] = value
-            }
-        }
-        for spec in params where values[spec.name] == nil && positions[spec.name] != nil {
-            if let value = spec.defaultValue { values[spec.name] = value }  // explicit null: the default applies
-        }
-        return (JobParams(kind: kind, values: values, positions: positions, fallback: where_), errors)
-    }
+    public static func == (a: CustomParamType, b: CustomParamType) -> Bool { a.name == b.name }
+    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
 }
 
 /// Suggests a close key name (`did you mean 'timeout'?`), by edit distance.
+///
+/// A suggestion is at most 3 edits away, so a name whose length differs from the key's by more
+/// is never compared: a long key costs its length once, not its length times every name's.
 func suggestion(for key: String, among names: [String]) -> String {
+    let length = key.utf8.count
+    let near = names.filter { abs($0.utf8.count - length) <= 3 }
+    guard !near.isEmpty else { return "" }
     func distance(_ a: String, _ b: String) -> Int {
         let a = Array(a.lowercased()), b = Array(b.lowercased())
         var previous = Array(0...b.count)
@@ -188,7 +162,7 @@ func suggestion(for key: String, among names: [String]) -> String {
         }
         return previous[b.count]
     }
-    let best = names.map { ($0, distance(key, $0)) }.min { $0.1 < $1.1 }
+    let best = near.map { ($0, distance(key, $0)) }.min { $0.1 < $1.1 }
     if let best, best.1 <= max(1, min(3, best.0.count / 3)) { return "; did you mean '\(best.0)'?" }
     return ""
 }

@@ -12,14 +12,17 @@ public protocol JobParameter: Sendable {
 public struct Param<Value: ParamConvertible>: JobParameter {
     public let spec: ParamSpec
 
-    /// A parameter with a default.
-    public init(_ name: String, default value: Value, range: ClosedRange<Double>? = nil, doc: String) {
-        spec = ParamSpec(name, Value.paramType, default: value.paramValue, range: range, doc: doc)
+    /// A parameter with a default; `environment` names the variable that gives it when the
+    /// file does not.
+    public init(
+        _ name: String, default value: Value, range: ClosedRange<Double>? = nil, environment: String? = nil, doc: String
+    ) {
+        spec = ParamSpec(name, Value.paramType, default: value.paramValue, range: range, environment: environment, doc: doc)
     }
 
-    /// A parameter every job file must give.
-    public static func required(_ name: String, range: ClosedRange<Double>? = nil, doc: String) -> Param {
-        Param(spec: ParamSpec(name, Value.paramType, required: true, range: range, doc: doc))
+    /// A parameter every file must give.
+    public static func required(_ name: String, range: ClosedRange<Double>? = nil, environment: String? = nil, doc: String) -> Param {
+        Param(spec: ParamSpec(name, Value.paramType, required: true, range: range, environment: environment, doc: doc))
     }
 
     /// A set of words restricted to `allowed` (a subset of the word type's cases).
@@ -37,6 +40,21 @@ public struct Param<Value: ParamConvertible>: JobParameter {
 
     private init(spec: ParamSpec) { self.spec = spec }
 
+    /// The same parameter, still read under its former name (with a deprecation warning).
+    public func formerly(_ name: String) -> Param {
+        var spec = spec
+        spec.formerName = name
+        return Param(spec: spec)
+    }
+
+    /// The same duration parameter, still reading a bare number as seconds (with a deprecation
+    /// warning).
+    public func acceptingBareSeconds() -> Param {
+        var spec = spec
+        spec.acceptsBareSeconds = true
+        return Param(spec: spec)
+    }
+
     /// The declared default (nil for a required parameter).
     public var defaultValue: Value? { spec.defaultValue.flatMap(Value.init(paramValue:)) }
 }
@@ -45,8 +63,36 @@ public struct Param<Value: ParamConvertible>: JobParameter {
 public struct OptionalParam<Value: ParamConvertible>: JobParameter {
     public let spec: ParamSpec
 
-    public init(_ name: String, range: ClosedRange<Double>? = nil, doc: String) {
-        spec = ParamSpec(name, Value.paramType, range: range, doc: doc)
+    public init(_ name: String, range: ClosedRange<Double>? = nil, environment: String? = nil, doc: String) {
+        spec = ParamSpec(name, Value.paramType, range: range, environment: environment, doc: doc)
+    }
+
+    private init(spec: ParamSpec) { self.spec = spec }
+
+    /// The same duration parameter, still reading a bare number as seconds (with a deprecation
+    /// warning).
+    public func acceptingBareSeconds() -> OptionalParam {
+        var spec = spec
+        spec.acceptsBareSeconds = true
+        return OptionalParam(spec: spec)
+    }
+}
+
+/// A nested section (`retry.backoff`, `objectStorage.sharedMedia`): its keys are the section
+/// type's own parameters, and reading it gives the section's validated values.
+public struct SectionParam<Section: ConfigSection>: JobParameter {
+    public private(set) var spec: ParamSpec
+
+    /// A section whose keys take their defaults when it is left out.
+    public init(_ name: String, doc: String) {
+        spec = ParamSpec(name, .section(SectionSchema(Section.self)), doc: doc)
+    }
+
+    /// A section that may be left out altogether: reading it gives nil then.
+    public static func optional(_ name: String, doc: String) -> SectionParam {
+        var param = SectionParam(name, doc: doc)
+        param.spec.optionalSection = true
+        return param
     }
 }
 

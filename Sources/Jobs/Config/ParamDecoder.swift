@@ -1,8 +1,10 @@
 /// Decodes one `ConfigNode` as a `ParamType`, collecting positioned errors.
 enum ParamDecoder {
+    /// `bareSeconds`: a duration may still be a bare number of seconds, its former spelling
+    /// (read with a deprecation warning).
     static func decode(
         _ node: ConfigNode, as type: ParamType, range: ClosedRange<Double>?, name: String,
-        errors: inout [JobFileError]
+        errors: inout [JobFileError], bareSeconds: Bool = false
     ) -> ParamValue? {
         func fail(_ message: String, at position: SourcePosition? = nil) -> ParamValue? {
             errors.append(JobFileError(position ?? node.position, message, expected: type.description))
@@ -22,30 +24,38 @@ enum ParamDecoder {
         case .int:
             guard case .scalar(let text, .int) = node.value else { return wrongType() }
             guard let value = Int64(text.replacingOccurrences(of: "_", with: "")) else {
-                return fail("'\(name)' is not a decimal integer: \(text)")
+                return fail("'\(name)' is not a decimal integer: \(ShownText.value(text))")
             }
-            return checkRange(Double(value), shown: text) ? .int(value) : nil
+            return checkRange(Double(value), shown: ShownText.value(text)) ? .int(value) : nil
         case .double:
             guard case .scalar(let text, let scalarType) = node.value, scalarType == .int || scalarType == .float,
                 let value = Double(text), value.isFinite
             else { return wrongType() }
-            return checkRange(value, shown: text) ? .double(value) : nil
+            return checkRange(value, shown: ShownText.value(text)) ? .double(value) : nil
         case .bool:
             guard case .scalar(let text, .bool) = node.value else { return wrongType() }
             switch text.lowercased() {
             case "true": return .bool(true)
             case "false": return .bool(false)
-            default: return fail("'\(name)': write true or false, not \(text)")
+            default: return fail("'\(name)': write true or false, not \(ShownText.value(text))")
             }
         case .duration:
+            if bareSeconds, case .scalar(let text, let scalarType) = node.value, scalarType == .int || scalarType == .float,
+                let seconds = Double(text.replacingOccurrences(of: "_", with: "")), seconds.isFinite, seconds >= 0, seconds < 1e12
+            {
+                let duration = Duration.milliseconds(Int64((seconds * 1000).rounded()))
+                ConfigWarnings.deprecated(
+                    node.position, "'\(name)': a bare number of seconds is deprecated; write \(ConfigDuration.format(duration))")
+                return checkRange(duration.jobSeconds, shown: ShownText.value(text)) ? .duration(duration) : nil
+            }
             guard case .scalar(let text, let scalarType) = node.value, scalarType == .string || scalarType == .int else {
                 return wrongType()
             }
             switch ConfigDuration.parse(text) {
             case .success(let duration):
-                return checkRange(duration.jobSeconds, shown: text) ? .duration(duration) : nil
+                return checkRange(duration.jobSeconds, shown: ShownText.value(text)) ? .duration(duration) : nil
             case .failure(let error):
-                return fail("bad duration '\(text)' for '\(name)': \(error.message)", at: node.position(atOffset: error.offset))
+                return fail("bad duration \(ShownText.value(text)) for '\(name)': \(error.message)", at: node.position(atOffset: error.offset))
             }
         case .byteSize:
             guard case .scalar(let text, let scalarType) = node.value, scalarType == .string || scalarType == .int else {
@@ -53,9 +63,9 @@ enum ParamDecoder {
             }
             switch ByteSize.parse(text) {
             case .success(let bytes):
-                return checkRange(Double(bytes), shown: text) ? .bytes(bytes) : nil
+                return checkRange(Double(bytes), shown: ShownText.value(text)) ? .bytes(bytes) : nil
             case .failure(let error):
-                return fail("bad size '\(text)' for '\(name)': \(error.message)", at: node.position(atOffset: error.offset))
+                return fail("bad size \(ShownText.value(text)) for '\(name)': \(error.message)", at: node.position(atOffset: error.offset))
             }
         case .oneOf(let words):
             guard case .scalar(let text, .string) = node.value else { return wrongType() }
@@ -105,13 +115,22 @@ enum ParamDecoder {
                 }
             }
             return ok ? .map(values) : nil
+        case .section(let schema):
+            let (values, sectionErrors) = schema.validate(node, fallback: node.position)
+            errors += sectionErrors
+            return sectionErrors.isEmpty ? .section(values) : nil
+        case .kindParameters:
+            guard case .mapping = node.value else { return wrongType() }
+            return .map([:])  // the kind named by `kind:` validates them
+        case .custom(let custom):
+            return custom.decode(node, name, &errors)
         }
     }
 
     static func format(_ number: Double, _ type: ParamType) -> String {
         switch type {
         case .duration: return ConfigDuration.format(.milliseconds(Int64(number * 1000)))
-        case .byteSize: return ByteSize.format(Int64(number))
+        case .byteSize: return number == 0 ? "0" : ByteSize.decimal(Int64(number))
         case .list(let element), .map(_, let element): return format(number, element)
         default:
             return number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)

@@ -55,24 +55,39 @@ public struct StoreInspection: Sendable {
         return names.compactMap { $0.hasPrefix("account-") ? Int64($0.dropFirst("account-".count)) : nil }.sorted()
     }
 
-    /// The `limit` most recent runs of each job (or of `job` only), per account, newest first.
-    /// On a shared store (`cluster.yaml`) the runs are the whole cluster's.
-    public func recentRuns(job: String? = nil, limit: Int) throws(JobError) -> [AccountRun] {
-        var runs: [AccountRun] = []
+    /// What `jobrun status` shows of the runs: the recent ones, and each job's latest success and
+    /// failure from the store's index (however many newer runs the history holds).
+    public struct RunHistory: Sendable {
+        public var recent: [AccountRun] = []
+        public var latestSuccess: [String: AccountRun] = [:]
+        public var latestFailure: [String: AccountRun] = [:]
+    }
+
+    /// The `limit` most recent runs of each job (or of `job` only), per account, newest first,
+    /// and each job's latest success and failure across the accounts. On a shared store
+    /// (`cluster.yaml`) the runs are the whole cluster's.
+    public func runHistory(job: String? = nil, limit: Int) throws(JobError) -> RunHistory {
+        var history = RunHistory()
+        func keepNewer(_ run: JobRunRecord?, account: Int64, in latest: inout [String: AccountRun]) {
+            guard let run, latest[run.job].map({ $0.run.startedAt < run.startedAt }) ?? true else { return }
+            latest[run.job] = AccountRun(account: account, run: run)
+        }
         let cluster = try ClusterConfig.load(root: root)
         for account in try storeAccounts(cluster) {
             do {
                 let postbox = try PostboxStore.open(account: account, paths: root.account(account), cluster: cluster, readOnly: true)
                 try postbox.readSync { tx in
                     for name in try tx.jobRuns.jobNames() where job == nil || job == name {
-                        runs += try tx.jobRuns.recent(job: name, limit: limit).map { AccountRun(account: account, run: $0) }
+                        history.recent += try tx.jobRuns.recent(job: name, limit: limit).map { AccountRun(account: account, run: $0) }
+                        keepNewer(try tx.jobRuns.latest(job: name, .success), account: account, in: &history.latestSuccess)
+                        keepNewer(try tx.jobRuns.latest(job: name, .failure), account: account, in: &history.latestFailure)
                     }
                 }
             } catch {
                 throw StorageFailure.jobError(error, doing: "cannot read the runs of account \(account)")
             }
         }
-        return runs
+        return history
     }
 
     /// Cache usage of the given accounts (default: all), skipping accounts without a MediaBox.

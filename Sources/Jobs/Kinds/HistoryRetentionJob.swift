@@ -12,6 +12,8 @@ public struct HistoryRetentionJob: JobKind {
     public static let summary = "keep the Postbox bounded: history past an age, a count per peer or a size limit becomes holes"
     public static let reportEvent = "retention.report"
     public static let usesCloud = false
+    /// The demo cloud's chats hold 40 messages each: half of every chat's history is dropped.
+    public static let demo = KindDemo(params: ["maxMessagesPerPeer: 20", "keepNewest: 10"])
 
     public static let maxAge = OptionalParam<Duration>(
         "maxAge", range: 3600...(36_500 * 86_400), doc: "drop messages older than this (default: no age limit)")
@@ -44,29 +46,38 @@ public struct HistoryRetentionJob: JobKind {
 
     public init() {}
 
+    /// The policy of the parameters' defaults (no limit set): for benchmarks that set their own.
+    public static var defaultPolicy: HistoryRetentionPolicy {
+        policy(SectionSchema(HistoryRetentionJob()).validate(nil, fallback: SourcePosition(file: "", line: 1, column: 1)).0, dryRun: false)
+    }
+
+    /// Retention needs a limit: without one it would keep everything and only cost a pass.
+    public static func check(_ p: JobParams) -> [JobFileError] {
+        guard p[maxAge] == nil && p[maxMessagesPerPeer] == nil && p[maxSize] == nil else { return [] }
+        return [
+            JobFileError(
+                p.fallback, "history-retention needs at least one of maxAge, maxMessagesPerPeer, maxSize",
+                expected: "maxAge, maxMessagesPerPeer or maxSize")
+        ]
+    }
+
     /// The retention policy of validated parameters: every field set from a parameter.
     public static func policy(_ p: JobParams, dryRun forced: Bool) -> HistoryRetentionPolicy {
-        var policy = HistoryRetentionPolicy()
+        var policy = HistoryRetentionPolicy(
+            keepNewest: p[keepNewest], batchSize: p[batchSize], vacuumStepBytes: p[vacuumStep].bytes, walSizeLimit: p[walLimit].bytes)
         policy.maxAge = p[maxAge]?.wholeSeconds
         policy.maxMessagesPerPeer = p[maxMessagesPerPeer]
         policy.sizeLimit = p[maxSize]?.bytes
-        policy.keepNewest = p[keepNewest]
         policy.excludedPeers = Set(p[excludePeers].map(PeerId.init))
         let classes = p[excludePeerCategories]
         policy.excludedCategories = Set(PeerCategory.allCases.filter { classes.contains(PeerStorageClass($0)) })
         policy.uploadRetention = p[uploadRetention].wholeSeconds
-        policy.batchSize = p[batchSize]
-        policy.vacuumStepBytes = p[vacuumStep].bytes
-        policy.walSizeLimit = p[walLimit].bytes
         policy.dryRun = forced || p[dryRun]
         return policy
     }
 
     public func run(_ context: JobContext) async throws -> JobReport {
         let policy = Self.policy(context.params, dryRun: context.dryRun)
-        guard policy.maxAge != nil || policy.maxMessagesPerPeer != nil || policy.sizeLimit != nil else {
-            throw JobError.config("job \(context.job.name): history-retention needs at least one of maxAge, maxMessagesPerPeer, maxSize")
-        }
         try Task.checkCancellation()
         return try await HistoryRetentionRun.run(policy, account: context.account)
     }

@@ -33,8 +33,11 @@ public enum KindReference {
         return out
     }
 
-    /// Replaces the generated part of a document's text; nil when the markers are missing.
-    public static func replacingGenerated(in document: String, with generated: String) -> String? {
+    /// Replaces the generated part of a document's text, between `beginMarker` and `endMarker`
+    /// (these by default); nil when the markers are missing.
+    public static func replacingGenerated(
+        in document: String, with generated: String, beginMarker: String = beginMarker, endMarker: String = endMarker
+    ) -> String? {
         guard let begin = document.range(of: beginMarker), let end = document.range(of: endMarker),
             begin.upperBound <= end.lowerBound
         else { return nil }
@@ -53,6 +56,9 @@ public enum KindReference {
         case .list(.oneOf(let words)): return "list of: " + words.joined(separator: ", ")
         case .list(let element): return "list of \(typeText(element))s"
         case .map(let keys, let value): return "map {\(keys.joined(separator: ", "))} → \(typeText(value))"
+        case .section: return "section"
+        case .kindParameters: return "mapping"
+        case .custom(let custom): return custom.name
         }
     }
 

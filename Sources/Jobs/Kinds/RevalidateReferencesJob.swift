@@ -17,6 +17,10 @@ public struct RevalidateReferencesJob: JobKind {
     public static let summary = "refresh file references that expired or expire soon, one request per parent entity"
     public static let reportEvent = "revalidate.report"
     public static let usesCloud = true
+    /// The window is shorter than the demo cloud's one-hour reference lifetime (a longer one is
+    /// clamped); the set-up moves the stored references an hour into the past, so every one of
+    /// them is due.
+    public static let demo = KindDemo(params: ["window: 40m"], setup: .expireReferences)
 
     public static let window = Param<Duration>(
         "window", default: .minutes(40), range: 0...(30 * 86_400),

@@ -14,6 +14,7 @@ public struct SyncHistoryJob: JobKind {
     public static let summary = "the chat list and recent history into Postbox, incrementally, filling holes"
     public static let reportEvent = "sync.report"
     public static let usesCloud = true
+    public static let demo = KindDemo(params: ["initialMessages: 40"])
 
     public static let peerCategories = Param<Set<PeerStorageClass>>(
         "peerCategories", default: Set(PeerStorageClass.allCases), doc: "which chats to sync")

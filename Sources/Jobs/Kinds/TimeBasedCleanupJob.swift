@@ -11,6 +11,7 @@ public struct TimeBasedCleanupJob: JobKind {
     public static let summary = "TTL, then least-recently-used eviction of the media cache to its size (and count) limit"
     public static let reportEvent = "cleanup.report"
     public static let usesCloud = false
+    public static let demo = KindDemo(params: ["maxSize: 8MiB", "immunity: 0s"])
 
     private static let ageRange: ClosedRange<Double> = 60...(3650 * 86_400)
 

@@ -22,6 +22,7 @@ public struct UploadQueueJob: JobKind {
     public static let summary = "drain the persistent multipart upload queue: resumable, each item sent once"
     public static let reportEvent = "upload.report"
     public static let usesCloud = true
+    public static let demo = KindDemo(setup: .queueUploads)
 
     public static let concurrency = Param<Int>("concurrency", default: 2, range: 1...16, doc: "queue items uploaded in parallel")
     public static let partsInFlight = Param<Int>(

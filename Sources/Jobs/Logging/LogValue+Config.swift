@@ -11,6 +11,7 @@ extension LogValue {
         case .bytes(let bytes): self = .int(bytes)
         case .list(let items): self = .array(items.map(LogValue.init))
         case .map(let items): self = .object(items.mapValues(LogValue.init))
+        case .section(let values): self.init(values)
         }
     }
 

@@ -68,7 +68,7 @@ public struct MetricsWriter: Sendable {
     }
 
     /// Counts a run that did not start (`skipped`: another run held the lock; `suspended`:
-    /// `enabled: false` or `jobrun pause`) in `jobrun_runs_total`, leaving every other series —
+    /// `enabled: false` or `jobrun pause`; `missed`: older than `startingDeadline`) in `jobrun_runs_total`, leaving every other series —
     /// the last real run's times and outcome — as they were.
     @discardableResult
     public func count(job: String, kind: String, outcome: String) throws -> URL {
@@ -101,7 +101,10 @@ public struct MetricsWriter: Sendable {
     public static let runsTotal = "jobrun_runs_total"
     /// Outcomes `jobrun_runs_total` always carries (0 until one happens), so a rate over any of
     /// them is defined from the first scrape.
-    public static let countedOutcomes = RunOutcome.allCases.map(\.rawValue) + ["suspended"]
+    public static let countedOutcomes = RunOutcome.allCases.map(\.rawValue) + ["suspended", missedOutcome]
+    /// The outcome counting scheduled runs not started because their fire was older than the
+    /// job's `startingDeadline`.
+    public static let missedOutcome = "missed"
     /// Series kept per metric for a `peer` label: the largest values, the rest summed as
     /// `peer="other"` (peers are unbounded; a metrics file must not be).
     public static let maxPeerSeries = 10
@@ -183,7 +186,7 @@ public struct MetricsWriter: Sendable {
 
     private func renderRuns(_ labels: [(String, String)], _ runs: [String: Double]) -> String {
         var out =
-            "# HELP \(Self.runsTotal) Runs of the job by outcome, skipped overlaps and suspended (disabled or paused) runs included; dry runs are not counted.\n"
+            "# HELP \(Self.runsTotal) Runs of the job by outcome, skipped overlaps, suspended (disabled or paused) runs and missed starts (older than startingDeadline) included; dry runs are not counted.\n"
         out += "# TYPE \(Self.runsTotal) counter\n"
         let outcomes = Self.countedOutcomes + runs.keys.filter { !Self.countedOutcomes.contains($0) }.sorted()
         for outcome in outcomes { PrometheusText.appendSample(Self.runsTotal, labels: labels + [("outcome", outcome)], value: runs[outcome] ?? 0, to: &out) }

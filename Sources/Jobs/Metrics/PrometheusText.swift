@@ -85,4 +85,40 @@ public enum PrometheusText {
         out += formatValue(value)
         out += "\n"
     }
+
+    /// One exposition from several (the jobs' metrics files): each family once, with the first
+    /// HELP and TYPE met and every sample of it from every text, in the order first met. A
+    /// sample belongs to the family of the TYPE (or HELP) line before it.
+    public static func merge(_ texts: [String]) -> String {
+        var order: [String] = []
+        var headers: [String: [Substring]] = [:]
+        var samples: [String: [Substring]] = [:]
+        for text in texts {
+            var family = ""
+            for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
+                if line.hasPrefix("# HELP ") || line.hasPrefix("# TYPE ") {
+                    let words = line.split(separator: " ", maxSplits: 3)
+                    guard words.count >= 3 else { continue }
+                    family = String(words[2])
+                    if headers[family] == nil { order.append(family) }
+                    let kind = words[1]
+                    if headers[family, default: []].contains(where: { $0.hasPrefix("# \(kind) ") }) == false { headers[family, default: []].append(line) }
+                    continue
+                }
+                if line.hasPrefix("#") { continue }
+                if headers[family] == nil {
+                    family = String(line.prefix { isNameByte($0.asciiValue ?? 0) })
+                    if samples[family] == nil { order.append(family) }
+                    headers[family] = []
+                }
+                samples[family, default: []].append(line)
+            }
+        }
+        var out = ""
+        for family in order {
+            for line in headers[family] ?? [] { out += line + "\n" }
+            for line in samples[family] ?? [] { out += line + "\n" }
+        }
+        return out
+    }
 }

@@ -14,13 +14,6 @@ public enum AccountCloudConfig {
     /// Largest credentials file read.
     public static let maxCredentialsSize = 64 << 10
 
-    /// Keys the file may have.
-    static let knownKeys: Set<String> = [
-        "datacenters", "cdn", "mainDc", "authToken", "credentialsFile",
-        "requestTimeout", "connectTimeout", "maxAnswerSize", "retry", "referenceTTL",
-    ]
-    static let retryKeys: Set<String> = ["maxAttempts", "baseDelay", "maxDelay", "jitter", "maxFloodWait", "maxFloodWaits", "maxMigrations"]
-
     /// Loads `paths.config`.
     public static func load(_ paths: AccountPaths) throws(JobError) -> CloudAccountConfig {
         let path = paths.config.path
@@ -28,18 +21,14 @@ public enum AccountCloudConfig {
         guard stat(path, &st) == 0 else {
             if errno == ENOENT || errno == ENOTDIR {
                 throw .config(
-                    "no cloud configuration at \(path): create it with the datacenter URLs (see docs/account-config.md), e.g.\n  datacenters:\n    1: http://127.0.0.1:40000"
+                    "no cloud configuration at \(ShownText.escaped(path)): create it with the datacenter URLs (see docs/account-config.md), e.g.\n  datacenters:\n    1: http://127.0.0.1:40000"
                 )
             }
-            throw .config("cannot read \(path): \(StorageFailure.describe(errno: errno))")
+            throw .config("cannot read \(ShownText.escaped(path)): \(StorageFailure.describe(errno: errno))")
         }
-        let bytes: [UInt8]
-        switch SmallFile.read(path, limit: maxConfigSize) {
-        case .success(let data): bytes = data
-        case .failure(let problem): throw .config("cannot read the cloud configuration \(path): \(problem.message)")
-        }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw .config("\(path): the cloud configuration is not UTF-8 text")
+        let text: String
+        do { text = try ConfigFile.text(at: path, limit: maxConfigSize, what: "cloud configuration") } catch {
+            throw .config("invalid cloud configuration: \(error)")
         }
         return try parse(text, path: path, accountDirectory: paths.directory.path)
     }
@@ -47,24 +36,54 @@ public enum AccountCloudConfig {
     /// Parses config text; `path` names the file in errors, relative credential paths resolve
     /// against `accountDirectory`.
     public static func parse(_ text: String, path: String, accountDirectory: String) throws(JobError) -> CloudAccountConfig {
-        let root: ConfigNode?
-        do { root = try ConfigNode.parse(yaml: text, file: path) } catch {
-            throw .config("invalid cloud configuration: " + error.errors.map(\.description).joined(separator: "; "))
+        do { return try decode(text, path: path, accountDirectory: accountDirectory) } catch {
+            throw .config("invalid cloud configuration: \(error)")
         }
-        guard let root, case .mapping(let entries) = root.value else {
-            throw .config(
-                "invalid cloud configuration: \(root.map { "\($0.position)" } ?? "\(path):1:1"): the cloud configuration must be a mapping with at least `datacenters:`"
-            )
+    }
+
+    private typealias Section = AccountConfigSection
+
+    private static func decode(_ text: String, path: String, accountDirectory: String) throws(JobFileErrors) -> CloudAccountConfig {
+        let origin = SourcePosition(file: path, line: 1, column: 1)
+        let root = try ConfigNode.parse(yaml: text, file: path)
+        guard let root, case .mapping = root.value else {
+            throw JobFileErrors([
+                JobFileError(
+                    root?.position ?? origin, "the cloud configuration must be a mapping with at least `datacenters:`",
+                    expected: "datacenters: {1: http://127.0.0.1:40000}")
+            ])
         }
-        var decoder = CloudConfigDecoder()
-        for entry in entries { decoder.decode(entry) }
-        decoder.readCredentials(accountDirectory: accountDirectory)
-        var config = decoder.config
-        config.mainDc = decoder.mainDc ?? config.datacenters.keys.min() ?? 1
-        // Problems of the values as a whole point at `datacenters:` (or the top of the file).
-        let anchor = entries.first { $0.key == "datacenters" }?.keyPosition ?? root.position
-        let problems = decoder.problems + config.problems.map { "\(anchor): \($0)" }
-        if !problems.isEmpty { throw .config("invalid cloud configuration: " + problems.joined(separator: "; ")) }
+        let (values, errors) = Section.validate(root, fallback: root.position)
+        if !errors.isEmpty { throw JobFileErrors(errors) }
+        let urls = values[Section.datacenters].urls
+        let retry = values[Section.retry]
+        var config = CloudAccountConfig(
+            datacenters: urls, cdnURL: values[Section.cdn]?.url, mainDc: values[Section.mainDc], authToken: values[Section.authToken]?.text,
+            requestTimeout: values[Section.requestTimeout].jobSeconds, connectTimeout: values[Section.connectTimeout].jobSeconds,
+            maxAnswerSize: Int(clamping: values[Section.maxAnswerSize].bytes),
+            retry: CloudRetryPolicy(
+                maxAttempts: retry[AccountRetrySection.maxAttempts], baseDelay: retry[AccountRetrySection.baseDelay].jobSeconds,
+                maxDelay: retry[AccountRetrySection.maxDelay].jobSeconds, jitter: retry[AccountRetrySection.jitter],
+                maxFloodWait: retry[AccountRetrySection.maxFloodWait].jobSeconds, maxFloodWaits: retry[AccountRetrySection.maxFloodWaits],
+                maxMigrations: retry[AccountRetrySection.maxMigrations]))
+        config.referenceTTL = values[Section.referenceTTL].jobSeconds
+        if let file = values[Section.credentialsFile] {
+            let full = file.hasPrefix("/") ? file : (accountDirectory as NSString).appendingPathComponent(file)
+            if let refusal = credentialsRefusal(full) { throw JobFileErrors([values.error(Section.credentialsFile, refusal)]) }
+            do { config.authToken = try ConfigFile.firstLine(at: full, limit: maxCredentialsSize, what: "credentials file") } catch {
+                throw JobFileErrors(error.errors.map { values.error(Section.credentialsFile, "credentials file: " + $0.description) })
+            }
+        }
+        // A problem the client finds points at the key it starts with (`mainDc 9 is not among…`),
+        // else at `datacenters:`.
+        let problems = config.problems
+        if !problems.isEmpty {
+            throw JobFileErrors(
+                problems.map { problem in
+                    let key = Section.parameters.first { problem.hasPrefix($0.spec.name + " ") } ?? Section.datacenters
+                    return values.error(key, problem)
+                })
+        }
         return config
     }
 
@@ -76,8 +95,8 @@ public enum AccountCloudConfig {
         if st.st_uid != geteuid() && st.st_uid != 0 {
             return "the credentials file \(path) is owned by \(DataRoot.userName(st.st_uid)), not by \(DataRoot.userName(geteuid())) who runs jobrun"
         }
-        if st.st_mode & 0o077 != 0 {
-            return "the credentials file \(path) is readable or writable by group or others (mode \(DataRoot.octal(st.st_mode & 0o7777))); `chmod 600 \(path)`"
+        if let problem = CredentialFileMode.problem(mode: st.st_mode, group: st.st_gid) {
+            return "the credentials file \(path): \(problem); \(CredentialFileMode.fix(path))"
         }
         return nil
     }

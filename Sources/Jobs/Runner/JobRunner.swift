@@ -16,6 +16,8 @@ public struct JobRunner: Sendable {
     public var alerts: RunAlerts
     /// Runs kept per job in the history table.
     public var historyLimit = 200
+    /// Where each run's metrics are pushed as well as written (`--pushgateway`), if anywhere.
+    public var pushgateway: Pushgateway?
 
     public init(root: DataRoot, kinds: JobKindRegistry = .shipped, accounts: AccountContextPool, logger: JobLogger, temp: TempBox) {
         self.root = root
@@ -87,7 +89,8 @@ public struct JobRunner: Sendable {
         }
 
         let origin = RunOrigin(
-            host: lock is ClusterRunLock ? ProcessInfo.processInfo.hostName : nil, fireAt: fire.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) })
+            host: lock is ClusterRunLock ? ProcessInfo.processInfo.hostName : RunOrigin.localHost,
+            fireAt: fire.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) })
 
         // 2. The accounts' stores and the start record.
         if !dryRun { startPing = alerts.started(job, runId: runId) }
@@ -339,11 +342,19 @@ public struct JobRunner: Sendable {
         return try ClusterRunLock(job: job.name, accounts: job.accounts, cluster: pg)
     }
 
-    /// Where a run came from, kept in its record: the host when hosts share the store, and the
-    /// scheduled fire a cluster scheduler claimed it for.
+    /// Where a run came from, kept in its record: the host that ran it, and the scheduled fire a
+    /// cluster scheduler claimed it for.
     struct RunOrigin {
         var host: String?
         var fireAt: Int64?
+
+        /// This machine's name as the kernel has it (`gethostname`: no resolver lookup on a
+        /// cron run's path).
+        static let localHost: String? = {
+            var buffer = [CChar](repeating: 0, count: 256)
+            guard gethostname(&buffer, buffer.count - 1) == 0 else { return nil }
+            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }()
     }
 
     private func takeLock(_ lock: any RunLock, job: JobFile, log: JobLogger) async throws -> Bool {
@@ -470,6 +481,35 @@ public struct JobRunner: Sendable {
         countNonRun(job, outcome: "suspended", log: log)
     }
 
+    /// A scheduled run not started because its fire `due` is older than the job's
+    /// `startingDeadline`: counted in `jobrun_runs_total{outcome="missed"}` and recorded in each
+    /// account's run history as skipped (a missed start), so `jobrun status` shows it.
+    public func recordMissed(_ job: JobFile, due: Date, log: JobLogger) async {
+        countNonRun(job, outcome: MetricsWriter.missedOutcome, log: log)
+        guard let kind = kinds.kind(named: job.kind) else { return }
+        let now = Date()
+        func ms(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+        var run = JobRunRecord(runId: Self.makeRunId(), job: job.name, kind: job.kind, startedAt: ms(now), pid: getpid(), attempt: 0)
+        run.endedAt = run.startedAt
+        run.outcome = .skipped
+        run.exitCode = JobExitCode.ok.rawValue
+        run.message = "missed its start at \(ISO8601DateFormatter().string(from: due)): older than startingDeadline, not run"
+        run.host = RunOrigin.localHost
+        run.fireAt = ms(due)
+        let limit = historyLimit
+        let record = run
+        do {
+            for context in try await openAccounts(job, kind: kind) {
+                try await context.postbox.transaction { tx in
+                    try tx.jobRuns.set(record)
+                    try tx.jobRuns.prune(job: record.job, keep: limit)
+                }
+            }
+        } catch {
+            log.error("run.record_failed", ["error": .string(StorageFailure.classify(error).1)])
+        }
+    }
+
     private func countNonRun(_ job: JobFile, outcome: String, log: JobLogger) {
         do { try metrics.count(job: job.name, kind: job.kind, outcome: outcome) } catch {
             log.error("metrics.write_failed", ["error": .string("\(error)")])
@@ -484,13 +524,30 @@ public struct JobRunner: Sendable {
             outcome: result.outcome, counters: result.report.counters.filter { !result.report.sampledCounters.contains($0.key) }.mapValues(Double.init),
             samples: result.report.samples)
         let metrics = self.metrics
-        await withCheckedContinuation { (written: CheckedContinuation<Void, Never>) in
+        let file = await withCheckedContinuation { (written: CheckedContinuation<URL?, Never>) in
             Self.metricsQueue.async {
-                do { _ = try metrics.write(metricsRecord) } catch {
+                do { written.resume(returning: try metrics.write(metricsRecord)) } catch {
                     log.error("metrics.write_failed", ["error": .string("\(error)")])
+                    written.resume(returning: nil)
                 }
-                written.resume()
             }
+        }
+        if let pushgateway, let file { await push(file, to: pushgateway, job: job, log: log) }
+    }
+
+    /// Pushes the metrics file just written; a failed push is logged and never fails the run.
+    private func push(_ file: URL, to pushgateway: Pushgateway, job: JobFile, log: JobLogger) async {
+        guard case .success(let bytes) = SmallFile.read(file.path, limit: 16 << 20) else { return }
+        do {
+            try await pushgateway.push(String(decoding: bytes, as: UTF8.self), job: job.name, accounts: job.accounts)
+            log.debug("metrics.pushed", ["endpoint": .string(pushgateway.redacted)])
+        } catch {
+            log.warning(
+                "metrics.push_failed",
+                [
+                    "endpoint": .string(pushgateway.redacted), "error": .string(error.message),
+                    "msg": .string("metrics push to \(pushgateway.redacted) failed: \(error.message)"),
+                ])
         }
     }
 

@@ -47,12 +47,11 @@ public struct JobSuspension: Sendable {
     /// The pause of the job named `name`, or nil. Never creates anything.
     public func pause(of name: String) -> Reason? {
         let file = fileURL(name).path
-        guard let data = FileManager.default.contents(atPath: file) else {
-            return DataRoot.fileType(file) == nil ? nil : .paused(since: nil, note: nil)
-        }
-        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
-        let since = (object?["paused_at"] as? String).flatMap { ISO8601DateFormatter().date(from: $0) }
-        return .paused(since: since, note: object?["note"] as? String)
+        guard DataRoot.fileType(file) != nil else { return nil }
+        // Its presence is the pause; what it says is a note, read only when it is one.
+        let values = RunStateFile.read(file, as: PauseNoteSection.self)
+        let since = values?[PauseNoteSection.pausedAt].flatMap { ISO8601DateFormatter().date(from: $0) }
+        return .paused(since: since, note: values?[PauseNoteSection.note])
     }
 
     /// Names of every paused job (files under `suspended/`).

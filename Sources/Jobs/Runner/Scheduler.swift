@@ -45,6 +45,7 @@ public struct Scheduler: Sendable {
                     let log = logger.with(job: job.name, run: nil)
                     if let deadline = job.startingDeadline, now.timeIntervalSince(due) > Double(ConfigDuration.milliseconds(deadline)) / 1000 {
                         log.warning("scheduler.missed", ["due": .string(ISO8601DateFormatter().string(from: due))])
+                        await runner.recordMissed(job, due: due, log: log)
                         continue
                     }
                     if let reason = suspension.pause(of: job.name) {

@@ -1,12 +1,23 @@
 import Foundation
 
-/// `jobrun units --kubernetes`: a `batch/v1` CronJob per scheduled job, for a fleet whose stores
-/// are shared (`cluster.yaml`, `docs/scale-out.md`).
+/// `jobrun units --kubernetes`: a `batch/v1` CronJob per scheduled job, or a Deployment of
+/// `jobrun schedule` replicas, for a fleet whose stores are shared (`cluster.yaml`,
+/// `docs/scale-out.md` "Kubernetes").
 ///
-/// Each pod starts with an empty data root (its media cache, temp files, logs and metrics are the
-/// pod's own), reads `cluster.yaml` and the PostgreSQL password from a Secret, and the job files
-/// from a ConfigMap. Kubernetes may start a job twice; the cluster run lock makes the second pod
-/// exit 75 without doing anything.
+/// Each pod starts with an empty data root (its media cache and temp files are the pod's own),
+/// reads `cluster.yaml` and the PostgreSQL password from a Secret, and the job files from a
+/// ConfigMap. What it reports leaves the pod: log lines on the container's output
+/// (`--log-file -`, JSON), metrics pushed to a Pushgateway (CronJobs) or served on `/metrics`
+/// (the Deployment).
+///
+/// - Secrets: `defaultMode: 0440`, which is also what the kubelet makes of any mode under
+///   `fsGroup`; jobrun accepts a group-readable credential file whose group is one of its own
+///   (`CredentialFileMode`), and the pod's `fsGroup` is.
+/// - Retries are jobrun's (`retry.backoffLimit` of the job file): the Job's `backoffLimit` is 0.
+/// - Exit 75 (another run holds the job's lock, or a store stayed locked) is not a failed pod:
+///   `podFailurePolicy` ignores it. Kubernetes may start a job twice; the cluster run lock makes
+///   the second pod exit 75 without doing anything.
+/// - `enabled: false` is `suspend: true`: the CronJob stays and starts nothing.
 public struct KubernetesCronJobWriter: Sendable {
     public struct Options: Sendable, Hashable {
         /// The container image holding `jobrun` on its PATH.
@@ -20,11 +31,15 @@ public struct KubernetesCronJobWriter: Sendable {
         public var cpuRequest: String
         public var memoryRequest: String
         public var memoryLimit: String
+        /// Pushgateway the CronJobs push their metrics to (no credentials in it), if any.
+        public var pushgateway: Pushgateway?
 
         public init(
             image: String = "jobrun:latest", namespace: String? = nil, clusterSecret: String = "jobrun-cluster",
-            jobsConfigMap: String = "jobrun-jobs", cpuRequest: String = "250m", memoryRequest: String = "256Mi", memoryLimit: String = "1Gi"
+            jobsConfigMap: String = "jobrun-jobs", cpuRequest: String = "250m", memoryRequest: String = "256Mi", memoryLimit: String = "1Gi",
+            pushgateway: Pushgateway? = nil
         ) {
+            self.pushgateway = pushgateway
             self.image = image
             self.namespace = namespace
             self.clusterSecret = clusterSecret
@@ -89,15 +104,26 @@ public struct KubernetesCronJobWriter: Sendable {
         ]
         if let zone = job.timeZone { lines.append("  timeZone: \(quoted(zone.identifier))") }
         lines.append("  concurrencyPolicy: \(job.concurrencyPolicy.rawValue)")
+        // `enabled: false`: the CronJob stays, and creates no Job until the file enables it.
+        if !job.enabled { lines.append("  suspend: true") }
         if let deadline = job.startingDeadline { lines.append("  startingDeadlineSeconds: \(max(10, Int64(deadline.jobSeconds)))") }
         lines += [
             "  successfulJobsHistoryLimit: 3",
             "  failedJobsHistoryLimit: 3",
             "  jobTemplate:",
             "    spec:",
-            "      backoffLimit: \(job.retry.backoffLimit)",
+            // jobrun retries the run itself (the job file's retry.backoffLimit): never the Job too.
+            "      backoffLimit: 0",
             // The job's own timeout plus the time to record its outcome.
             "      activeDeadlineSeconds: \(timeout + 60)",
+            "      podFailurePolicy:",
+            "        rules:",
+            "          # 75: another run holds the job's lock (or a store stayed locked); it is doing the work.",
+            "          - action: Ignore",
+            "            onExitCodes:",
+            "              containerName: jobrun",
+            "              operator: In",
+            "              values: [\(JobExitCode.temporary.rawValue)]",
             "      template:",
             "        metadata:",
             "          labels:",
@@ -105,56 +131,156 @@ public struct KubernetesCronJobWriter: Sendable {
             "            app.kubernetes.io/component: \(name)",
             "        spec:",
             "          restartPolicy: Never",
-            "          securityContext:",
-            "            runAsNonRoot: true",
-            "            runAsUser: 65532",
-            "            runAsGroup: 65532",
-            "            fsGroup: 65532",
-            "          containers:",
-            "            - name: jobrun",
-            "              image: \(quoted(options.image))",
-            "              args: [\([ "run", job.name, "--scheduled", "--root", Self.root, "--jobs-dir", Self.jobsDirectory].map(quoted).joined(separator: ", "))]",
-            "              env:",
-            "                # The pod's data root is an emptyDir, created group- and world-writable by the kubelet.",
-            "                - name: JOBRUN_ALLOW_INSECURE_ROOT",
-            "                  value: \"1\"",
-            "              resources:",
-            "                requests:",
-            "                  cpu: \(quoted(options.cpuRequest))",
-            "                  memory: \(quoted(options.memoryRequest))",
-            "                limits:",
-            "                  memory: \(quoted(options.memoryLimit))",
-            "              securityContext:",
-            "                allowPrivilegeEscalation: false",
-            "                readOnlyRootFilesystem: true",
-            "                capabilities:",
-            "                  drop: [\"ALL\"]",
-            "              volumeMounts:",
-            "                - name: data",
-            "                  mountPath: \(Self.root)",
-            "                - name: cluster",
-            "                  mountPath: \(Self.root)/cluster.yaml",
-            "                  subPath: cluster.yaml",
-            "                  readOnly: true",
-            "                - name: cluster",
-            "                  mountPath: \(Self.clusterDirectory)",
-            "                  readOnly: true",
-            "                - name: jobs",
-            "                  mountPath: \(Self.jobsDirectory)",
-            "                  readOnly: true",
-            "          volumes:",
-            "            - name: data",
-            "              emptyDir: {}",
-            "            - name: cluster",
-            "              secret:",
-            "                secretName: \(quoted(options.clusterSecret))",
-            "                defaultMode: 256  # 0400: cluster.yaml and the password file are the pod user's only",
-            "            - name: jobs",
-            "              configMap:",
-            "                name: \(quoted(options.jobsConfigMap))",
         ]
+        var arguments = ["run", job.name, "--scheduled", "--root", Self.root, "--jobs-dir", Self.jobsDirectory] + Self.logArguments
+        if let pushgateway = options.pushgateway { arguments += ["--pushgateway", pushgateway.base] }
+        lines += podSpec(arguments: arguments, indent: "          ")
         return lines.joined(separator: "\n") + "\n"
     }
+
+    /// Log lines go to the container's output as JSON, no log file in the pod.
+    static let logArguments = ["--log-file", "-", "--log-format", "json"]
+    /// The pod's user, group and `fsGroup` (the distroless `nonroot` user).
+    static let podUser = 65532
+    /// The port of `jobrun schedule --listen` in the Deployment.
+    public static let listenPort = 9464
+
+    /// The Deployment of `replicas` `jobrun schedule` processes sharing the cluster's stores:
+    /// probes on `--listen` (`/healthz` live, `/readyz` ready, which turns 503 at SIGTERM), and
+    /// `terminationGracePeriodSeconds` long enough for the longest job's run to stop at a
+    /// checkpoint and record its outcome.
+    public func deployment(for jobs: [JobFile], replicas: Int) -> String {
+        let longest = jobs.map { Int64($0.timeout.jobSeconds.rounded(.up)) }.max() ?? 3600
+        // Runs stop at their next checkpoint on SIGTERM; a tenth of the longest timeout, 30 s to 10 min, then SIGKILL.
+        let grace = min(600, max(30, longest / 10)) + 30
+        var lines = [
+            "# Generated by `jobrun units --kubernetes --replicas` from the job files. Regenerate; do not edit here.",
+            "# Apply either this Deployment or the CronJobs, not both: each would run every job.",
+            "apiVersion: apps/v1",
+            "kind: Deployment",
+            "metadata:",
+            "  name: jobrun-scheduler",
+        ]
+        if let namespace = options.namespace { lines.append("  namespace: \(quoted(namespace))") }
+        lines += [
+            "  labels:",
+            "    app.kubernetes.io/name: jobrun",
+            "    app.kubernetes.io/component: scheduler",
+            "spec:",
+            "  replicas: \(replicas)",
+            "  selector:",
+            "    matchLabels:",
+            "      app.kubernetes.io/name: jobrun",
+            "      app.kubernetes.io/component: scheduler",
+            "  strategy:",
+            "    type: RollingUpdate",
+            "    rollingUpdate:",
+            "      maxUnavailable: 0",
+            "      maxSurge: 1",
+            "  template:",
+            "    metadata:",
+            "      labels:",
+            "        app.kubernetes.io/name: jobrun",
+            "        app.kubernetes.io/component: scheduler",
+            "      annotations:",
+            "        prometheus.io/scrape: \"true\"",
+            "        prometheus.io/port: \"\(Self.listenPort)\"",
+            "        prometheus.io/path: /metrics",
+            "    spec:",
+            "      terminationGracePeriodSeconds: \(grace)",
+        ]
+        let arguments = ["schedule", "--root", Self.root, "--jobs-dir", Self.jobsDirectory, "--listen", ":\(Self.listenPort)"] + Self.logArguments
+        lines += podSpec(arguments: arguments, indent: "      ", probes: true)
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `jobrun-scheduler.yaml`, written into `directory`.
+    public func writeDeployment(jobs: [JobFile], replicas: Int, to directory: URL) throws -> URL {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let url = directory.appendingPathComponent("jobrun-scheduler.yaml")
+        try deployment(for: jobs, replicas: replicas).write(to: url, atomically: true, encoding: .utf8)
+        return url
+    }
+
+    /// The pod spec both kinds share, its lines indented by `indent`.
+    private func podSpec(arguments: [String], indent: String, probes: Bool = false) -> [String] {
+        var lines = [
+            "securityContext:",
+            "  runAsNonRoot: true",
+            "  runAsUser: \(Self.podUser)",
+            "  runAsGroup: \(Self.podUser)",
+            "  # Volumes (the Secret, the emptyDir) belong to this group; jobrun accepts the Secret's 0440 files in it.",
+            "  fsGroup: \(Self.podUser)",
+            "containers:",
+            "  - name: jobrun",
+            "    image: \(quoted(options.image))",
+            "    args: [\(arguments.map(quoted).joined(separator: ", "))]",
+            "    env:",
+            "      # The pod's data root is an emptyDir, created group- and world-writable by the kubelet.",
+            "      - name: JOBRUN_ALLOW_INSECURE_ROOT",
+            "        value: \"1\"",
+        ]
+        if probes {
+            lines += [
+                "    ports:",
+                "      - name: metrics",
+                "        containerPort: \(Self.listenPort)",
+                "    livenessProbe:",
+                "      httpGet:",
+                "        path: /healthz",
+                "        port: metrics",
+                "      periodSeconds: 20",
+                "      timeoutSeconds: 5",
+                "      failureThreshold: 3",
+                "    readinessProbe:",
+                "      httpGet:",
+                "        path: /readyz",
+                "        port: metrics",
+                "      periodSeconds: 5",
+                "      timeoutSeconds: 5",
+            ]
+        }
+        lines += [
+            "    resources:",
+            "      requests:",
+            "        cpu: \(quoted(options.cpuRequest))",
+            "        memory: \(quoted(options.memoryRequest))",
+            "      limits:",
+            "        memory: \(quoted(options.memoryLimit))",
+            "    securityContext:",
+            "      allowPrivilegeEscalation: false",
+            "      readOnlyRootFilesystem: true",
+            "      capabilities:",
+            "        drop: [\"ALL\"]",
+            "    volumeMounts:",
+            "      - name: data",
+            "        mountPath: \(Self.root)",
+            "      - name: cluster",
+            "        mountPath: \(Self.root)/cluster.yaml",
+            "        subPath: cluster.yaml",
+            "        readOnly: true",
+            "      - name: cluster",
+            "        mountPath: \(Self.clusterDirectory)",
+            "        readOnly: true",
+            "      - name: jobs",
+            "        mountPath: \(Self.jobsDirectory)",
+            "        readOnly: true",
+            "volumes:",
+            "  - name: data",
+            "    emptyDir: {}",
+            "  - name: cluster",
+            "    secret:",
+            "      secretName: \(quoted(options.clusterSecret))",
+            "      defaultMode: \(Self.secretMode)  # 0440: the pod user's group (fsGroup) may read it, nobody else",
+            "  - name: jobs",
+            "    configMap:",
+            "      name: \(quoted(options.jobsConfigMap))",
+        ]
+        return lines.map { indent + $0 }
+    }
+
+    /// The Secret's file mode, 0440 (decimal in the manifest, as the API takes it).
+    static let secretMode = 0o440
 
     /// A YAML double-quoted scalar.
     private func quoted(_ text: String) -> String {

@@ -21,7 +21,7 @@ public struct JobRunRecord: PostboxCoding, Sendable, Equatable {
     public var counters: [String: Int64]
     /// A `--dry-run`: it reported what it would do and changed nothing; never a success of the job.
     public var dryRun: Bool
-    /// The host that ran it, when hosts share the store (nil on a single host).
+    /// The host that ran it (nil in records written before every run named its host).
     public var host: String?
     /// The scheduled fire it ran for (Unix milliseconds), when a scheduler claimed it as a
     /// cluster work item; nil for runs started by hand or outside a cluster.

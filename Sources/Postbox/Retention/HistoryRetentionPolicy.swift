@@ -14,7 +14,7 @@ public struct HistoryRetentionPolicy: Sendable {
     /// Bring the database under this many bytes (pages of the file; the WAL is bounded apart).
     public var sizeLimit: Int64?
     /// Messages of every peer that are never dropped, newest first.
-    public var keepNewest: Int = 100
+    public var keepNewest: Int
     public var excludedPeers: Set<PeerId> = []
     /// Peer categories whose history is never dropped.
     public var excludedCategories: Set<PeerCategory> = []
@@ -22,11 +22,11 @@ public struct HistoryRetentionPolicy: Sendable {
     /// are removed (nil: kept).
     public var uploadRetention: Int64?
     /// Messages visited per write transaction: bounds how long another writer waits.
-    public var batchSize: Int = 2_000
+    public var batchSize: Int
     /// Free space returned to the file system per step (one short write transaction each).
-    public var vacuumStepBytes: Int64 = 8 << 20
+    public var vacuumStepBytes: Int64
     /// The WAL is cut back to this size after checkpoints.
-    public var walSizeLimit: Int64 = 64 << 20
+    public var walSizeLimit: Int64
     /// Report what would be dropped, change nothing.
     public var dryRun: Bool = false
     /// Dry run: list at most this many per-peer entries.
@@ -34,7 +34,14 @@ public struct HistoryRetentionPolicy: Sendable {
     /// Unix seconds "now" for `maxAge` and `uploadRetention`.
     public var now: Int64 = Int64(Date().timeIntervalSince1970)
 
-    public init() {}
+    /// The working limits have no defaults here: the `history-retention` kind's parameters are
+    /// where they are written.
+    public init(keepNewest: Int, batchSize: Int, vacuumStepBytes: Int64, walSizeLimit: Int64) {
+        self.keepNewest = keepNewest
+        self.batchSize = batchSize
+        self.vacuumStepBytes = vacuumStepBytes
+        self.walSizeLimit = walSizeLimit
+    }
 }
 
 /// Why retention drops a message.

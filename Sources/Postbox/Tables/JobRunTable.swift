@@ -2,8 +2,31 @@ import Foundation
 
 /// Job run history keyed `job name, 0x00, startedAt(8), runId` so one job's runs scan newest
 /// first by prefix.
+///
+/// Beside the history, the table indexes each job's latest success and latest failure, keyed
+/// `0x00, 'S' or 'F', job name` (no job name starts with a zero byte, so the two never meet):
+/// `jobrun status` finds them however many newer runs the history holds, and history
+/// retention never removes them.
 public final class JobRunTable: Table {
     private func prefix(_ job: String) -> ValueBoxKey { ValueBoxKey(string: job) + ValueBoxKey(bytes: [0]) }
+
+    /// The finished runs the table indexes per job.
+    public enum Latest: UInt8, Sendable, CaseIterable {
+        /// The latest run that succeeded (never a dry run).
+        case success = 0x53
+        /// The latest run that failed or timed out.
+        case failure = 0x46
+
+        init?(_ run: JobRunRecord) {
+            switch run.outcome {
+            case .succeeded where !run.dryRun: self = .success
+            case .failed, .timedOut: self = .failure
+            default: return nil
+            }
+        }
+    }
+
+    private func latestKey(_ job: String, _ which: Latest) -> ValueBoxKey { ValueBoxKey(bytes: [0, which.rawValue]) + ValueBoxKey(string: job) }
 
     private func key(_ run: JobRunRecord) -> ValueBoxKey {
         var t = ValueBoxKey(length: 8)
@@ -14,8 +37,19 @@ public final class JobRunTable: Table {
     /// Inserts or updates a run (start, then end with the outcome).
     public func set(_ run: JobRunRecord) throws {
         try checkWrite()
-        try valueBox.set(table, key: key(run), value: PostboxEncoder.encode(run))
+        let value = PostboxEncoder.encode(run)
+        try valueBox.set(table, key: key(run), value: value)
+        if let which = Latest(run), try latest(job: run.job, which).map({ $0.startedAt <= run.startedAt }) ?? true {
+            try valueBox.set(table, key: latestKey(run.job, which), value: value)
+        }
         state.record { $0.updatedJobRuns.insert(run.job) }
+    }
+
+    /// The latest success or failure of `job`, from the index; nil when it has none (or only
+    /// in a history written before the index existed).
+    public func latest(job: String, _ which: Latest) throws -> JobRunRecord? {
+        try checkRead()
+        return try valueBox.get(table, key: latestKey(job, which)).map { try PostboxDecoder.decode(JobRunRecord.self, from: $0) }
     }
 
     /// The most recent runs of `job`, newest first.
@@ -33,7 +67,7 @@ public final class JobRunTable: Table {
     public func jobNames() throws -> [String] {
         try checkRead()
         var names: [String] = []
-        var lower: ValueBoxKey? = nil
+        var lower: ValueBoxKey? = ValueBoxKey(bytes: [1])  // past the index keys
         while true {
             var found: String?
             let range = ValueBoxRange(lower: lower, lowerInclusive: true, upper: nil, upperInclusive: true)

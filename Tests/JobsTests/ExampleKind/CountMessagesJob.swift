@@ -10,6 +10,7 @@ struct CountMessagesJob: JobKind {
     static let summary = "count the messages stored in Postbox, per peer"
     static let reportEvent = "count.report"
     static let usesCloud = false
+    static let demo = KindDemo()
 
     static let maxPeers = Param<Int>("maxPeers", default: 1000, range: 1...1_000_000, doc: "peers counted, at most")
     static let minimum = OptionalParam<Int>("minimum", range: 0...1_000_000, doc: "fail when fewer messages are stored")

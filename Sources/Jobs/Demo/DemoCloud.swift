@@ -4,8 +4,7 @@ import Foundation
 
 /// The demo's cloud: the `cloudd` executable built beside `jobrun`, started as a child process on
 /// loopback ports with a small seeded dataset, and the admin calls the demo makes on it (expire
-/// every reference, read and reset the per-parent counters). `jobrun` itself does not link the
-/// server.
+/// every reference, read and reset the per-parent counters). Nothing here links the server.
 final class DemoCloud: @unchecked Sendable {
     /// What `cloudd` prints on its first line when it is ready.
     struct Ready: Decodable {

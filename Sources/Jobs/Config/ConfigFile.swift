@@ -1,0 +1,71 @@
+import Foundation
+
+/// Reads every file jobrun takes settings from — job files, an account's `config.yaml`,
+/// `cluster.yaml`, the credentials and password files they name, the notes under `alerts/` and
+/// `suspended/` — with the same protections: a regular file of bounded size, UTF-8 (a leading
+/// byte-order mark is skipped), no NUL byte; and YAML without anchors or aliases. Every
+/// problem is a positioned `JobFileError` naming the file (escaped), never its contents.
+public enum ConfigFile {
+    /// The text of the file at `path` (`shown` names it in errors); `what` says what it is
+    /// ("job file", "cloud configuration").
+    public static func text(at path: String, shown: String? = nil, limit: Int, what: String) throws(JobFileErrors) -> String {
+        let origin = SourcePosition(file: shown ?? path, line: 1, column: 1)
+        switch SmallFile.read(path, limit: limit) {
+        case .success(let bytes):
+            return try text(of: bytes, origin: origin, what: what)
+        case .failure(let problem):
+            if case .tooLarge = problem {
+                throw JobFileErrors([
+                    JobFileError(
+                        origin, "\(what) is larger than \(ByteSize.human(Int64(limit))) (\(problem.message))",
+                        expected: "a \(what) of at most \(ByteSize.human(Int64(limit)))")
+                ])
+            }
+            throw JobFileErrors([JobFileError(origin, "cannot read \(what): \(problem.message)", expected: "a readable file")])
+        }
+    }
+
+    /// Bytes as text: UTF-8, a leading byte-order mark skipped, no NUL byte.
+    static func text(of bytes: [UInt8], origin: SourcePosition, what: String) throws(JobFileErrors) -> String {
+        var body = bytes[...]
+        if body.starts(with: [0xEF, 0xBB, 0xBF]) { body = body.dropFirst(3) }
+        if let nul = body.firstIndex(of: 0) {
+            let (line, column) = lineColumn(of: nul, in: body)
+            throw JobFileErrors([
+                JobFileError(SourcePosition(file: origin.file, line: line, column: column), "\(what) holds a NUL byte", expected: "text")
+            ])
+        }
+        guard let text = String(validating: body, as: UTF8.self) else {
+            throw JobFileErrors([JobFileError(origin, "\(what) is not valid UTF-8", expected: "UTF-8 text")])
+        }
+        return text
+    }
+
+    /// The line and column (in bytes) of `index`.
+    private static func lineColumn(of index: Int, in bytes: ArraySlice<UInt8>) -> (Int, Int) {
+        var line = 1
+        var lineStart = bytes.startIndex
+        for i in bytes.startIndex..<index where bytes[i] == UInt8(ascii: "\n") {
+            line += 1
+            lineStart = i + 1
+        }
+        return (line, index - lineStart + 1)
+    }
+
+    /// The YAML document in the file (nil when it is empty), checked as job files are.
+    public static func yaml(at path: String, shown: String? = nil, limit: Int, what: String) throws(JobFileErrors) -> ConfigNode? {
+        let text = try text(at: path, shown: shown, limit: limit, what: what)
+        return try ConfigNode.parse(yaml: text, file: shown ?? path)
+    }
+
+    /// The first line of a file holding one secret (a token, a password), trimmed; the file's
+    /// contents are never part of an error.
+    public static func firstLine(at path: String, limit: Int, what: String) throws(JobFileErrors) -> String {
+        let text = try text(at: path, limit: limit, what: what)
+        let first = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        if first.isEmpty {
+            throw JobFileErrors([JobFileError(SourcePosition(file: path, line: 1, column: 1), "the \(what) is empty", expected: "one line")])
+        }
+        return first
+    }
+}
