@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "ConfinedFiles", dependencies: ["CLinux"]),
 
         // Storage engine: ValueBox on SQLite, binary encoding, tables, transactions.
-        .target(name: "Postbox", dependencies: ["CSQLite"]),
+        .target(name: "Postbox", dependencies: ["CSQLite", "COpenSSL", "ConfinedFiles"]),
         // ValueBox on PostgreSQL: Postbox's seam on a shared server. Its own target, so Postbox
         // (and everything that only needs SQLite) never links SwiftNIO.
         .target(
@@ -64,7 +64,7 @@ let package = Package(
         .target(
             name: "Jobs",
             dependencies: [
-                "CloudCore", "CloudProtocol", "MediaBox", "Postbox", "PostboxPostgres",
+                "CloudCore", "CloudProtocol", "MediaBox", "Postbox", "PostboxPostgres", "ConfinedFiles",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),

@@ -9,7 +9,8 @@
 #               iproute2 (ip netns, veth, bridge: the multi-host tests give each host its own network)
 #   benchmarks: aria2 curl hyperfine time
 #   from PyPI:  moto[server] (the S3 server tests start), awscli (the S3 benchmark's peer),
-#               kubernetes-validate (the tests check generated CronJobs against Kubernetes' schemas)
+#               kubernetes-validate (the tests check generated CronJobs against Kubernetes' schemas),
+#               sqlcipher3 (SQLCipher 4, the independent reader and writer of encrypted stores in the tests)
 set -euo pipefail
 
 packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config sqlite3 curl openssl nginx-light aria2 time systemd prometheus prometheus-node-exporter prometheus-pushgateway iproute2)
@@ -30,6 +31,7 @@ pip_missing=()
 command -v moto_server >/dev/null || pip_missing+=("moto[server]")
 command -v aws >/dev/null || pip_missing+=("awscli")
 command -v kubernetes-validate >/dev/null || pip_missing+=("kubernetes-validate")
+python3 -c "import sqlcipher3" 2>/dev/null || pip_missing+=("sqlcipher3")
 if [ ${#pip_missing[@]} -gt 0 ]; then
   command -v pip3 >/dev/null || missing+=(python3-pip)
 fi

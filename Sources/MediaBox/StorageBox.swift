@@ -16,12 +16,13 @@ public final class StorageBox: @unchecked Sendable {
     private let valueBox: SqliteValueBox
     private let lock = NSLock()
 
-    /// Opens (creating unless read-only) `directory/storage.sqlite`.
-    public init(directory: String, readOnly: Bool = false) throws {
+    /// Opens (creating unless read-only) `directory/storage.sqlite`: in clear, as the media it
+    /// indexes, unless given a `key`.
+    public init(directory: String, readOnly: Bool = false, key: StoreKey? = nil) throws {
         if !readOnly { try PosixFile.makeDirectory(directory) }
         self.path = directory + "/storage.sqlite"
         self.readOnly = readOnly
-        self.valueBox = try SqliteValueBox(path: path, options: .init(readOnly: readOnly, synchronous: .normal, cacheSizeKiB: 8 * 1024))
+        self.valueBox = try SqliteValueBox(path: path, options: .init(readOnly: readOnly, synchronous: .normal, cacheSizeKiB: 8 * 1024, key: key))
         if !readOnly {
             try write { vb in
                 if try vb.get(StorageBoxTables.metadata, key: ValueBoxKey(string: "schema")) == nil {

@@ -15,6 +15,11 @@ import PostgresNIO
 ///   (`valuebox_version`) that every write commit bumps in its last statement.
 /// - Writes are held back and sent at commit (or before a read of the same table) in one
 ///   statement, so a transaction costs a fixed handful of round trips, not one per row.
+/// - With a `ValueCipher` (an encrypted root), every value is sealed before it leaves the host
+///   and opened after it comes back; keys stay in clear, as ranges are ordered by them. A row
+///   of `valuebox_key_check` holds a value sealed under the store's key: a store written with a
+///   key refuses to open without it or with another one, and one written without a key refuses
+///   to open with one.
 ///
 /// Not thread-safe: confine an instance to one thread or serial queue (Postbox does); calls
 /// block that thread on the server, never Swift's cooperative pool.
@@ -22,6 +27,8 @@ public final class PostgresValueBox: ValueBox {
     /// The store's schema (quoted in SQL).
     public let schema: String
     public let readOnly: Bool
+    /// Seals every value (nil: values are stored as they are).
+    let cipher: ValueCipher?
     let session: PostgresSession
     let quotedSchema: String
     /// `pg_advisory_xact_lock(storeLockClass, lockKey)`: the store's writer lock.
@@ -47,10 +54,14 @@ public final class PostgresValueBox: ValueBox {
 
     /// Opens the store `schema` on the server, creating the schema and its version row unless
     /// `readOnly`. A read-only open of a store that does not exist fails with a clear error.
-    public init(endpoint: PostgresEndpoint, schema: String, readOnly: Bool = false) throws {
+    /// With `cipher`, values are sealed with it; a store that does not match (written without
+    /// a key, or under another one) fails with `.notEncrypted` or `.wrongKey`, one written with
+    /// a key and opened without fails with `.keyRequired`, and nothing is changed.
+    public init(endpoint: PostgresEndpoint, schema: String, readOnly: Bool = false, cipher: ValueCipher? = nil) throws {
         try Self.validate(schema: schema)
         self.schema = schema
         self.readOnly = readOnly
+        self.cipher = cipher
         self.quotedSchema = "\"\(schema)\""
         self.lockKey = Self.lockKey(schema)
         self.session = try PostgresSession(endpoint: endpoint, name: "postgres:\(schema)")
@@ -110,6 +121,39 @@ public final class PostgresValueBox: ValueBox {
             "SELECT tablename::text FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 't%'", binds(schema))
         {
             if let name = try? row.first?.decode(String.self), let id = Int32(name.dropFirst()) { knownTables.insert(id) }
+        }
+        try checkKey()
+    }
+
+    /// The `valuebox_key_check` row's table id in the associated data (no store table has it).
+    static let keyCheckTable: Int32 = -1
+    static let keyCheckText = Data("jobrun store key check".utf8)
+
+    /// Compares the store's key check with `cipher`; a new store (no table yet) opened with a
+    /// cipher gets its check row.
+    private func checkKey() throws {
+        let found = try session.queryInt("SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = 'valuebox_key_check'", binds(schema)) ?? 0
+        var sealed: Data?
+        if found > 0, let row = try session.query("SELECT sealed FROM \(quotedSchema).valuebox_key_check WHERE id = 1").first, let cell = row.first {
+            sealed = Self.readValue(cell)
+        }
+        switch (cipher, sealed) {
+        case (nil, nil):
+            return
+        case (nil, _?):
+            throw PostboxError.keyRequired(path: session.name)
+        case (let cipher?, let sealed?):
+            if !cipher.opens(sealed, table: Self.keyCheckTable, key: []) { throw PostboxError.wrongKey(path: session.name) }
+        case (let cipher?, nil):
+            if !knownTables.isEmpty { throw PostboxError.notEncrypted(path: session.name) }
+            if readOnly { return }
+            let check = try cipher.seal(Self.keyCheckText, table: Self.keyCheckTable, key: [])
+            var b = PostgresBindings()
+            b.append(ByteBuffer(bytes: check))
+            try session.query("CREATE TABLE IF NOT EXISTS \(quotedSchema).valuebox_key_check (id int PRIMARY KEY, sealed bytea NOT NULL)")
+            try session.query("INSERT INTO \(quotedSchema).valuebox_key_check VALUES (1, $1) ON CONFLICT DO NOTHING", b)
+            // Another host may have created the store at the same moment: its row stands.
+            try checkKey()
         }
     }
 
@@ -239,6 +283,21 @@ public final class PostgresValueBox: ValueBox {
         return bytes.withUnsafeReadableBytes { Data($0) }
     }
 
+    /// The value in `cell` of row `key`, opened when the store seals its values.
+    private func readValue(_ cell: PostgresCell, _ table: ValueBoxTable, _ key: ValueBoxKey) throws -> Data {
+        guard let cipher else { return Self.readValue(cell) }
+        guard let bytes = cell.bytes else {
+            return try cipher.open(UnsafeRawBufferPointer(start: nil, count: 0), table: table.id, key: key.bytes, store: session.name)
+        }
+        return try bytes.withUnsafeReadableBytes { try cipher.open($0, table: table.id, key: key.bytes, store: session.name) }
+    }
+
+    /// `value` as it is sent to the server for row `key`: sealed when the store seals its values.
+    private func stored(_ value: Data, _ table: ValueBoxTable, _ key: ValueBoxKey) throws -> Data {
+        guard let cipher else { return value }
+        return try cipher.seal(value, table: table.id, key: key.bytes)
+    }
+
     // MARK: Writes
 
     /// Sends the pending writes (and, at commit, the version bump) in one statement. Returns
@@ -257,7 +316,7 @@ public final class PostgresValueBox: ValueBox {
             for (key, value) in entry.ops {
                 if let value {
                     upsertKeys.append(key)
-                    upsertValues.append(ByteBuffer(bytes: value))
+                    upsertValues.append(ByteBuffer(bytes: try stored(value, entry.table, key)))
                 } else {
                     removals.append(key)
                 }
@@ -351,7 +410,7 @@ public final class PostgresValueBox: ValueBox {
         append(key, of: table, to: &binds)
         guard let row = try session.query("SELECT value FROM \(self.table(table)) WHERE key = $1", binds).first, let cell = row.first
         else { return nil }
-        return Self.readValue(cell)
+        return try readValue(cell, table, key)
     }
 
     public func exists(_ table: ValueBoxTable, key: ValueBoxKey) throws -> Bool {
@@ -419,7 +478,8 @@ public final class PostgresValueBox: ValueBox {
         try iterate(table, range, limit: limit, columns: "value") { row in
             var cells = row.makeIterator()
             guard let keyCell = cells.next(), let valueCell = cells.next() else { return false }
-            return try values(readKey(keyCell, table), Self.readValue(valueCell))
+            let key = try readKey(keyCell, table)
+            return try values(key, readValue(valueCell, table, key))
         }
     }
 
@@ -439,8 +499,12 @@ public final class PostgresValueBox: ValueBox {
     ) throws {
         try iterate(table, range, limit: limit, columns: "value") { row in
             var cells = row.makeIterator()
-            _ = cells.next()
+            let keyCell = cells.next()
             guard let valueCell = cells.next() else { return false }
+            if cipher != nil, let keyCell {
+                let value = try readValue(valueCell, table, try readKey(keyCell, table))
+                return try value.withUnsafeBytes { try values($0) }
+            }
             guard let bytes = valueCell.bytes else { return try values(UnsafeRawBufferPointer(start: nil, count: 0)) }
             return try bytes.withUnsafeReadableBytes { try values($0) }
         }

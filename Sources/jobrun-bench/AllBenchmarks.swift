@@ -52,7 +52,7 @@ struct AllBench: ParsableCommand {
     private func plan() -> [(String, [String])] {
         if quick {
             return [
-                ("postbox", ["--messages", "100000", "--transactions", "10000", "--reads", "20000"]),
+                ("postbox", ["--messages", "100000", "--transactions", "10000", "--reads", "20000", "--encrypted"]),
                 ("noop-run", ["--runs", "10"]),
                 ("download", ["--small-files", "300", "--large-files", "2", "--large-mb", "50", "--rss-gib", "1"]),
                 ("upload", ["--large-mb", "100", "--small-files", "100", "--rounds", "1"]),
@@ -64,7 +64,7 @@ struct AllBench: ParsableCommand {
             ]
         }
         return [
-            ("postbox", []),
+            ("postbox", ["--encrypted"]),
             ("noop-run", []),
             ("download", []),
             ("upload", full ? [] : ["--large-mb", "500"]),

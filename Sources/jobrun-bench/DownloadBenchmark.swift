@@ -175,10 +175,11 @@ private func benchmarkBody(
     configuration.maxConcurrentParts = tuning.parts
     configuration.maxPartsPerFile = tuning.partsPerFile
     print("MultipartFetch: \(tuning.parts) parts in flight, \(tuning.partsPerFile) per file")
-    let fetch = MultipartFetch(transport: transport, configuration: configuration)
-    let api = BenchAPI(transport: transport, base: cloud.dcURLs[0])
+    let phases = DownloadPhases(
+        cloud: cloud, fetch: MultipartFetch(transport: transport, configuration: configuration),
+        api: BenchAPI(transport: transport, base: cloud.dcURLs[0]), workDir: workDir)
 
-    let docs = try await api.benchDocuments()
+    let docs = try await phases.api.benchDocuments()
     let small = docs.filter { $0.size <= 200_000 }
     let large = docs.filter { $0.size == largeBytes }
     let huge = docs.first { $0.size == rssBytes && rssBytes > 0 }
@@ -186,12 +187,27 @@ private func benchmarkBody(
     print(
         "set: \(small.count) small files (\(fmt(Double(smallBytes) / 1e6, 1)) MB), \(large.count) × \(largeBytes / 1_000_000) MB"
             + (huge != nil ? ", 1 × \(rssBytes >> 30) GiB for RSS" : ""))
-    func plainURL(_ d: Document) -> String { cloud.dcURLs[(d.dcId - 1) % cloud.dcURLs.count] + "/plain/\(d.id)" }
+    var rssLine = "skipped"
+    if let huge { rssLine = try await phases.peakRSS(huge, rssBytes: rssBytes) }
+    if !small.isEmpty { try await phases.smallFiles(small, rounds: smallRounds) }
+    if !large.isEmpty { try await phases.largeFiles(large, largeBytes: largeBytes, rounds: largeRounds) }
+    print("\nPeak RSS (MultipartFetch, one file): \(rssLine)")
+}
+
+/// The download benchmark's phases, each timing the product against its peers on the same cloud.
+private struct DownloadPhases {
+    let cloud: BenchCloud
+    let fetch: MultipartFetch
+    let api: BenchAPI
+    let workDir: String
     let info: @Sendable (MediaResourceId) -> MediaResourceStorageInfo = { _ in MediaResourceStorageInfo(contentType: .file) }
 
-    // 1. Peak RSS while one multi-GiB file downloads (first, so nothing earlier sets the peak).
-    var rssLine = "skipped"
-    if let huge {
+    /// The plain (HTTP GET) address of a document, for the peers.
+    func plainURL(_ d: Document) -> String { cloud.dcURLs[(d.dcId - 1) % cloud.dcURLs.count] + "/plain/\(d.id)" }
+
+    /// 1. Peak RSS while one multi-GiB file downloads (first, so nothing earlier sets the peak);
+    /// returns the line the benchmark ends with.
+    func peakRSS(_ huge: Document, rssBytes: Int64) async throws -> String {
         let box = try MediaBox(basePath: workDir + "/rss-media", fetcher: fetch)
         resetPeakRSS()
         let before = currentRSSMiB()
@@ -205,13 +221,14 @@ private func benchmarkBody(
         BenchRatios.record(
             "download", "peak RSS, \(rssBytes >> 30) GiB file", product: fmt(peak, 1) + " MiB", peer: "\(fmt(rssBudgetMiB, 0)) MiB budget",
             ratio: rssBudgetMiB / peak, target: 1)
-        rssLine =
-            "\(fmt(Double(rssBytes) / Double(1 << 30), 0)) GiB in \(fmt(t)) s (\(fmt(Double(size) / t / 1e6, 0)) MB/s): peak RSS \(fmt(peak, 1)) MiB (RSS before \(fmt(before, 1)) MiB), target ≤ \(fmt(rssBudgetMiB, 0)) MiB"
         try? FileManager.default.removeItem(atPath: workDir + "/rss-media")
+        return
+            "\(fmt(Double(rssBytes) / Double(1 << 30), 0)) GiB in \(fmt(t)) s (\(fmt(Double(size) / t / 1e6, 0)) MB/s): peak RSS \(fmt(peak, 1)) MiB (RSS before \(fmt(before, 1)) MiB), target ≤ \(fmt(rssBudgetMiB, 0)) MiB"
     }
 
-    // 2. Small files, three rounds: the target must hold in the worst of them, not on average.
-    if !small.isEmpty {
+    /// 2. Small files, three rounds: the target must hold in the worst of them, not on average.
+    func smallFiles(_ small: [Document], rounds smallRounds: Int) async throws {
+        let smallBytes = small.reduce(Int64(0)) { $0 + $1.size }
         let resources = small.map { CloudDocumentMediaResource(document: $0, reference: .standalone) }
         let smallURLs = small.map(plainURL)
         var table = BenchTable(title: "Small files: \(small.count) × 10–200 KB", columns: ["round", "tool", "seconds", "files/s", "MB/s"])
@@ -267,13 +284,13 @@ private func benchmarkBody(
         print("context: product / (curl, then sync) files/s = \(fmt(worstSyncedCurl))×, worst of \(smallRounds) rounds (the peer as durable as the product)")
     }
 
-    // 3. Large files. The synced product and curl alternate for `largeRounds` rounds, and each
-    // side's median counts: one round of each swings by a tenth on two shared cores. A round 0
-    // of each goes first, untimed: the first gigabyte curl wrote through the page cache after
-    // the earlier phases sometimes took it two to three times the CPU of the next.
-    var largeRows: [(String, Double, Double)] = []
-    let largeTotal = Double(large.reduce(Int64(0)) { $0 + $1.size })
-    if !large.isEmpty {
+    /// 3. Large files. The synced product and curl alternate for `largeRounds` rounds, and each
+    /// side's median counts: one round of each swings by a tenth on two shared cores. A round 0
+    /// of each goes first, untimed: the first gigabyte curl wrote through the page cache after
+    /// the earlier phases sometimes took it two to three times the CPU of the next.
+    func largeFiles(_ large: [Document], largeBytes: Int64, rounds largeRounds: Int) async throws {
+        var largeRows: [(String, Double, Double)] = []
+        let largeTotal = Double(large.reduce(Int64(0)) { $0 + $1.size })
         let resources = large.map { CloudDocumentMediaResource(document: $0, reference: .standalone) }
         let urls = large.map(plainURL)
         var productRounds: [Double] = []
@@ -330,7 +347,6 @@ private func benchmarkBody(
             "synced download / this disk's durable ceiling = \(fmt(largeRows[0].2 / largeRows[4].2))× (context: the peers do not sync, so a synced download cannot pass the disk's ceiling)"
         )
     }
-    print("\nPeak RSS (MultipartFetch, one file): \(rssLine)")
 }
 
 /// File size helper.
@@ -403,18 +419,11 @@ private func runPeer(
     try urls.map { "url = \"\($0)\"\noutput = \"\($0.split(separator: "/").last!)\"" }.joined(separator: "\n").appending("\n")
         .write(toFile: cfg, atomically: true, encoding: .utf8)
     let args = command.map { $0 == "URLS" ? list : $0 == "CFG" ? cfg : $0 == "OUT" ? out : $0 }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = args
-    p.standardOutput = FileHandle.nullDevice
-    p.standardError = FileHandle.nullDevice
     settleDisk()
     let start = DispatchTime.now().uptimeNanoseconds
-    try p.run()
-    p.waitUntilExit()
+    try runPeerTool(args)
     if syncAfter { sync() }
     let t = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-    guard p.terminationStatus == 0 else { throw ValidationError("\(args[0]) exited with \(p.terminationStatus)") }
     let count = (try? FileManager.default.contentsOfDirectory(atPath: out).filter { !$0.hasSuffix(".aria2") }.count) ?? 0
     guard count == urls.count else { throw ValidationError("\(args[0]) produced \(count) of \(urls.count) files") }
     if !keepOutput { try? FileManager.default.removeItem(atPath: out) }

@@ -22,6 +22,7 @@ struct PostboxBench: ParsableCommand {
     @Option(help: "Point reads.") var reads = 100_000
     @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-postbox"
     @Option(help: "Store: sqlite, or postgres (then also the SQLite figures, same sizes).") var store = "sqlite"
+    @Flag(help: "Also the encrypted Postbox against the plain one and raw SQLite, and opening with a raw key.") var encrypted = false
     @Option(help: "PostgreSQL server for --store postgres (postgresql://user@host/db or postgresql:///db?host=/socket/dir).")
     var postgresUrl: String?
 
@@ -40,6 +41,7 @@ struct PostboxBench: ParsableCommand {
             throw ValidationError("--store must be sqlite or postgres")
         }
         try PostboxBenchmark(messages: messages, smallTransactions: transactions, reads: reads, workDir: workDir).run()
+        if encrypted { try EncryptedPostboxBenchmark(messages: messages, smallTransactions: transactions, reads: reads, workDir: workDir).run() }
     }
 }
 

@@ -34,6 +34,12 @@ struct PostboxWorkloads {
     }
 
     func run(raw: some RawPostboxPeer, postbox: Postbox, peerFirst: Bool = true) throws -> [Timing] {
+        try run(raw: raw, product: PostboxSide(postbox: postbox), peerFirst: peerFirst)
+    }
+
+    /// The workloads on two sides, `raw` the peer and `product` the side measured against it
+    /// (Postbox against raw SQLite, or an encrypted Postbox against a plain one).
+    func run(raw: some RawPostboxPeer, product: some RawPostboxPeer, peerFirst: Bool = true) throws -> [Timing] {
         let perPeer = messages / peers
         var timings: [Timing] = []
         /// Times both sides of one workload, the peer first unless asked otherwise.
@@ -49,24 +55,14 @@ struct PostboxWorkloads {
         let bulk = try pair {
             try raw.bulkInsert(messages: messages, peers: peers)
         } _: {
-            try postbox.transactionSync { tx in
-                let table = try tx.messages
-                for i in 0..<messages {
-                    let (peer, id) = (Int64(i % peers + 1), Int32(i / peers + 1))
-                    try table.add([Message(id: MessageId(peerId: PeerId(peer), id: id), timestamp: 1_600_000_000 + id, text: benchText(i))])
-                }
-            }
+            try product.bulkInsert(messages: messages, peers: peers)
         }
         timings.append(Timing(name: "bulk insert \(messages) messages, 1 transaction", ops: messages, raw: bulk.raw, postbox: bulk.postbox))
 
         let small = try pair {
             try raw.smallTransactions(smallTransactions)
         } _: {
-            for i in 0..<smallTransactions {
-                try postbox.transactionSync { tx in
-                    try tx.peers.set(Peer(id: PeerId(Int64(i)), category: .group, title: "peer \(i)"))
-                }
-            }
+            try product.smallTransactions(smallTransactions)
         }
         timings.append(Timing(name: "\(smallTransactions) single-row transactions", ops: smallTransactions, raw: small.raw, postbox: small.postbox))
 
@@ -77,17 +73,10 @@ struct PostboxWorkloads {
         let pointReads = try pair {
             rawFound = try raw.pointReads(ids)
         } _: {
-            boxFound = try postbox.readSync { tx in
-                var found = 0
-                let table = try tx.messages
-                for (peer, id) in ids {
-                    if let m = try table.get(MessageId(peerId: PeerId(peer), id: id)), !m.text.isEmpty { found += 1 }
-                }
-                return found
-            }
+            boxFound = try product.pointReads(ids)
         }
         guard rawFound == reads && boxFound == reads else {
-            throw BenchError("every read must find its message (raw \(rawFound), postbox \(boxFound))")
+            throw BenchError("every read must find its message (peer \(rawFound), measured \(boxFound))")
         }
         timings.append(Timing(name: "\(reads) point reads by message id", ops: reads, raw: pointReads.raw, postbox: pointReads.postbox))
 
@@ -96,17 +85,55 @@ struct PostboxWorkloads {
         let scan = try pair {
             rawRows = try raw.scan(peer: 1)
         } _: {
-            boxRows = try postbox.readSync { tx in
-                var n = 0
-                try tx.messages.scan(peer: PeerId(1), newestFirst: false) { m in
-                    if m.timestamp > 0 { n += 1 }
-                    return true
-                }
-                return n
-            }
+            boxRows = try product.scan(peer: 1)
         }
-        guard rawRows == perPeer && boxRows == perPeer else { throw BenchError("scans must see every row (raw \(rawRows), postbox \(boxRows))") }
+        guard rawRows == perPeer && boxRows == perPeer else { throw BenchError("scans must see every row (peer \(rawRows), measured \(boxRows))") }
         timings.append(Timing(name: "range scan of \(perPeer) rows", ops: perPeer, raw: scan.raw, postbox: scan.postbox))
         return timings
+    }
+}
+
+/// The Postbox side of the workloads, on whatever store it was opened on.
+struct PostboxSide: RawPostboxPeer {
+    var postbox: Postbox
+
+    func bulkInsert(messages: Int, peers: Int) throws {
+        try postbox.transactionSync { tx in
+            let table = try tx.messages
+            for i in 0..<messages {
+                let (peer, id) = (Int64(i % peers + 1), Int32(i / peers + 1))
+                try table.add([Message(id: MessageId(peerId: PeerId(peer), id: id), timestamp: 1_600_000_000 + id, text: benchText(i))])
+            }
+        }
+    }
+
+    func smallTransactions(_ n: Int) throws {
+        for i in 0..<n {
+            try postbox.transactionSync { tx in
+                try tx.peers.set(Peer(id: PeerId(Int64(i)), category: .group, title: "peer \(i)"))
+            }
+        }
+    }
+
+    func pointReads(_ ids: [(Int64, Int32)]) throws -> Int {
+        try postbox.readSync { tx in
+            var found = 0
+            let table = try tx.messages
+            for (peer, id) in ids {
+                if let m = try table.get(MessageId(peerId: PeerId(peer), id: id)), !m.text.isEmpty { found += 1 }
+            }
+            return found
+        }
+    }
+
+    func scan(peer: Int64) throws -> Int {
+        try postbox.readSync { tx in
+            var n = 0
+            try tx.messages.scan(peer: PeerId(peer), newestFirst: false) { m in
+                if m.timestamp > 0 { n += 1 }
+                return true
+            }
+            return n
+        }
     }
 }

@@ -42,6 +42,19 @@ struct S3Bench: ParsableCommand {
 struct S3Benchmark {
     let options: S3Bench
 
+    /// The bytes both tools move: one large file and a folder of small ones.
+    private struct Files {
+        let large: String
+        let largeSize: Int64
+        let smallDir: String
+        let smallBytes: Int64
+    }
+
+    /// Each measure's rounds.
+    private struct Measures {
+        var largePut = TimedPairs(), largeGet = TimedPairs(), smallPut = TimedPairs(), smallGet = TimedPairs()
+    }
+
     func run() async throws {
         let fm = FileManager.default
         try? fm.removeItem(atPath: options.workDir)
@@ -61,16 +74,7 @@ struct S3Benchmark {
         if let given = options.endpoint {
             endpointURL = given
         } else {
-            guard let moto = SystemCommand.onPath("moto_server") else {
-                throw BenchError("moto_server is not on PATH: scripts/install-deps.sh --bench (pip install 'moto[server]')")
-            }
-            let port = try FreePort.pick()
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: moto)
-            p.arguments = ["-H", "127.0.0.1", "-p", String(port)]
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle.nullDevice
-            try p.run()
+            let (p, port) = try startMoto()
             server = p
             endpointURL = "http://127.0.0.1:\(port)"
             env["AWS_ACCESS_KEY_ID"] = "bench"
@@ -78,112 +82,24 @@ struct S3Benchmark {
             print("server: moto_server child process (pid \(p.processIdentifier)) on \(endpointURL)")
         }
         env["AWS_DEFAULT_REGION"] = env["AWS_REGION"] ?? "us-east-1"
-        guard let credentials = try S3Credentials.fromEnvironment(env) else { throw S3CredentialsError.none }
-        let s3 = S3Client(
-            transport: try CurlTransport(), bucket: S3Bucket(endpoint: endpointURL, name: options.bucket, region: env["AWS_DEFAULT_REGION"]!),
-            credentials: credentials)
-        let deadline = Date().addingTimeInterval(30)
-        while true {
-            do {
-                try await s3.createBucket()
-                break
-            } catch  where Date() < deadline {
-                try await Task.sleep(nanoseconds: 100_000_000)
-            }
-        }
-
-        // The bytes.
-        let largeSize = Int64(options.largeMb) * 1_000_000
-        let large = options.workDir + "/large.bin"
-        try writePattern(large, size: largeSize, seed: 1)
-        let smallDir = options.workDir + "/small"
-        try fm.createDirectory(atPath: smallDir, withIntermediateDirectories: true)
-        var smallBytes: Int64 = 0
-        for i in 0..<options.smallFiles {
-            let size = Int64(10_000 + (i * 7919) % 190_000)
-            smallBytes += size
-            try writePattern(smallDir + "/f\(i)", size: size, seed: UInt64(i + 2))
-        }
+        let s3 = try await makeBucket(endpointURL: endpointURL, environment: env)
+        let files = try makeFiles()
         // Both tools create files in the timed rounds (the server's spooled parts, the small
         // files read back): like the download and upload benchmarks, start once that is quick.
         FileCreationQuiet.wait(scratch: options.workDir, before: "the timed rounds")
-        let partSize = Int64(options.partMib) << 20
-        let awsBase = [aws, "--endpoint-url", endpointURL, "--only-show-errors"]
         print(
-            "large file \(largeSize) bytes, \(options.smallFiles) small files (\(smallBytes) bytes), parts \(options.partMib) MiB, \(options.concurrency) in flight"
+            "large file \(files.largeSize) bytes, \(options.smallFiles) small files (\(files.smallBytes) bytes), parts \(options.partMib) MiB, \(options.concurrency) in flight"
         )
-
-        // Each measure is taken in every round by both tools, one after the other. The order
-        // alternates (the product first in even rounds, awscli in odd ones) and each tool's best
-        // round counts: a slow moment of the shared server or disk then costs the tool it falls
-        // on one round, not the comparison.
-        guard options.rounds >= 1 else { throw BenchError("--rounds must be at least 1") }
-        let upload = S3FileUpload(client: s3, partSize: partSize, multipartThreshold: partSize, concurrentParts: options.concurrency)
+        let awsEnvironment = env
+        // `aws s3 cp` with `arguments`, on this server.
+        func awsCopy(_ arguments: [String]) throws {
+            try runPeerTool(
+                [aws, "--endpoint-url", endpointURL, "--only-show-errors", "s3", "cp"] + arguments, environment: awsEnvironment, showErrors: true)
+        }
         let rssBefore = peakRSSMiB()
-        var largePut = TimedPairs(), largeGet = TimedPairs(), smallPut = TimedPairs(), smallGet = TimedPairs()
-        let names = (0..<options.smallFiles).map { "f\($0)" }
-        for round in 0..<options.rounds {
-            let productFirst = round % 2 == 0
-            // 1. Large file into the bucket.
-            var staged: S3FileUpload.Result? = nil
-            try await largePut.time(productFirst: productFirst) {
-                staged = try await upload.upload(file: large, to: "product/\(round)/large", journalPath: options.workDir + "/large-\(round).journal")
-            } peer: {
-                try runPeer(awsBase + ["s3", "cp", large, "s3://\(options.bucket)/peer/\(round)/large"], env)
-            }
-
-            // 2. Large file back by ranged GETs; the product's copy is checked against what it staged.
-            let (productBack, peerBack) = (options.workDir + "/large.product-back", options.workDir + "/large.peer-back")
-            try await largeGet.time(productFirst: productFirst) {
-                try await rangedDownload(s3, key: "product/\(round)/large", size: largeSize, partSize: partSize, to: productBack)
-            } peer: {
-                try runPeer(awsBase + ["s3", "cp", "s3://\(options.bucket)/peer/\(round)/large", peerBack], env)
-            }
-            guard try SHA256.hash(contentsOfFile: productBack) == staged?.sha256 else {
-                throw BenchError("the large file read back differs from what was staged")
-            }
-            try fm.removeItem(atPath: productBack)
-            try fm.removeItem(atPath: peerBack)
-
-            // 3. Small files in and out. Each tool reads them back into its own folder, and both
-            // stay until the benchmark ends (`WorkDirectory`).
-            try await smallPut.time(productFirst: productFirst) {
-                try await forEachConcurrently(names, limit: options.concurrency) { name in
-                    let data = try Data(contentsOf: URL(fileURLWithPath: smallDir + "/" + name))
-                    try await s3.putObject("product/\(round)/small/" + name, body: .data(data), sha256: CloudCrypto.SHA256.hash(data))
-                }
-            } peer: {
-                try runPeer(awsBase + ["s3", "cp", "--recursive", smallDir, "s3://\(options.bucket)/peer/\(round)/small/"], env)
-            }
-            let smallBack = options.workDir + "/small-back-\(round)"
-            try fm.createDirectory(atPath: smallBack, withIntermediateDirectories: true)
-            try await smallGet.time(productFirst: productFirst) {
-                try await forEachConcurrently(names, limit: options.concurrency) { name in
-                    let fd = open(smallBack + "/" + name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-                    guard fd >= 0 else { throw BenchError("cannot create \(name)") }
-                    defer { close(fd) }
-                    _ = try await s3.getObject("product/\(round)/small/" + name, to: .fileDescriptor(fd, offset: 0))
-                }
-            } peer: {
-                try runPeer(awsBase + ["s3", "cp", "--recursive", "s3://\(options.bucket)/peer/\(round)/small/", smallBack + "-peer"], env)
-            }
-        }
+        let measures = try await timeRounds(s3, files, awsCopy: awsCopy)
         let rssAfter = peakRSSMiB()
-
-        var table = BenchTable(
-            title: "S3 staging and ranged reads (same server, same bytes; best of \(options.rounds) rounds, the first tool alternating)",
-            columns: ["measure", "jobrun s", "aws s3 cp s", "ratio", "jobrun MB/s", "jobrun / aws s3 cp s, every round"])
-        func row(_ name: String, _ pairs: TimedPairs, _ bytes: Int64) {
-            let (product, peer) = (pairs.product.min()!, pairs.peer.min()!)
-            let rounds = zip(pairs.product, pairs.peer).map { "\(fmt($0)) / \(fmt($1))" }.joined(separator: ", ")
-            table.add([name, fmt(product), fmt(peer), fmt(peer / product) + "x", fmt(Double(bytes) / 1e6 / product, 1), rounds])
-            BenchRatios.record("s3", name, product: fmt(product) + " s", peer: fmt(peer) + " s", ratio: peer / product, target: 1.0)
-        }
-        row("large put", largePut, largeSize)
-        row("large get (ranges)", largeGet, largeSize)
-        row("\(options.smallFiles) small put", smallPut, smallBytes)
-        row("\(options.smallFiles) small get", smallGet, smallBytes)
-        table.print()
+        report(measures, files)
         print("jobrun peak RSS: \(fmt(rssBefore, 1)) MiB before the large file, \(fmt(rssAfter, 1)) MiB after staging and reading it back")
 
         if options.tierSmallFiles + options.tierLargeFiles > 0 {
@@ -193,15 +109,131 @@ struct S3Benchmark {
         }
     }
 
-    private func runPeer(_ command: [String], _ env: [String: String]) throws {
+    /// A moto_server child on a free loopback port, and the port.
+    private func startMoto() throws -> (Process, Int) {
+        guard let moto = SystemCommand.onPath("moto_server") else {
+            throw BenchError("moto_server is not on PATH: scripts/install-deps.sh --bench (pip install 'moto[server]')")
+        }
+        let port = try FreePort.pick()
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: command[0])
-        p.arguments = Array(command.dropFirst())
-        p.environment = env
+        p.executableURL = URL(fileURLWithPath: moto)
+        p.arguments = ["-H", "127.0.0.1", "-p", String(port)]
         p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
         try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw BenchError("\(command.prefix(5).joined(separator: " ")) … exited with \(p.terminationStatus)") }
+        return (p, port)
+    }
+
+    /// The product's client for the bucket, created (waiting up to 30 s for the server to answer).
+    private func makeBucket(endpointURL: String, environment env: [String: String]) async throws -> S3Client {
+        guard let credentials = try S3Credentials.fromEnvironment(env) else { throw S3CredentialsError.none }
+        let s3 = S3Client(
+            transport: try CurlTransport(), bucket: S3Bucket(endpoint: endpointURL, name: options.bucket, region: env["AWS_DEFAULT_REGION"]!),
+            credentials: credentials)
+        let deadline = Date().addingTimeInterval(30)
+        while true {
+            do {
+                try await s3.createBucket()
+                return s3
+            } catch  where Date() < deadline {
+                try await Task.sleep(nanoseconds: 100_000_000)
+            }
+        }
+    }
+
+    /// The bytes: a large file and `smallFiles` small ones, of a cheap non-repeating pattern.
+    private func makeFiles() throws -> Files {
+        let largeSize = Int64(options.largeMb) * 1_000_000
+        let large = options.workDir + "/large.bin"
+        try writePattern(large, size: largeSize, seed: 1)
+        let smallDir = options.workDir + "/small"
+        try FileManager.default.createDirectory(atPath: smallDir, withIntermediateDirectories: true)
+        var smallBytes: Int64 = 0
+        for i in 0..<options.smallFiles {
+            let size = Int64(10_000 + (i * 7919) % 190_000)
+            smallBytes += size
+            try writePattern(smallDir + "/f\(i)", size: size, seed: UInt64(i + 2))
+        }
+        return Files(large: large, largeSize: largeSize, smallDir: smallDir, smallBytes: smallBytes)
+    }
+
+    private func timeRounds(_ s3: S3Client, _ files: Files, awsCopy: ([String]) throws -> Void) async throws -> Measures {
+        let fm = FileManager.default
+        let (large, largeSize, smallDir) = (files.large, files.largeSize, files.smallDir)
+        let partSize = Int64(options.partMib) << 20
+        // Each measure is taken in every round by both tools, one after the other. The order
+        // alternates (the product first in even rounds, awscli in odd ones) and each tool's best
+        // round counts: a slow moment of the shared server or disk then costs the tool it falls
+        // on one round, not the comparison.
+        guard options.rounds >= 1 else { throw BenchError("--rounds must be at least 1") }
+        let upload = S3FileUpload(client: s3, partSize: partSize, multipartThreshold: partSize, concurrentParts: options.concurrency)
+        var m = Measures()
+        let names = (0..<options.smallFiles).map { "f\($0)" }
+        for round in 0..<options.rounds {
+            let productFirst = round % 2 == 0
+            // 1. Large file into the bucket.
+            var staged: S3FileUpload.Result? = nil
+            try await m.largePut.time(productFirst: productFirst) {
+                staged = try await upload.upload(file: large, to: "product/\(round)/large", journalPath: options.workDir + "/large-\(round).journal")
+            } peer: {
+                try awsCopy([large, "s3://\(options.bucket)/peer/\(round)/large"])
+            }
+
+            // 2. Large file back by ranged GETs; the product's copy is checked against what it staged.
+            let (productBack, peerBack) = (options.workDir + "/large.product-back", options.workDir + "/large.peer-back")
+            try await m.largeGet.time(productFirst: productFirst) {
+                try await rangedDownload(s3, key: "product/\(round)/large", size: largeSize, partSize: partSize, to: productBack)
+            } peer: {
+                try awsCopy(["s3://\(options.bucket)/peer/\(round)/large", peerBack])
+            }
+            guard try SHA256.hash(contentsOfFile: productBack) == staged?.sha256 else {
+                throw BenchError("the large file read back differs from what was staged")
+            }
+            try fm.removeItem(atPath: productBack)
+            try fm.removeItem(atPath: peerBack)
+
+            // 3. Small files in and out. Each tool reads them back into its own folder, and both
+            // stay until the benchmark ends (`WorkDirectory`).
+            try await m.smallPut.time(productFirst: productFirst) {
+                try await forEachConcurrently(names, limit: options.concurrency) { name in
+                    let data = try Data(contentsOf: URL(fileURLWithPath: smallDir + "/" + name))
+                    try await s3.putObject("product/\(round)/small/" + name, body: .data(data), sha256: CloudCrypto.SHA256.hash(data))
+                }
+            } peer: {
+                try awsCopy(["--recursive", smallDir, "s3://\(options.bucket)/peer/\(round)/small/"])
+            }
+            let smallBack = options.workDir + "/small-back-\(round)"
+            try fm.createDirectory(atPath: smallBack, withIntermediateDirectories: true)
+            try await m.smallGet.time(productFirst: productFirst) {
+                try await forEachConcurrently(names, limit: options.concurrency) { name in
+                    let fd = open(smallBack + "/" + name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+                    guard fd >= 0 else { throw BenchError("cannot create \(name)") }
+                    defer { close(fd) }
+                    _ = try await s3.getObject("product/\(round)/small/" + name, to: .fileDescriptor(fd, offset: 0))
+                }
+            } peer: {
+                try awsCopy(["--recursive", "s3://\(options.bucket)/peer/\(round)/small/", smallBack + "-peer"])
+            }
+        }
+        return m
+    }
+
+    /// The table of each measure's best round, and the ratios.
+    private func report(_ m: Measures, _ files: Files) {
+        var table = BenchTable(
+            title: "S3 staging and ranged reads (same server, same bytes; best of \(options.rounds) rounds, the first tool alternating)",
+            columns: ["measure", "jobrun s", "aws s3 cp s", "ratio", "jobrun MB/s", "jobrun / aws s3 cp s, every round"])
+        func row(_ name: String, _ pairs: TimedPairs, _ bytes: Int64) {
+            let (product, peer) = (pairs.product.min()!, pairs.peer.min()!)
+            let rounds = zip(pairs.product, pairs.peer).map { "\(fmt($0)) / \(fmt($1))" }.joined(separator: ", ")
+            table.add([name, fmt(product), fmt(peer), fmt(peer / product) + "x", fmt(Double(bytes) / 1e6 / product, 1), rounds])
+            BenchRatios.record("s3", name, product: fmt(product) + " s", peer: fmt(peer) + " s", ratio: peer / product, target: 1.0)
+        }
+        row("large put", m.largePut, files.largeSize)
+        row("large get (ranges)", m.largeGet, files.largeSize)
+        row("\(options.smallFiles) small put", m.smallPut, files.smallBytes)
+        row("\(options.smallFiles) small get", m.smallGet, files.smallBytes)
+        table.print()
     }
 }
 

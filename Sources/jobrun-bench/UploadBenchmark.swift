@@ -121,9 +121,71 @@ struct UploadBenchmark {
         await server.stop()
     }
 
+    /// The bytes both tools send: one large file and many small ones.
+    private struct Files {
+        let large: String
+        let largeBytes: Int64
+        let largeSHA: String
+        let small: [String]
+        let smallBytes: Int64
+    }
+
+    /// Every round's timing of each method.
+    private struct Rounds {
+        var curlLarge: [Timing] = [], productLarge: [Timing] = [], productLargeWithEnqueue: [Timing] = [], productLargeParts: [Timing] = []
+        var curlSmall: [Timing] = [], productSmall: [Timing] = [], jobSmall: [Timing] = []
+        var rssAfterLarge = 0.0
+    }
+
+    /// What one round's phases share: the server, the product's client and the store of this round.
+    private struct Round {
+        let index: Int
+        let server: UploadBenchServer
+        let client: CloudClient
+        let peer: Int64
+        let postbox: Postbox
+        let queue: UploadQueue
+        var dc: String { server.dcURLs[0] }
+    }
+
     private func body(server: UploadBenchServer, work: String) async throws {
-        let dc = server.dcURLs[0]
-        // Files: one large, many small, random bytes written in 1 MiB blocks.
+        let files = try makeFiles(work: work)
+        print(
+            "files: 1 × \(fmt(Double(files.largeBytes) / 1e6, 0)) MB, \(files.small.count) small (\(fmt(Double(files.smallBytes) / 1e6, 1)) MB total); \(options.rounds) rounds, best of each"
+        )
+        let client = try makeClient(server)
+        let peer = try await client.getDialogs(limit: 1).dialogs[0].peer.id
+        let rssStart = peakRSSMiB()
+        var rounds = Rounds()
+        let jobRun = UploadJobRun(dcURLs: server.dcURLs, concurrency: options.concurrency, peer: peer, serverCPU: server.cpuSeconds)
+        // The small files stay on the server until the benchmark ends (`WorkDirectory`): removing
+        // one tool's 500 would slow the file creation of the tool timed after it. A large file is
+        // one inode, removed at once; kept, it made the next round's large uploads slower for both.
+        if options.only != .large { FileCreationQuiet.wait(scratch: work, before: "the small-file uploads") }
+        for index in 0..<options.rounds {
+            let postbox = try Postbox(directory: work + "/postbox-\(index)")
+            let round = Round(
+                index: index, server: server, client: client, peer: peer, postbox: postbox,
+                queue: UploadQueue(postbox: postbox, directory: work + "/uploads-\(index)"))
+            if options.only != .small {
+                rounds.curlLarge.append(try await curlLarge(round, files))
+                try await productLarge(round, files, into: &rounds)
+            }
+            if options.only != .large {
+                rounds.curlSmall.append(try curlSmall(round, files, work: work))
+                rounds.productSmall.append(try await productSmall(round, files))
+                // The same files through the upload-queue job, as an operator runs it.
+                let (js, jobCPU) = try await jobRun.run(files.small, in: work + "/job-\(index)")
+                rounds.jobSmall.append(Timing(seconds: js, bytes: files.smallBytes, files: files.small.count))
+                print("product small, upload-queue job (jobrun run, queued beforehand): \(fmt(js)) s; \(jobCPU)")
+            }
+            printRound(index, rounds)
+        }
+        report(rounds, files, rssStart: rssStart)
+    }
+
+    /// One large file and `smallFiles` small ones of random bytes, written in 1 MiB blocks.
+    private func makeFiles(work: String) throws -> Files {
         let largeBytes = Int64(options.largeMb) * 1_000_000
         let large = work + "/large.bin"
         try Self.writeRandom(large, size: largeBytes)
@@ -139,189 +201,180 @@ struct UploadBenchmark {
             smallBytes += size
         }
         let largeSHA = try SHA256.hash(contentsOfFile: large).hexString
-        print(
-            "files: 1 × \(fmt(Double(largeBytes) / 1e6, 0)) MB, \(small.count) small (\(fmt(Double(smallBytes) / 1e6, 1)) MB total); \(options.rounds) rounds, best of each"
-        )
+        return Files(large: large, largeBytes: largeBytes, largeSHA: largeSHA, small: small, smallBytes: smallBytes)
+    }
 
-        // The product's client: one transport, enough connections for 30 parts in flight.
+    /// The product's client: one transport, enough connections for 30 parts in flight.
+    private func makeClient(_ server: UploadBenchServer) throws -> CloudClient {
         var tc = TransportConfiguration()
         tc.maxConnectionsPerHost = max(32, options.concurrency * 2)
         tc.maxTotalConnections = 96
         tc.requestTimeout = 300
         var account = CloudAccountConfig(datacenters: [1: server.dcURLs[0], 2: server.dcURLs[1]], mainDc: 1, requestTimeout: 300)
         account.retry = CloudRetryPolicy(maxAttempts: 3, baseDelay: 0.05, maxDelay: 0.5)
-        let client = try CloudClient(config: account, transport: CurlTransport(configuration: tc))
-        let peer = try await client.getDialogs(limit: 1).dialogs[0].peer.id
-        let rssStart = peakRSSMiB()
+        return try CloudClient(config: account, transport: CurlTransport(configuration: tc))
+    }
 
-        var curlLarge: [Timing] = [], productLarge: [Timing] = [], productLargeWithEnqueue: [Timing] = [], productLargeParts: [Timing] = []
-        var curlSmall: [Timing] = [], productSmall: [Timing] = [], jobSmall: [Timing] = []
-        let jobRun = UploadJobRun(dcURLs: server.dcURLs, concurrency: options.concurrency, peer: peer, serverCPU: server.cpuSeconds)
-        var rssAfterLarge = 0.0
-        // The small files stay on the server until the benchmark ends (`WorkDirectory`): removing
-        // one tool's 500 would slow the file creation of the tool timed after it. A large file is
-        // one inode, removed at once; kept, it made the next round's large uploads slower for both.
-        if options.only != .large { FileCreationQuiet.wait(scratch: work, before: "the small-file uploads") }
-        for round in 0..<options.rounds {
-            let postbox = try Postbox(directory: work + "/postbox-\(round)")
-            let queue = UploadQueue(postbox: postbox, directory: work + "/uploads-\(round)")
-            if options.only != .small {
-                // curl, large.
-                let name = "large-\(round)"
-                settleDisk()
-                // `Expect:` off: curl would otherwise wait up to 1 s for a `100 Continue` the server never sends.
-                var cpu = PhaseCPU(server: server.cpuSeconds)
-                let ct = try measure { try Self.runCurl(["-s", "-H", "Expect:", "-o", "/dev/null", "-T", large, "\(dc)/plain/upload/\(name)"]) }
-                print("curl large: \(cpu.report(client: "curl", isChild: true))")
-                let plain = try JSONDecoder().decode(PlainUploadInfo.self, from: try await client.transport.get("\(dc)/admin/plain-uploads/\(name)").body)
-                guard plain.sha256 == largeSHA else { throw ValidationError("curl upload arrived with another SHA-256") }
-                try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/plain/\(name)")
-                curlLarge.append(Timing(seconds: ct, bytes: largeBytes, files: 1))
+    /// curl -T of the large file to the plain upload endpoint, checked by its SHA-256.
+    private func curlLarge(_ round: Round, _ files: Files) async throws -> Timing {
+        let name = "large-\(round.index)"
+        settleDisk()
+        // `Expect:` off: curl would otherwise wait up to 1 s for a `100 Continue` the server never sends.
+        var cpu = PhaseCPU(server: round.server.cpuSeconds)
+        let ct = try measure { try runPeerTool(["curl", "-s", "-H", "Expect:", "-o", "/dev/null", "-T", files.large, "\(round.dc)/plain/upload/\(name)"]) }
+        print("curl large: \(cpu.report(client: "curl", isChild: true))")
+        let plain = try JSONDecoder().decode(
+            PlainUploadInfo.self, from: try await round.client.transport.get("\(round.dc)/admin/plain-uploads/\(name)").body)
+        guard plain.sha256 == files.largeSHA else { throw ValidationError("curl upload arrived with another SHA-256") }
+        try? FileManager.default.removeItem(atPath: round.server.uploadDirectory + "/plain/\(name)")
+        return Timing(seconds: ct, bytes: files.largeBytes, files: 1)
+    }
 
-                // Product, large: enqueue (hard link + SHA-256) then upload.
-                let partsDone = PhaseClock()
-                var largeConfig = MultipartUploadConfiguration()
-                largeConfig.partsInFlight = options.partsInFlight
-                settleDisk()
-                cpu = PhaseCPU(server: server.cpuSeconds)
-                let upload = MultipartUpload(
-                    client: client, postbox: postbox, configuration: largeConfig,
-                    observer: { event in
-                        if case .partSent = event { partsDone.mark() }
-                    })
-                let t0 = DispatchTime.now().uptimeNanoseconds
-                let item = try await queue.enqueue(UploadRequest(path: large, peerId: peer))
-                let t1 = DispatchTime.now().uptimeNanoseconds
-                let enqueueCPU = cpu.report(client: "this process")
-                let result = try await upload.upload(itemId: item.id)
-                let t2 = DispatchTime.now().uptimeNanoseconds
-                rssAfterLarge = max(rssAfterLarge, peakRSSMiB())
-                print("product large, enqueue (hard link + SHA-256): \(fmt(Double(t1 - t0) / 1e9)) s; \(enqueueCPU)")
-                print(
-                    "product large, upload: parts \(fmt(Double(partsDone.last - t1) / 1e9)) s, sendMedia (server assembly) \(fmt(Double(t2 - partsDone.last) / 1e9)) s; \(cpu.report(client: "this process"))"
-                )
-                let info = try JSONDecoder().decode(FileInfo.self, from: try await client.transport.get("\(dc)/admin/files/\(result.documentId)").body)
-                guard info.sha256 == largeSHA, info.size == largeBytes else { throw ValidationError("the product's upload arrived with another SHA-256") }
-                try? FileManager.default.removeItem(atPath: server.uploadDirectory + "/files/\(result.documentId)")
-                productLarge.append(Timing(seconds: Double(t2 - t1) / 1e9, bytes: largeBytes, files: 1))
-                productLargeWithEnqueue.append(Timing(seconds: Double(t2 - t0) / 1e9, bytes: largeBytes, files: 1))
-                productLargeParts.append(Timing(seconds: Double(partsDone.last - t1) / 1e9, bytes: largeBytes, files: 1))
-            }
-            if options.only != .large {
-
-                // curl --parallel, small files.
-                let config = work + "/curl-small-\(round).cfg"
-                try small.enumerated().map { "upload-file = \"\($0.element)\"\nurl = \"\(dc)/plain/upload/r\(round)-s\($0.offset)\"\noutput = \"/dev/null\"\n" }
-                    .joined().write(toFile: config, atomically: true, encoding: .utf8)
-                settleDisk()
-                var smallCPU = PhaseCPU(server: server.cpuSeconds)
-                let cs = try measure {
-                    try Self.runCurl(["-s", "--no-progress-meter", "-H", "Expect:", "--parallel", "--parallel-max", String(options.concurrency), "-K", config])
-                }
-                curlSmall.append(Timing(seconds: cs, bytes: smallBytes, files: small.count))
-                print("curl small: \(smallCPU.report(client: "curl", isChild: true))")
-                settleDisk()
-                smallCPU = PhaseCPU(server: server.cpuSeconds)
-
-                // Product, small files: enqueue all (one batch: staged on every core, one
-                // transaction), then drain `concurrency` at a time.
-                let s0 = DispatchTime.now().uptimeNanoseconds
-                let ids = try await queue.enqueue(small.map { UploadRequest(path: $0, peerId: peer) }).map(\.id)
-                let sEnqueued = DispatchTime.now().uptimeNanoseconds
-                let smallUpload = MultipartUpload(client: client, postbox: postbox)
-                let sent = try await withThrowingTaskGroup(of: Int.self) { group in
-                    var next = 0, done = 0
-                    for _ in 0..<min(options.concurrency, ids.count) {
-                        let id = ids[next]; next += 1
-                        group.addTask {
-                            _ = try await smallUpload.upload(itemId: id); return 1
-                        }
-                    }
-                    while let n = try await group.next() {
-                        done += n
-                        if next < ids.count {
-                            let id = ids[next]; next += 1
-                            group.addTask {
-                                _ = try await smallUpload.upload(itemId: id); return 1
-                            }
-                        }
-                    }
-                    return done
-                }
-                let s1 = DispatchTime.now().uptimeNanoseconds
-                guard sent == small.count else { throw ValidationError("only \(sent) small files sent") }
-                print(
-                    "product small: enqueue \(fmt(Double(sEnqueued - s0) / 1e9)) s, upload \(fmt(Double(s1 - sEnqueued) / 1e9)) s; enqueue and upload: \(smallCPU.report(client: "this process"))"
-                )
-                productSmall.append(Timing(seconds: Double(s1 - s0) / 1e9, bytes: smallBytes, files: small.count))
-
-                // The same files through the upload-queue job, as an operator runs it.
-                let (js, jobCPU) = try await jobRun.run(small, in: work + "/job-\(round)")
-                jobSmall.append(Timing(seconds: js, bytes: smallBytes, files: small.count))
-                print("product small, upload-queue job (jobrun run, queued beforehand): \(fmt(js)) s; \(jobCPU)")
-            }
-            var line: [String] = []
-            if let c = curlLarge.last, let p = productLarge.last { line.append("curl \(fmt(c.mbps, 0)) MB/s, product \(fmt(p.mbps, 0)) MB/s (large)") }
-            if let c = curlSmall.last, let p = productSmall.last, let j = jobSmall.last {
-                let rates = "curl \(fmt(c.filesPerSecond, 0)) files/s, product \(fmt(p.filesPerSecond, 0)) files/s"
-                line.append(rates + ", upload-queue job \(fmt(j.filesPerSecond, 0)) files/s (small)")
-            }
-            print("round \(round + 1): " + line.joined(separator: "; "))
+    /// The product on the large file: enqueue (hard link + SHA-256), then upload; checked by its
+    /// SHA-256 on the server.
+    private func productLarge(_ round: Round, _ files: Files, into rounds: inout Rounds) async throws {
+        let partsDone = PhaseClock()
+        var largeConfig = MultipartUploadConfiguration()
+        largeConfig.partsInFlight = options.partsInFlight
+        settleDisk()
+        var cpu = PhaseCPU(server: round.server.cpuSeconds)
+        let upload = MultipartUpload(
+            client: round.client, postbox: round.postbox, configuration: largeConfig,
+            observer: { event in
+                if case .partSent = event { partsDone.mark() }
+            })
+        let t0 = DispatchTime.now().uptimeNanoseconds
+        let item = try await round.queue.enqueue(UploadRequest(path: files.large, peerId: round.peer))
+        let t1 = DispatchTime.now().uptimeNanoseconds
+        let enqueueCPU = cpu.report(client: "this process")
+        let result = try await upload.upload(itemId: item.id)
+        let t2 = DispatchTime.now().uptimeNanoseconds
+        rounds.rssAfterLarge = max(rounds.rssAfterLarge, peakRSSMiB())
+        print("product large, enqueue (hard link + SHA-256): \(fmt(Double(t1 - t0) / 1e9)) s; \(enqueueCPU)")
+        print(
+            "product large, upload: parts \(fmt(Double(partsDone.last - t1) / 1e9)) s, sendMedia (server assembly) \(fmt(Double(t2 - partsDone.last) / 1e9)) s; \(cpu.report(client: "this process"))"
+        )
+        let info = try JSONDecoder().decode(
+            FileInfo.self, from: try await round.client.transport.get("\(round.dc)/admin/files/\(result.documentId)").body)
+        guard info.sha256 == files.largeSHA, info.size == files.largeBytes else {
+            throw ValidationError("the product's upload arrived with another SHA-256")
         }
+        try? FileManager.default.removeItem(atPath: round.server.uploadDirectory + "/files/\(result.documentId)")
+        rounds.productLarge.append(Timing(seconds: Double(t2 - t1) / 1e9, bytes: files.largeBytes, files: 1))
+        rounds.productLargeWithEnqueue.append(Timing(seconds: Double(t2 - t0) / 1e9, bytes: files.largeBytes, files: 1))
+        rounds.productLargeParts.append(Timing(seconds: Double(partsDone.last - t1) / 1e9, bytes: files.largeBytes, files: 1))
+    }
 
+    /// curl --parallel of the small files to the plain upload endpoint.
+    private func curlSmall(_ round: Round, _ files: Files, work: String) throws -> Timing {
+        let config = work + "/curl-small-\(round.index).cfg"
+        try files.small.enumerated()
+            .map { "upload-file = \"\($0.element)\"\nurl = \"\(round.dc)/plain/upload/r\(round.index)-s\($0.offset)\"\noutput = \"/dev/null\"\n" }
+            .joined().write(toFile: config, atomically: true, encoding: .utf8)
+        settleDisk()
+        var cpu = PhaseCPU(server: round.server.cpuSeconds)
+        let cs = try measure {
+            try runPeerTool(["curl", "-s", "--no-progress-meter", "-H", "Expect:", "--parallel", "--parallel-max", String(options.concurrency), "-K", config])
+        }
+        print("curl small: \(cpu.report(client: "curl", isChild: true))")
+        return Timing(seconds: cs, bytes: files.smallBytes, files: files.small.count)
+    }
+
+    /// The product on the small files: enqueue all (one batch: staged on every core, one
+    /// transaction), then drain `concurrency` at a time.
+    private func productSmall(_ round: Round, _ files: Files) async throws -> Timing {
+        settleDisk()
+        var cpu = PhaseCPU(server: round.server.cpuSeconds)
+        let s0 = DispatchTime.now().uptimeNanoseconds
+        let ids = try await round.queue.enqueue(files.small.map { UploadRequest(path: $0, peerId: round.peer) }).map(\.id)
+        let sEnqueued = DispatchTime.now().uptimeNanoseconds
+        let smallUpload = MultipartUpload(client: round.client, postbox: round.postbox)
+        let sent = try await withThrowingTaskGroup(of: Int.self) { group in
+            var next = 0, done = 0
+            for _ in 0..<min(options.concurrency, ids.count) {
+                let id = ids[next]; next += 1
+                group.addTask {
+                    _ = try await smallUpload.upload(itemId: id); return 1
+                }
+            }
+            while let n = try await group.next() {
+                done += n
+                if next < ids.count {
+                    let id = ids[next]; next += 1
+                    group.addTask {
+                        _ = try await smallUpload.upload(itemId: id); return 1
+                    }
+                }
+            }
+            return done
+        }
+        let s1 = DispatchTime.now().uptimeNanoseconds
+        guard sent == files.small.count else { throw ValidationError("only \(sent) small files sent") }
+        print(
+            "product small: enqueue \(fmt(Double(sEnqueued - s0) / 1e9)) s, upload \(fmt(Double(s1 - sEnqueued) / 1e9)) s; enqueue and upload: \(cpu.report(client: "this process"))"
+        )
+        return Timing(seconds: Double(s1 - s0) / 1e9, bytes: files.smallBytes, files: files.small.count)
+    }
+
+    private func printRound(_ index: Int, _ rounds: Rounds) {
+        var line: [String] = []
+        if let c = rounds.curlLarge.last, let p = rounds.productLarge.last {
+            line.append("curl \(fmt(c.mbps, 0)) MB/s, product \(fmt(p.mbps, 0)) MB/s (large)")
+        }
+        if let c = rounds.curlSmall.last, let p = rounds.productSmall.last, let j = rounds.jobSmall.last {
+            let rates = "curl \(fmt(c.filesPerSecond, 0)) files/s, product \(fmt(p.filesPerSecond, 0)) files/s"
+            line.append(rates + ", upload-queue job \(fmt(j.filesPerSecond, 0)) files/s (small)")
+        }
+        print("round \(index + 1): " + line.joined(separator: "; "))
+    }
+
+    /// The table of each method's best round, and the ratios against curl.
+    private func report(_ rounds: Rounds, _ files: Files, rssStart: Double) {
         func best(_ t: [Timing]) -> Timing { t.min { $0.seconds < $1.seconds }! }
         var table = BenchTable(title: "Upload: product vs curl, same server, same bytes", columns: ["method", "files", "MB", "seconds", "MB/s", "files/s"])
         func add(_ label: String, _ t: Timing) {
             table.add([label, String(t.files), fmt(Double(t.bytes) / 1e6, 1), fmt(t.seconds, 2), fmt(t.mbps, 1), fmt(t.filesPerSecond, 1)])
         }
-        if !curlLarge.isEmpty {
-            add("curl -T (plain upload), large", best(curlLarge))
-            add("product MultipartUpload, large (upload)", best(productLarge))
-            add("product, large (enqueue+SHA-256+upload)", best(productLargeWithEnqueue))
-            add("  of which: parts acknowledged (before sendMedia)", best(productLargeParts))
+        if !rounds.curlLarge.isEmpty {
+            add("curl -T (plain upload), large", best(rounds.curlLarge))
+            add("product MultipartUpload, large (upload)", best(rounds.productLarge))
+            add("product, large (enqueue+SHA-256+upload)", best(rounds.productLargeWithEnqueue))
+            add("  of which: parts acknowledged (before sendMedia)", best(rounds.productLargeParts))
         }
-        if !curlSmall.isEmpty {
-            add("curl --parallel \(options.concurrency), small", best(curlSmall))
-            add("product, small (enqueue+upload, \(options.concurrency) at once)", best(productSmall))
-            add("upload-queue job, small (jobrun run, queued beforehand)", best(jobSmall))
+        if !rounds.curlSmall.isEmpty {
+            add("curl --parallel \(options.concurrency), small", best(rounds.curlSmall))
+            add("product, small (enqueue+upload, \(options.concurrency) at once)", best(rounds.productSmall))
+            add("upload-queue job, small (jobrun run, queued beforehand)", best(rounds.jobSmall))
         }
         table.print()
-        if !curlLarge.isEmpty {
-            BenchRatios.record(
-                "upload", "\(fmt(Double(largeBytes) / 1e6, 0)) MB file", product: fmt(best(productLarge).mbps, 0) + " MB/s",
-                peer: fmt(best(curlLarge).mbps, 0) + " MB/s curl -T", ratio: best(productLarge).mbps / best(curlLarge).mbps, target: 1)
-            print(
-                "ratio large (product upload / curl): \(fmt(best(productLarge).mbps / best(curlLarge).mbps))× (target ≥ 1.0×); with enqueue: \(fmt(best(productLargeWithEnqueue).mbps / best(curlLarge).mbps))×"
+        if !rounds.curlLarge.isEmpty {
+            let (product, withEnqueue, parts, curl) = (
+                best(rounds.productLarge), best(rounds.productLargeWithEnqueue), best(rounds.productLargeParts), best(rounds.curlLarge)
             )
+            BenchRatios.record(
+                "upload", "\(fmt(Double(files.largeBytes) / 1e6, 0)) MB file", product: fmt(product.mbps, 0) + " MB/s",
+                peer: fmt(curl.mbps, 0) + " MB/s curl -T", ratio: product.mbps / curl.mbps, target: 1)
+            print("ratio large (product upload / curl): \(fmt(product.mbps / curl.mbps))× (target ≥ 1.0×); with enqueue: \(fmt(withEnqueue.mbps / curl.mbps))×")
             print(
-                "ratio large, parts phase only (sendMedia then waits for the server to finish hashing the file): \(fmt(best(productLargeParts).mbps / best(curlLarge).mbps))×"
+                "ratio large, parts phase only (sendMedia then waits for the server to finish hashing the file): \(fmt(parts.mbps / curl.mbps))×"
             )
         }
-        if !curlSmall.isEmpty {
+        if !rounds.curlSmall.isEmpty {
+            let (product, job, curl) = (best(rounds.productSmall), best(rounds.jobSmall), best(rounds.curlSmall))
+            let count = files.small.count
             BenchRatios.record(
-                "upload", "\(small.count) small files", product: fmt(best(productSmall).filesPerSecond, 0) + " files/s",
-                peer: fmt(best(curlSmall).filesPerSecond, 0) + " files/s curl --parallel \(options.concurrency)",
-                ratio: best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond, target: 1)
-            print("ratio small files/s (product / curl): \(fmt(best(productSmall).filesPerSecond / best(curlSmall).filesPerSecond))× (target ≥ 1.0×)")
+                "upload", "\(count) small files", product: fmt(product.filesPerSecond, 0) + " files/s",
+                peer: fmt(curl.filesPerSecond, 0) + " files/s curl --parallel \(options.concurrency)",
+                ratio: product.filesPerSecond / curl.filesPerSecond, target: 1)
+            print("ratio small files/s (product / curl): \(fmt(product.filesPerSecond / curl.filesPerSecond))× (target ≥ 1.0×)")
             BenchRatios.record(
-                "upload", "\(small.count) small files, upload-queue job", product: fmt(best(jobSmall).filesPerSecond, 0) + " files/s",
-                peer: fmt(best(curlSmall).filesPerSecond, 0) + " files/s curl --parallel \(options.concurrency)",
-                ratio: best(jobSmall).filesPerSecond / best(curlSmall).filesPerSecond, target: nil)
+                "upload", "\(count) small files, upload-queue job", product: fmt(job.filesPerSecond, 0) + " files/s",
+                peer: fmt(curl.filesPerSecond, 0) + " files/s curl --parallel \(options.concurrency)",
+                ratio: job.filesPerSecond / curl.filesPerSecond, target: nil)
         }
         print(
-            "peak RSS of this process: \(fmt(rssStart, 1)) MiB before uploading, \(fmt(rssAfterLarge, 1)) MiB after the \(fmt(Double(largeBytes) / 1e6, 0)) MB upload, \(fmt(peakRSSMiB(), 1)) MiB at the end (bounded: parts are sent from the file by region)"
+            "peak RSS of this process: \(fmt(rssStart, 1)) MiB before uploading, \(fmt(rounds.rssAfterLarge, 1)) MiB after the \(fmt(Double(files.largeBytes) / 1e6, 0)) MB upload, \(fmt(peakRSSMiB(), 1)) MiB at the end (bounded: parts are sent from the file by region)"
         )
-    }
-
-    static func runCurl(_ arguments: [String]) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["curl"] + arguments
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw ValidationError("curl exited \(p.terminationStatus)") }
     }
 
     static func writeRandom(_ path: String, size: Int64) throws {

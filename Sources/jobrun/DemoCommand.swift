@@ -16,6 +16,7 @@ struct DemoCommand: AsyncParsableCommand {
             Examples:
               jobrun demo
               jobrun demo --root /tmp/demo-root && jobrun status --root /tmp/demo-root
+              jobrun demo --encrypt   # the same on an encrypted root: every store under one random key
             """
     )
 
@@ -23,11 +24,24 @@ struct DemoCommand: AsyncParsableCommand {
     var root: String?
     @Option(help: "Dataset seed of the embedded cloud.") var seed: UInt64 = 7
     @Flag(help: "Machine-readable JSON summary.") var json = false
+    @Flag(help: "Run on an encrypted root: `jobrun init --encrypt` first, so every store is written under the root's key.")
+    var encrypt = false
 
     func run() async throws {
         let keep = root != nil
         let rootPath = root ?? (NSTemporaryDirectory() + "jobrun-demo-\(getpid())")
         defer { if !keep { try? FileManager.default.removeItem(atPath: rootPath) } }
+        var keyFile: String?
+        if encrypt {
+            // The demo's key lives in its own root, whatever key the environment names.
+            do {
+                if case .created(let path) = try RootInitialization.run(root: DataRoot(path: rootPath), encrypt: true, environment: [:]) {
+                    keyFile = path
+                }
+            } catch {
+                throw fail(error.exitCode, error.message)
+            }
+        }
         let demo: JobDemo
         do { demo = try JobDemo(root: DataRoot(path: rootPath), seed: seed) } catch let error as JobError {
             throw fail(error.exitCode, error.message)
@@ -38,7 +52,7 @@ struct DemoCommand: AsyncParsableCommand {
             print(
                 "jobrun demo: local cloudd with \(try await demo.cloudFileCount()) files on \(demo.datacenters.count) DCs (\(demo.datacenters.joined(separator: ", ")))"
             )
-            print("data root: \(rootPath)\(keep ? "" : " (temporary)")\n")
+            print("data root: \(rootPath)\(keep ? "" : " (temporary)")\(keyFile.map { ", encrypted at rest (key file \($0))" } ?? "")\n")
         }
         var results: [RunResult] = []
         var revalidation: (parents: Int, maxCallsPerParent: Int)?
@@ -56,7 +70,7 @@ struct DemoCommand: AsyncParsableCommand {
         if json {
             printJSON(
                 .object([
-                    "root": .string(rootPath),
+                    "root": .string(rootPath), "encrypted": .bool(keyFile != nil),
                     "runs": .array(
                         results.map { r in
                             .object([

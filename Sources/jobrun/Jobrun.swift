@@ -13,7 +13,8 @@ struct Jobrun: AsyncParsableCommand {
         subcommands: [
             RunCommand.self, ValidateCommand.self, ListCommand.self, StatusCommand.self, StatsCommand.self, ScheduleCommand.self, UnitsCommand.self,
             PauseCommand.self, ResumeCommand.self, NotifyFailureCommand.self,
-            DemoCommand.self, EnqueueUploadCommand.self, ManualSectionsCommand.self,
+            DemoCommand.self, EnqueueUploadCommand.self, ManualSectionsCommand.self, InitCommand.self, EncryptCommand.self,
+            RekeyCommand.self,
         ]
     )
 

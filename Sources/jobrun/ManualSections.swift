@@ -11,31 +11,34 @@ enum ManualSections {
         var text: String
     }
 
-    /// Every variable jobrun reads.
-    static let environment: [Entry] = [
+    /// Every variable jobrun reads: the process's own, then those of the configuration files,
+    /// taken from the parameters that declare them (`ConfigurationReference`).
+    static var environment: [Entry] { processEnvironment + configurationEnvironment }
+
+    static let processEnvironment: [Entry] = [
         Entry(name: DataRoot.environmentVariable, text: "Data root when --root is not given (else ./data)."),
         Entry(name: "JOBRUN_JOBS_DIR", text: "Jobs directory when --jobs-dir is not given (else ./jobs)."),
         Entry(name: "JOBRUN_LOG_FORMAT", text: "Log lines on stderr: json or text (--log-format)."),
         Entry(name: "JOBRUN_LOG_LEVEL", text: "Lowest level logged: debug, info, notice, warning, error (--log-level)."),
         Entry(name: "JOBRUN_LOG_FILE", text: "Log file instead of the data root's; - logs to stderr only (--log-file)."),
-        Entry(name: "JOBRUN_HEARTBEAT", text: "Heartbeat URL of jobs without heartbeat: ({job} is replaced by the job's name)."),
-        Entry(name: "JOBRUN_ON_FAILURE", text: "Failure hook of jobs without onFailure: (run with /bin/sh -c)."),
         Entry(name: "JOBRUN_PUSHGATEWAY", text: "Prometheus Pushgateway URL the run's metrics are pushed to (--pushgateway)."),
         Entry(name: DataRoot.allowInsecureVariable, text: "1 accepts a data root writable by its group or others (a container's emptyDir)."),
-        Entry(name: PostgresClusterConfig.urlVariable, text: "PostgreSQL store shared by a fleet (postgres: in cluster.yaml); no password in it."),
-        Entry(name: PostgresClusterConfig.passwordFileVariable, text: "File holding the PostgreSQL password (mode 0600)."),
-        Entry(name: PostgresClusterConfig.tlsModeVariable, text: "PostgreSQL TLS: disable, require or verify-full."),
-        Entry(name: PostgresClusterConfig.caFileVariable, text: "CA certificate for verify-full."),
-        Entry(name: PostgresClusterConfig.schemaPrefixVariable, text: "Prefix of the per-account schemas."),
-        Entry(name: "JOBRUN_S3_ENDPOINT", text: "S3 endpoint of the fleet's bucket (objectStorage: in cluster.yaml)."),
-        Entry(name: "JOBRUN_S3_BUCKET", text: "Bucket name."),
-        Entry(name: "JOBRUN_S3_REGION", text: "Bucket region (else AWS_REGION, else us-east-1)."),
-        Entry(name: "JOBRUN_S3_ADDRESSING", text: "path or virtual-hosted."),
-        Entry(name: "JOBRUN_S3_CREDENTIALS_FILE", text: "AWS shared-credentials file (else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)."),
-        Entry(name: "JOBRUN_S3_PREFIX", text: "Prefix of every object jobrun writes."),
         Entry(name: "JOBRUN_FAILPOINTS", text: "Testing only: delays or crashes at named points of a run."),
         Entry(name: "INVOCATION_ID, MONITOR_INVOCATION_ID", text: "Set by systemd: tell notify-failure which failures a run reported itself."),
     ]
+
+    static var configurationEnvironment: [Entry] {
+        ConfigurationReference.files.flatMap { file in
+            file.sections.flatMap { section in
+                section.parameters.compactMap { parameter -> Entry? in
+                    let spec = parameter.spec
+                    guard let variable = spec.environment else { return nil }
+                    let key = section.path.isEmpty ? spec.name : "\(section.path).\(spec.name)"
+                    return Entry(name: variable, text: "\(file.title), \(key): \(spec.doc).")
+                }
+            }
+        }
+    }
 
     /// What the failure hook finds in its environment.
     static let hookEnvironment: [Entry] = [

@@ -11,7 +11,8 @@ struct StatusCommand: ParsableCommand {
         commandName: "status", abstract: "Each job at a glance: last run, outcome, last success, next run, running now, suspended.",
         discussion: """
             The jobs come from --jobs-dir (for next run and suspension) and the run history of \
-            every account under --root. --json prints {"version": 1, "jobs": [...], "runs": [...]}, \
+            every account under --root, then whether the root is encrypted at rest (and where its key \
+            comes from). --json prints {"version": 1, "jobs": [...], "runs": [...], "encryption": {...}}, \
             described in docs/operations.md.
 
             Examples:
@@ -48,16 +49,27 @@ struct StatusCommand: ParsableCommand {
         }
         let recent = Dictionary(grouping: history.recent) { $0.run.job }.mapValues { Array($0.sorted { $0.run.startedAt > $1.run.startedAt }.prefix(limit)) }
         let shownRuns = recent.keys.sorted().flatMap { recent[$0]! }
+        let encryption = RootEncryptionState.of(root)
         if options.json {
             printJSON(
                 .object([
                     "version": .int(Int64(Self.jsonVersion)), "root": .string(root.path),
                     "jobs": .array(rows.map(\.json)), "runs": .array(shownRuns.map(Self.runJSON)),
+                    "encryption": .object([
+                        "encrypted": .bool(encryption.encrypted), "key_source": encryption.keySource.map { .string($0.path) } ?? .null,
+                        "encrypted_stores": .int(Int64(encryption.encryptedStores)), "plaintext_stores": .int(Int64(encryption.plaintextStores)),
+                    ]),
                 ]))
             return
         }
-        if rows.isEmpty { print("no jobs and no runs recorded under \(root.path)"); return }
+        if rows.isEmpty {
+            print("no jobs and no runs recorded under \(root.path)")
+            print("data root: \(encryption.summary)")
+            return
+        }
         JobStatusRow.table(rows).forEach { print($0) }
+        print("")
+        print("data root: \(encryption.summary)")
         guard runs else { return }
         let formatter = ISO8601DateFormatter()
         print("")

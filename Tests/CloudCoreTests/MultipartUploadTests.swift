@@ -215,6 +215,32 @@ final class MultipartUploadTests: XCTestCase {
         }
     }
 
+    /// A secret file staged as a copy is staged as its encrypted container: no 4 KiB block of
+    /// the plaintext is in the uploads directory, the source may vanish, and what the server
+    /// gets still decrypts to the original.
+    func testASecretCopyIsStagedEncryptedAndStillDecryptsToTheOriginal() async throws {
+        let f = try await UploadFixture.start()
+        addTeardownBlock { await f.stop() }
+        for size in [17, 300_000, 10_100_000] {
+            let path = try f.makeFile("c\(size).bin", size: size)
+            let original = try Data(contentsOf: URL(fileURLWithPath: path))
+            let item = try await f.queue.enqueue(UploadRequest(path: path, peerId: f.peer, secret: true, staging: .copy))
+            XCTAssertEqual(item.size, Int64(size))
+            XCTAssertEqual(item.sha256, CloudCrypto.SHA256.hash(original).hexString, "the item records the plaintext's digest")
+            let staged = try Data(contentsOf: URL(fileURLWithPath: item.stagedPath))
+            XCTAssertEqual(staged.count, (size + 15) / 16 * 16, "the container is staged")
+            for offset in stride(from: 0, to: original.count, by: 4096) {
+                let block = original.subdata(in: offset..<min(offset + 4096, original.count))
+                guard block.count >= 16 else { continue }
+                XCTAssertNil(staged.range(of: block), "plaintext block at \(offset) of \(size) staged in clear")
+            }
+            try FileManager.default.removeItem(atPath: path)
+            let r = try await f.upload().upload(itemId: item.id)
+            let done = try await f.item(item.id)
+            XCTAssertEqual(try UploadFixture.decrypt(try f.storedBytes(documentId: r.documentId), item: done), original, "size \(size)")
+        }
+    }
+
     func testLargeFileArrivesByteEqualWith30PartsInFlight() async throws {
         let f = try await UploadFixture.start()
         addTeardownBlock { await f.stop() }

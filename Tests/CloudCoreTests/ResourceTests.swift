@@ -81,6 +81,18 @@ final class ResourceTests: XCTestCase {
         XCTAssertEqual(secret.size, 20, "stored size is the decrypted size")
     }
 
+    /// The shared media tier (a bucket every host and operator of the fleet reads) never takes a
+    /// secret chat's file, only the cloud's own files.
+    func testTheSharedMediaTierNeverTakesASecretChatsFile() {
+        let key = SecretFileKey.random()
+        let sf = SecretFile(
+            id: 5, accessHash: 1, dcId: 1, size: 32, decryptedSize: 20, key: key.key, iv: key.iv,
+            keyFingerprint: key.fingerprint, mimeType: "image/jpeg",
+            location: FileLocation(type: .secret, id: 5, accessHash: 1, dcId: 1))
+        XCTAssertFalse(SharedMediaTier.isShareable(SecretFileMediaResource(secretFile: sf)))
+        XCTAssertTrue(SharedMediaTier.isShareable(CloudDocumentMediaResource(document: document(), reference: .standalone)))
+    }
+
     func testParentMappings() {
         let cases: [(MediaResourceReference, MediaParent, String)] = [
             (.message(MessageId(peerId: PeerId(1000001), id: 5)), .message(MessageId(peerId: PeerId(1000001), id: 5)), "message:1000001:5"),

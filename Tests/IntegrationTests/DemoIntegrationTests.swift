@@ -1,5 +1,6 @@
 import Foundation
 import Jobs
+import Postbox
 import TestSupport
 import XCTest
 
@@ -30,5 +31,24 @@ final class DemoIntegrationTests: XCTestCase {
         // Every expired reference came back with one call per parent entity.
         XCTAssertEqual((summary["max_revalidation_calls_per_parent"] as? NSNumber)?.intValue, 1)
         XCTAssertEqual((summary["revalidated_parents"] as? NSNumber)?.intValue, counter("revalidate-references", "parents_refreshed"))
+    }
+
+    /// `jobrun demo --encrypt`: the whole demo on an encrypted root, which `status` then reads
+    /// with the same key.
+    func testTheDemoRunsOnAnEncryptedRoot() throws {
+        let dir = TemporaryDirectory(prefix: "jobrun-demo")
+        let root = dir.file("root")
+        let binary = Products.executable("jobrun")
+        let p = try ChildProcess(binary, ["demo", "--encrypt", "--json", "--root", root])
+        XCTAssertEqual(p.wait(timeout: 300), 0, p.stderr)
+        let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(p.stdout.utf8)) as? [String: Any], p.stdout)
+        XCTAssertEqual(summary["encrypted"] as? Bool, true)
+        let runs = try XCTUnwrap(summary["runs"] as? [[String: Any]])
+        XCTAssertEqual(runs.count, 5)
+        XCTAssertTrue(runs.allSatisfy { $0["outcome"] as? String == "succeeded" }, "\(runs)")
+        XCTAssertEqual(try SqliteValueBox.isEncrypted(path: root + "/account-0/postbox/db/db.sqlite"), true)
+        let status = try ChildProcess(binary, ["status", "--root", root])
+        XCTAssertEqual(status.wait(), 0, status.stderr)
+        XCTAssertTrue(status.stdout.contains("sync-history") && status.stdout.contains("encrypted at rest (key file \(root)/keys/store.key)"), status.stdout)
     }
 }

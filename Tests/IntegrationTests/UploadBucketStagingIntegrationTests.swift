@@ -109,6 +109,51 @@ final class UploadBucketStagingIntegrationTests: XCTestCase {
         XCTAssertEqual(try f.cloud.messageCount(peer: f.peer, randomId: sent.randomId), 1)
     }
 
+    /// A secret chat's file reaches the bucket only as its encrypted container: read back with
+    /// another S3 client (awscli), the object holds no 4 KiB block of the file; the send still
+    /// delivers a container that decrypts to the file.
+    func testASecretFileIsInTheBucketOnlyEncrypted() async throws {
+        let f = try await setUpFleet()
+        defer { f.stop() }
+        let h = f.h
+        let source = h.dir.file("secret-scan.bin")
+        try makeUploadTestFile(source, size: 6_000_000)  // two 5 MiB parts: multipart
+        let original = try Data(contentsOf: URL(fileURLWithPath: source))
+        guard case .success(let itemId) = try h.enqueue(source, peer: f.peer, extra: ["--secret"]) else { return XCTFail("enqueue failed") }
+        let queued = try XCTUnwrap(try h.uploadItems().first { $0.id == itemId })
+        let key = try XCTUnwrap(queued.extra[S3UploadStaging.keyField])
+        XCTAssertEqual(queued.size, Int64(original.count))
+        XCTAssertEqual(queued.sha256, SHA256.hash(original).hexString)
+
+        let copy = h.dir.file("object-read-by-awscli")
+        let aws = try SystemCommand.status(
+            [
+                "/usr/bin/env", "AWS_ACCESS_KEY_ID=\(f.moto.credentials.accessKeyId)", "AWS_SECRET_ACCESS_KEY=\(f.moto.credentials.secretAccessKey)",
+                "AWS_DEFAULT_REGION=us-east-1", "aws", "--endpoint-url", f.moto.endpoint, "s3", "cp", "s3://\(Self.bucket)/\(key)", copy,
+            ])
+        XCTAssertEqual(aws.status, 0, aws.stderr)
+        let object = try Data(contentsOf: URL(fileURLWithPath: copy))
+        XCTAssertEqual(object.count, (original.count + 15) / 16 * 16, "the object is the container")
+        var clear = 0
+        for offset in stride(from: 0, to: original.count - 4096, by: 4096) where object.range(of: original.subdata(in: offset..<offset + 4096)) != nil {
+            clear += 1
+        }
+        XCTAssertEqual(clear, 0, "4 KiB blocks of the file in clear in the bucket")
+        let local = try FileManager.default.contentsOfDirectory(atPath: h.root + "/account-0/uploads").filter { !$0.hasPrefix(".s3-enqueue") }
+        XCTAssertEqual(local, [], "no staged copy is left behind")
+
+        let run = try h.run(["run", "upload-queue", "--json"])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let sent = try XCTUnwrap(try h.uploadItems().first { $0.id == itemId })
+        XCTAssertEqual(sent.state, .sent, sent.failureReason ?? "")
+        let document = try XCTUnwrap(sent.extra["documentId"].flatMap(Int64.init))
+        let container = try Data(contentsOf: URL(fileURLWithPath: f.cloud.uploadDirectory + "/files/\(document)"))
+        let secretKey = try XCTUnwrap(sent.extra["secret.key"].flatMap { Data(hexString: $0) })
+        let iv = try XCTUnwrap(sent.extra["secret.iv"].flatMap { Data(hexString: $0) })
+        XCTAssertEqual(try AESIGE.decryptTrimmed(container, key: secretKey, iv: iv, decryptedSize: original.count), original)
+        XCTAssertFalse(h.allLogText().contains(sent.extra["secret.key"] ?? "-"), "the file's key never reaches a log")
+    }
+
     func testATamperedObjectFailsTheItemWithAClearReasonAndSendsNothing() async throws {
         let f = try await setUpFleet()
         defer { f.stop() }

@@ -47,6 +47,7 @@ final class UnitWriterTests: XCTestCase {
         XCTAssertTrue(service.contains("ExecStart=/bin/true run odd-one --scheduled --root \(root.path) --jobs-dir \(directory.path)\n"), service)
         XCTAssertTrue(service.contains("TimeoutStartSec=150s"))
         XCTAssertTrue(service.contains("ReadWritePaths=\(root.path)"))
+        XCTAssertTrue(service.contains("\nLoadCredential=jobrun-store-key\n"), "the root's key comes as a systemd credential: \(service)")
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.appendingPathComponent("units/jobrun-by-hand.timer").path))
         try verify(directory, files: files)
 

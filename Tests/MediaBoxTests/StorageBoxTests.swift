@@ -5,9 +5,17 @@ import TestSupport
 import XCTest
 
 final class StorageBoxTests: XCTestCase {
+    /// On an index in clear and on an encrypted one.
     func testTotalsAreMaintainedOnStoreTouchAndRemove() throws {
+        for key in [nil, StoreKey.random()] {
+            print("encrypted: \(key != nil)")
+            try totalsAreMaintained(key: key)
+        }
+    }
+
+    private func totalsAreMaintained(key: StoreKey?) throws {
         let tmp = TemporaryDirectory(prefix: "storagebox")
-        let sb = try StorageBox(directory: tmp.path + "/storage")
+        let sb = try StorageBox(directory: tmp.path + "/storage", key: key)
         func entry(_ id: String, _ peer: Int64, _ type: MediaContentType, _ size: Int64, _ t: Int64, _ loc: MediaStorageLocation = .resources)
             -> StorageBoxEntry
         {
@@ -40,6 +48,6 @@ final class StorageBoxTests: XCTestCase {
         try sb.recomputeTotals()
         XCTAssertEqual(try sb.stats(), s)
         // A read-only open (jobrun stats) sees the same.
-        XCTAssertEqual(try StorageBox(directory: tmp.path + "/storage", readOnly: true).stats(), s)
+        XCTAssertEqual(try StorageBox(directory: tmp.path + "/storage", readOnly: true, key: key).stats(), s)
     }
 }

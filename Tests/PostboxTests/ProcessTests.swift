@@ -12,7 +12,7 @@ final class ProcessTests: XCTestCase {
             let path = try store.childSpec()
             _ = try store.postbox()  // create before the race
             // A PostgreSQL commit is a few round trips to the server: fewer of them still race.
-            let perProcess = store.engine == .sqlite ? 10_000 : 2_000
+            let perProcess = store.engine.isSQLite ? 10_000 : 2_000
             let a = try ChildProcess(testkit, ["write-transactions", path, "1000000", "\(perProcess)"])
             let b = try ChildProcess(testkit, ["write-transactions", path, "2000000", "\(perProcess)"])
             XCTAssertEqual(a.wait(timeout: 600), 0, a.stderr)
@@ -59,7 +59,7 @@ final class ProcessTests: XCTestCase {
         try forEachEngine { store in
             let path = try store.childSpec()
             // A PostgreSQL transaction this size still sends rows to the server before the kill.
-            let rows = store.engine == .sqlite ? 200_000 : 40_000
+            let rows = store.engine.isSQLite ? 200_000 : 40_000
             let child = try ChildProcess(testkit, ["big-transaction", path, "\(rows)"])
             XCTAssertTrue(child.waitForOutput("midway", timeout: 300), "child never reached the middle: \(child.stderr)")
             if store.engine == .postgres {

@@ -7,7 +7,12 @@ import XCTest
 /// The storage engines every ValueBox and Postbox test runs against.
 enum StoreEngine: String, CaseIterable, Sendable {
     case sqlite
+    /// SQLite with every page encrypted (a store opened with a `StoreKey`).
+    case encryptedSqlite
     case postgres
+
+    /// A file of SQLite's, in clear or encrypted.
+    var isSQLite: Bool { self != .postgres }
 }
 
 /// One store of one test on one engine, reopened as often as the test needs: an SQLite file
@@ -17,11 +22,14 @@ final class TestStore: @unchecked Sendable {
     let directory: TemporaryDirectory
     /// The file name (SQLite) or schema (PostgreSQL).
     let name: String
+    /// The key of an encrypted SQLite store, nil for the others.
+    let key: StoreKey?
 
     init(_ engine: StoreEngine, directory: TemporaryDirectory = TemporaryDirectory(), name: String? = nil) {
         self.engine = engine
         self.directory = directory
         self.name = name ?? "s" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        self.key = engine == .encryptedSqlite ? StoreKey.random() : nil
     }
 
     /// Another store beside this one, on the same engine.
@@ -30,7 +38,7 @@ final class TestStore: @unchecked Sendable {
     /// What the store's errors name: the file's path, or `postgres:<schema>`.
     var identity: String {
         switch engine {
-        case .sqlite: return directory.file(name + ".sqlite")
+        case .sqlite, .encryptedSqlite: return directory.file(name + ".sqlite")
         case .postgres: return "postgres:\(name)"
         }
     }
@@ -42,7 +50,7 @@ final class TestStore: @unchecked Sendable {
 
     func valueBox(readOnly: Bool = false) throws -> any ValueBox {
         switch engine {
-        case .sqlite: return try SqliteValueBox(path: identity, options: .init(readOnly: readOnly))
+        case .sqlite, .encryptedSqlite: return try SqliteValueBox(path: identity, options: .init(readOnly: readOnly, key: key))
         case .postgres: return try PostgresValueBox(endpoint: Self.endpoint(), schema: name, readOnly: readOnly)
         }
     }
@@ -51,6 +59,12 @@ final class TestStore: @unchecked Sendable {
     func childSpec() throws -> String {
         switch engine {
         case .sqlite: return identity
+        case .encryptedSqlite:
+            // The key reaches the child in a file of its own, never on its command line.
+            let keyFile = directory.file(name + ".key")
+            let bytes = key!.withBytes { Data($0) }
+            _ = FileManager.default.createFile(atPath: keyFile, contents: bytes, attributes: [.posixPermissions: 0o600])
+            return "encrypted:\(keyFile):\(identity)"
         case .postgres:
             let server = try PostgresServer.shared()
             return "pg:\(server.socketPath):\(server.user):postgres:\(name)"
@@ -59,11 +73,23 @@ final class TestStore: @unchecked Sendable {
 
     func postbox(readOnly: Bool = false, migrations: [PostboxMigration] = PostboxMigration.all) throws -> Postbox {
         switch engine {
-        case .sqlite: return try Postbox(path: identity, readOnly: readOnly, migrations: migrations)
+        case .sqlite, .encryptedSqlite: return try Postbox(path: identity, readOnly: readOnly, migrations: migrations, key: key)
         case .postgres:
             let box = try PostgresValueBox(endpoint: Self.endpoint(), schema: name, readOnly: readOnly)
             return try Postbox(valueBox: box, name: identity, readOnly: readOnly, migrations: migrations)
         }
+    }
+}
+
+extension TestStore {
+    /// A child process commits peer 1 ("committed before"), then adds `rows` messages of peer 2
+    /// in one transaction and is killed with SIGKILL halfway through it.
+    func killWriterMidTransaction(rows: Int) throws {
+        _ = try postbox()
+        let child = try ChildProcess(Products.executable("jobrun-testkit"), ["big-transaction", try childSpec(), "\(rows)"])
+        XCTAssertTrue(child.waitForOutput("midway", timeout: 300), child.stderr)
+        child.signal(SIGKILL)
+        _ = child.wait()
     }
 }
 

@@ -61,8 +61,8 @@ public struct S3UploadStaging: UploadStageSource {
         let info: S3ObjectInfo?
         do { info = try await client.headObject(key) } catch { throw Self.mapped(error, item: item.id, place: place) }
         guard let info else { throw MultipartUploadError.stagedFileMissing(item: item.id, path: "s3://\(client.bucket.name)/\(key)") }
-        guard info.size == item.size else {
-            throw MultipartUploadError.fileChanged(item: item.id, reason: "\(place) is \(info.size) bytes, the item recorded \(item.size)")
+        guard info.size == item.stagedByteCount else {
+            throw MultipartUploadError.fileChanged(item: item.id, reason: "\(place) is \(info.size) bytes, the item recorded \(item.stagedByteCount)")
         }
         let temporary = path + ".fetching"
         let fd = open(temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
@@ -75,8 +75,8 @@ public struct S3UploadStaging: UploadStageSource {
             if !kept { unlink(temporary) }
         }
         var offset: Int64 = 0
-        while offset < item.size {
-            let length = min(fetchChunk, item.size - offset)
+        while offset < item.stagedByteCount {
+            let length = min(fetchChunk, item.stagedByteCount - offset)
             do {
                 _ = try await client.getObject(
                     key, range: HTTPRange(first: offset, last: offset + length - 1),
@@ -90,10 +90,10 @@ public struct S3UploadStaging: UploadStageSource {
             let st = try UploadIO.stat(fd: fd)
             return (st.size, try UploadIO.sha256(fd: fd, length: st.size))
         }
-        guard size == item.size else {
-            throw MultipartUploadError.fileChanged(item: item.id, reason: "\(place) gave \(size) bytes, the item recorded \(item.size)")
+        guard size == item.stagedByteCount else {
+            throw MultipartUploadError.fileChanged(item: item.id, reason: "\(place) gave \(size) bytes, the item recorded \(item.stagedByteCount)")
         }
-        guard sha == item.sha256 else {
+        guard sha == item.stagedSHA256 else {
             throw MultipartUploadError.fileChanged(item: item.id, reason: "\(place) does not match the item's SHA-256")
         }
         // The copy is made durable under its final name off the cooperative pool.

@@ -19,7 +19,9 @@ import Synchronization
 ///   retried after a crash returns the first message instead of creating a second.
 /// - Secret chats: AES-256-IGE with a random key and IV stored in the item (Postbox only), the
 ///   last block padded with stored random bytes, the key fingerprint and decrypted size recorded;
-///   the container is deterministic per item, so a resumed upload re-sends identical bytes.
+///   the container is deterministic per item, so a resumed upload re-sends identical bytes. An
+///   item staged as a copy was staged as its container already (`SecretStagedContainer`) and
+///   is sent as it is.
 /// - Change detection: the staged file's size, modification time and SHA-256 are checked
 ///   against the values from enqueue time; plain uploads also give the server the SHA-256, which
 ///   it verifies on assembly (`CHECKSUM_INVALID`).
@@ -84,7 +86,7 @@ public final class MultipartUpload: Sendable {
                 fileId: first.fileId, partsSent: 0, partsSkipped: 0, bytesSent: 0, restarts: 0, alreadySent: true)
         }
         let view = UploadItemView(
-            id: itemId, path: first.stagedPath, size: first.size, sha256: first.sha256,
+            id: itemId, path: first.stagedPath, size: first.stagedByteCount, sha256: first.stagedSHA256,
             mtimeNs: first.extra[Self.mtimeField].flatMap { Int64($0) })
         if view.size == 0 { throw MultipartUploadError.emptyFile(path: view.path) }
         let (file, refreshedMtime) = try await UploadIO.run { try StagedFile.open(view) }
@@ -192,7 +194,8 @@ public final class MultipartUpload: Sendable {
         let pending = (0..<plan.totalParts).filter { !acked.contains($0) }
         tally.update { $0.partsSkipped += acked.count }
         let limit = plan.partsInFlight(bigLimit: configuration.partsInFlight, smallLimit: configuration.smallFilePartsInFlight)
-        let encryptor = key.map { SecretPartEncryptor(fd: file.fd, key: $0, plan: plan) }
+        // An item staged as its container is sent as it is: it was encrypted at enqueue.
+        let encryptor = item.isStagedAsContainer ? nil : key.map { SecretPartEncryptor(fd: file.fd, key: $0, plan: plan) }
         let itemId = item.id, fileId = item.fileId
         try await withThrowingTaskGroup(of: Void.self) { group in
             var inFlight = 0

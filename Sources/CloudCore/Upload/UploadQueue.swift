@@ -106,6 +106,7 @@ public final class UploadQueue: Sendable {
                             randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
                         item.extra[MultipartUpload.mtimeField] = String(copy.mtimeNs)
                         item.extra["staging"] = copy.linked ? "link" : "copy"
+                        copy.container?.record(into: &item.extra)
                         if let mime = request.mimeType { item.extra[MultipartUpload.mimeTypeField] = mime }
                         try queue.set(item)
                         items.append(item)
@@ -146,16 +147,34 @@ public final class UploadQueue: Sendable {
             try Self.makeDirectory(dir)
             _ = try UploadStager.validate(source: request.path, secret: request.secret)
         }
-        let stored = try await source.store(file: request.path, scratchDirectory: dir)
+        // A secret file leaves the host only as its encrypted container.
+        var container: SecretStagedContainer?
+        var storedPath = request.path
+        if request.secret {
+            let temporary = (dir as NSString).appendingPathComponent(".staging-\(UUID().uuidString)")
+            container = try await UploadIO.run { () throws -> SecretStagedContainer in
+                let input = Glibc.open(request.path, O_RDONLY | O_CLOEXEC)
+                guard input >= 0 else { throw MultipartUploadError.fileUnreadable(path: request.path, reason: UploadIO.describe(errno)) }
+                defer { close(input) }
+                let size = try UploadIO.stat(fd: input).size
+                return try SecretStagedContainer.write(input: input, source: request.path, size: size, to: temporary)
+            }
+            storedPath = temporary
+        }
+        defer { if storedPath != request.path { unlink(storedPath) } }
+        let stored = try await source.store(file: storedPath, scratchDirectory: dir)
         let name = request.name ?? (request.path as NSString).lastPathComponent
+        let staged = container
         return try await postbox.transaction { tx in
             let queue = try tx.uploadQueue
             let id = try queue.nextItemId()
             var item = UploadItem(
                 id: id, peerId: PeerId(request.peerId), stagedPath: (dir as NSString).appendingPathComponent("\(id)"),
-                originalName: name, size: stored.size, sha256: stored.sha256, caption: request.caption,
+                originalName: name, size: staged?.key.decryptedSize ?? stored.size,
+                sha256: staged?.plaintextSHA256 ?? stored.sha256, caption: request.caption,
                 isSecret: request.secret, randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
             item.extra.merge(stored.extra) { _, new in new }
+            staged?.record(into: &item.extra)
             if let mime = request.mimeType { item.extra[MultipartUpload.mimeTypeField] = mime }
             try queue.set(item)
             return item

@@ -10,7 +10,7 @@ import Synchronization
 public enum UploadStaging: String, Sendable, CaseIterable {
     /// Hard link when the source is on the same file system and owned by this user, else copy.
     case auto
-    /// Always a private copy (0600).
+    /// Always a private copy (0600); for a secret chat, of the file's encrypted container.
     case copy
     /// Always a hard link (fails across file systems). The link shares the source's inode, so
     /// an in-place change of the source is detected as a change while queued; its permission
@@ -25,12 +25,17 @@ struct StagedCopy: Sendable {
     var sha256: String
     var mtimeNs: Int64
     var linked: Bool
+    /// For a secret item staged as a copy: the container that was staged instead of the file
+    /// (`size` and `sha256` are still the plaintext's).
+    var container: SecretStagedContainer? = nil
 }
 
 /// Validation and staging of a file to enqueue (blocking; run via `UploadIO`).
 enum UploadStager {
     /// Checks `source` (exists, regular, readable, not empty, not too large) and stages it as
-    /// `temporary` (inside the uploads directory). Returns what was staged.
+    /// `temporary` (inside the uploads directory). Returns what was staged. A `secret` file that
+    /// is not hard-linked is staged as its encrypted container (`SecretStagedContainer`), never
+    /// as a plaintext copy.
     ///
     /// A symbolic link is followed: what is staged (hard-linked or copied) is the file it points
     /// to, through the descriptor that was checked and hashed — never the link itself, which
@@ -66,6 +71,11 @@ enum UploadStager {
             }
             let e = errno
             if mode == .link { throw MultipartUploadError.staging(path: source, reason: "cannot hard-link into the data root: \(UploadIO.describe(e))") }
+        }
+        if secret {
+            let container = try SecretStagedContainer.write(input: input, source: source, size: size, to: temporary)
+            return StagedCopy(
+                path: temporary, size: size, sha256: container.plaintextSHA256, mtimeNs: container.mtimeNs, linked: false, container: container)
         }
         return try copy(input: input, source: source, size: size, to: temporary)
     }

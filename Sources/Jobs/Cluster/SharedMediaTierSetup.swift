@@ -5,7 +5,7 @@ import Synchronization
 
 /// The cluster's shared media tier, when `cluster.yaml` enables it (`objectStorage.sharedMedia`):
 /// made once per process and data root on first use — the bucket's client and the tier's index
-/// store (``PostboxStore/openSharedMediaTier(root:cluster:)``).
+/// store (``PostboxStore/openSharedMediaTier(root:cluster:key:)``, under the root's key).
 public enum SharedMediaTierSetup {
     private static let made = Mutex<[String: SharedMediaTierSetupResult]>([:])
 
@@ -22,8 +22,9 @@ public enum SharedMediaTierSetup {
             throw JobError.config("cannot set up the transport for the shared media tier in \(config.bucket): \(error)")
         }
         let client = try config.client(transport: transport, environment: environment)
+        let key = try RootKey.load(root: root, environment: environment)
         let store: Postbox
-        do { store = try PostboxStore.openSharedMediaTier(root: root, cluster: cluster) } catch let error as JobError {
+        do { store = try PostboxStore.openSharedMediaTier(root: root, cluster: cluster, key: key) } catch let error as JobError {
             throw error
         } catch {
             throw StorageFailure.jobError(error, doing: "cannot open the shared media tier's index")

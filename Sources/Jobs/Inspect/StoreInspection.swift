@@ -73,9 +73,10 @@ public struct StoreInspection: Sendable {
             latest[run.job] = AccountRun(account: account, run: run)
         }
         let cluster = try ClusterConfig.load(root: root)
+        let key = try RootKey.load(root: root, reader: true)
         for account in try storeAccounts(cluster) {
             do {
-                let postbox = try PostboxStore.open(account: account, paths: root.account(account), cluster: cluster, readOnly: true)
+                let postbox = try PostboxStore.open(account: account, paths: root.account(account), cluster: cluster, key: key, readOnly: true)
                 try postbox.readSync { tx in
                     for name in try tx.jobRuns.jobNames() where job == nil || job == name {
                         history.recent += try tx.jobRuns.recent(job: name, limit: limit).map { AccountRun(account: account, run: $0) }
@@ -110,10 +111,11 @@ public struct StoreInspection: Sendable {
     public func databaseUsage(accounts wanted: [Int64]? = nil) throws(JobError) -> [AccountDatabase] {
         var result: [AccountDatabase] = []
         let cluster = try ClusterConfig.load(root: root)
+        let key = try RootKey.load(root: root, reader: true)
         let existing = try storeAccounts(cluster)
         for account in wanted.map({ $0.filter(existing.contains) }) ?? existing {
             do {
-                let postbox = try PostboxStore.open(account: account, paths: root.account(account), cluster: cluster, readOnly: true)
+                let postbox = try PostboxStore.open(account: account, paths: root.account(account), cluster: cluster, key: key, readOnly: true)
                 result.append(AccountDatabase(account: account, usage: try postbox.databaseUsage(perPeer: true)))
             } catch {
                 throw StorageFailure.jobError(error, doing: "cannot read the database of account \(account)")
@@ -122,17 +124,17 @@ public struct StoreInspection: Sendable {
         return result
     }
 
-    /// Opens the Postbox at `path` read-only. A WAL database needs its `-shm` file; when the
+    /// Opens the Postbox at `path` read-only with the root's `key`. A WAL database needs its `-shm` file; when the
     /// directory cannot take it (a read-only file system or a directory nobody may write), the
     /// store is opened as immutable instead: nothing can be writing it then. (SQLite itself reads
     /// a kept WAL on a read-only file system when its `-shm` is there; an immutable open of a
     /// store whose WAL holds commits is refused by Postbox.)
-    static func openPostbox(_ path: String) throws -> Postbox {
+    static func openPostbox(_ path: String, key: StoreKey?) throws -> Postbox {
         do {
-            return try Postbox(path: path, readOnly: true)
+            return try Postbox(path: path, readOnly: true, key: key)
         } catch {
             guard directoryIsFrozen((path as NSString).deletingLastPathComponent) else { throw error }
-            return try Postbox(path: path, readOnly: true, immutable: true)
+            return try Postbox(path: path, readOnly: true, immutable: true, key: key)
         }
     }
 

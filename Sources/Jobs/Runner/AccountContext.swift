@@ -36,12 +36,12 @@ public final class AccountContext: Sendable {
         try cloud.chained(fetcher, observer: observer)
     }
 
-    /// Opens the account's stores (Postbox where `cluster` puts it); its MediaBox downloads
-    /// through `fetcher()`, behind the shared media tier when the cluster has one.
-    init(id: Int64, paths: AccountPaths, cluster: ClusterConfig) throws {
+    /// Opens the account's stores (Postbox where `cluster` puts it, under the root's `key`); its
+    /// MediaBox downloads through `fetcher()`, behind the shared media tier when the cluster has one.
+    init(id: Int64, paths: AccountPaths, cluster: ClusterConfig, key: StoreKey?) throws {
         self.id = id
         self.paths = paths
-        self.postbox = try PostboxStore.open(account: id, paths: paths, cluster: cluster)
+        self.postbox = try PostboxStore.open(account: id, paths: paths, cluster: cluster, key: key)
         self.cloud = AccountCloud(accountId: id, paths: paths, postbox: postbox)
         self.mediaBox = try MediaBox(basePath: paths.media.path, fetcher: AccountFetcher(cloud: cloud))
     }
@@ -52,13 +52,17 @@ public actor AccountContextPool {
     public let root: DataRoot
     private var contexts: [Int64: AccountContext] = [:]
     private var cluster: ClusterConfig?
+    /// The root's key, loaded with the cluster configuration (`RootKey.load`).
+    private var key: StoreKey??
 
     public init(root: DataRoot) { self.root = root }
 
     /// The shared context of account `id`, opening (and creating) its stores on first use.
     ///
     /// With `cloud`, the account's `config.yaml` is read and checked first: a missing or
-    /// invalid one is a `JobError.config` (exit 78) and nothing is opened or created. Storage
+    /// invalid one is a `JobError.config` (exit 78) and nothing is opened or created; so is a
+    /// root key that is configured but unusable, and a store that does not match it (a
+    /// plaintext store under a key, an encrypted one without its key, the wrong key). Storage
     /// failures become a `JobError` with the path, the reason and their sysexits code
     /// (`StorageFailure`): 73 a directory that cannot be created, 74 a full disk, 75 a busy store.
     public func context(for id: Int64, cloud: Bool = false) throws -> AccountContext {
@@ -69,9 +73,11 @@ public actor AccountContextPool {
         let context: AccountContext
         let cluster = try self.cluster ?? ClusterConfig.load(root: root)
         self.cluster = cluster
+        let key = try self.key ?? RootKey.load(root: root)
+        self.key = key
         do {
             try paths.createDirectories()
-            context = try AccountContext(id: id, paths: paths, cluster: cluster)
+            context = try AccountContext(id: id, paths: paths, cluster: cluster, key: key)
         } catch {
             throw StorageFailure.jobError(error, doing: "cannot open the stores of account \(id)")
         }

@@ -3,7 +3,10 @@ import Foundation
 /// Named points in the runner where tests (and operators reproducing a bug) can inject a delay
 /// or a crash through `JOBRUN_FAILPOINTS`, e.g. `after-lock=sleep(3000);after-start-record=kill`.
 /// Points: `after-lock` (run lock taken, nothing recorded yet), `after-start-record` (the run is
-/// recorded as running in Postbox, the kind has not started).
+/// recorded as running in Postbox, the kind has not started); and in `jobrun encrypt` / `jobrun
+/// rekey`: `convert-after-next-key` (the new key written beside the old), `convert-after-export`
+/// (a store's converted copy written, not yet renamed), `convert-after-rename` (one store
+/// converted), `convert-before-key-install` (every store converted, the old key still in place).
 ///
 /// Actions: `sleep(ms)` (cancellable), `exit(code)`, `kill` (SIGKILL self: a crash with no
 /// cleanup at all). Unset, a failpoint costs one dictionary lookup.
@@ -23,6 +26,14 @@ public enum Failpoints {
         guard let action = table[name] else { return }
         if action == "kill" { kill(getpid(), SIGKILL) }
         if let ms = argument(action, "sleep") { try await Task.sleep(for: .milliseconds(ms)) }
+        if let code = argument(action, "exit") { exit(Int32(code)) }
+    }
+
+    /// `hit` for synchronous code (the key conversion): `sleep(ms)` blocks the thread.
+    public static func hitBlocking(_ name: String) {
+        guard let action = table[name] else { return }
+        if action == "kill" { kill(getpid(), SIGKILL) }
+        if let ms = argument(action, "sleep") { usleep(useconds_t(ms) * 1000) }
         if let code = argument(action, "exit") { exit(Int32(code)) }
     }
 

@@ -221,6 +221,12 @@ public struct UnitWriter: Sendable {
             lines += ["StateDirectory=\(state)", "StateDirectoryMode=0700"]
         }
         lines += [
+            "# The data root's key, when it is kept outside the root: systemd 254 or later hands /etc/credstore/\(RootKeySource.credentialName)",
+            "# (or the credential it was given) to the service as $CREDENTIALS_DIRECTORY/\(RootKeySource.credentialName); without one, none is passed.",
+            "# A key sealed with systemd-creds: a drop-in with LoadCredentialEncrypted=\(RootKeySource.credentialName) (docs/operations.md).",
+            "LoadCredential=\(RootKeySource.credentialName)",
+        ]
+        lines += [
             "UMask=0077",
             "NoNewPrivileges=yes",
             "CapabilityBoundingSet=",

@@ -84,7 +84,8 @@ public enum StorageFailure {
         case .busy: return .temporary
         case .readOnly: return .cannotCreate
         case .schemaTooNew: return .config
-        case .notADatabase, .corrupt, .decoding, .walUnreadable: return .ioError
+        case .notADatabase, .corrupt, .decoding, .walUnreadable, .pageAuthenticationFailed: return .ioError
+        case .keyRequired, .notEncrypted, .wrongKey, .invalidKey, .unsafeFile: return .config
         case .transactionFinished: return .jobFailed
         case .unsupported: return .config
         case .server(_, let code, _):

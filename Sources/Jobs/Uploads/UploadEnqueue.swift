@@ -17,10 +17,11 @@ public enum UploadEnqueue {
         let paths = root.account(account)
         let postbox: Postbox
         let cluster = try ClusterConfig.load(root: root)
+        let key = try RootKey.load(root: root, environment: environment)
         do {
             try root.createDirectories()
             try paths.createDirectories()
-            postbox = try PostboxStore.open(account: account, paths: paths, cluster: cluster)
+            postbox = try PostboxStore.open(account: account, paths: paths, cluster: cluster, key: key)
         } catch {
             throw StorageFailure.jobError(error, doing: "cannot open account \(account) under \(root.path)")
         }

@@ -49,7 +49,7 @@ public final class Postbox: @unchecked Sendable {
     /// shared-memory file, e.g. on a read-only mount.
     public convenience init(
         path: String, readOnly: Bool = false, synchronous: SqliteValueBox.Synchronous = .normal,
-        migrations: [PostboxMigration] = PostboxMigration.all, immutable: Bool = false,
+        migrations: [PostboxMigration] = PostboxMigration.all, immutable: Bool = false, key: StoreKey? = nil,
         conversion: MessageRecordConversion = MessageRecordConversion()
     ) throws {
         if readOnly && !FileManager.default.fileExists(atPath: path) {
@@ -57,6 +57,7 @@ public final class Postbox: @unchecked Sendable {
         }
         var options = SqliteValueBox.Options(readOnly: readOnly, synchronous: synchronous)
         options.immutable = immutable
+        options.key = key
         let box = try SqliteValueBox(path: path, options: options)
         try self.init(valueBox: box, sqlite: box, name: path, readOnly: readOnly, migrations: migrations, conversion: conversion)
     }
@@ -111,9 +112,10 @@ public final class Postbox: @unchecked Sendable {
     /// The database file's name inside a Postbox directory.
     public static let databaseFileName = "db.sqlite"
 
-    /// Opens `<dir>/db.sqlite`: the layout of `account-<id>/postbox/db/`.
-    public convenience init(directory: String, readOnly: Bool = false) throws {
-        try self.init(path: (directory as NSString).appendingPathComponent(Postbox.databaseFileName), readOnly: readOnly)
+    /// Opens `<dir>/db.sqlite`: the layout of `account-<id>/postbox/db/`. `key` opens (or
+    /// creates) an encrypted store.
+    public convenience init(directory: String, readOnly: Bool = false, key: StoreKey? = nil) throws {
+        try self.init(path: (directory as NSString).appendingPathComponent(Postbox.databaseFileName), readOnly: readOnly, key: key)
     }
 
     deinit {

@@ -29,6 +29,21 @@ public enum PostboxError: Error, CustomStringConvertible, Sendable, Equatable {
     /// An immutable open (a read-only file system without the `-shm` file) would read the
     /// database file alone, but its `-wal` file is not empty: it may hold commits the file lacks.
     case walUnreadable(path: String)
+    /// The store is encrypted and was opened without a key.
+    case keyRequired(path: String)
+    /// The store is in clear and was opened with a key.
+    case notEncrypted(path: String)
+    /// The key does not authenticate the store's first page: another store's key, or a damaged
+    /// first page.
+    case wrongKey(path: String)
+    /// A page of an encrypted store (or of its WAL) failed authentication: it was changed on
+    /// disk or damaged. Its bytes are never used.
+    case pageAuthenticationFailed(path: String, page: Int64)
+    /// A key that cannot be a store key (its length); never carries the key's bytes.
+    case invalidKey(reason: String)
+    /// A file of the store (the database, its WAL, shared memory or journal) is a symbolic link,
+    /// a FIFO or device, hard-linked, or writable by others: it is not opened.
+    case unsafeFile(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -46,6 +61,13 @@ public enum PostboxError: Error, CustomStringConvertible, Sendable, Equatable {
         case let .walUnreadable(path):
             return
                 "\(path): its -wal file may hold commits the database file lacks, and on a read-only file system SQLite reads them only through the store's -shm file, which is missing (copy the store with both)"
+        case let .keyRequired(path): return "\(path): the store is encrypted and no key was given"
+        case let .notEncrypted(path): return "\(path): the store is not encrypted, but a key was given; refusing to open it"
+        case let .wrongKey(path): return "\(path): the key does not open this store (wrong key, or its first page is damaged)"
+        case let .pageAuthenticationFailed(path, page):
+            return "\(path): page \(page) failed authentication (changed on disk or damaged); it was not used"
+        case let .invalidKey(reason): return "invalid store key: \(reason)"
+        case let .unsafeFile(_, reason): return reason
         }
     }
 }

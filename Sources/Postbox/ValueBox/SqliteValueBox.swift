@@ -1,4 +1,5 @@
 import CSQLite
+import ConfinedFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -26,17 +27,30 @@ public final class SqliteValueBox: ValueBox {
         /// nobody can be writing, e.g. on a read-only mount. It reads the database file alone, so
         /// it is refused (`walUnreadable`) while a `-wal` file holds commits.
         public var immutable = false
-        public init(readOnly: Bool = false, synchronous: Synchronous = .normal, busyTimeoutMilliseconds: Int32 = 60_000, cacheSizeKiB: Int = 16 * 1024) {
+        /// The key of an encrypted store (SQLCipher 4's format, see `docs/storage-format.md`),
+        /// or nil for a store in clear. A new file opened with a key is created encrypted.
+        public var key: StoreKey?
+        /// Accept store files writable by group or others or owned by another user (the
+        /// operator's explicit choice); links, FIFOs, devices and hard-linked files are refused
+        /// regardless.
+        public var allowInsecureFiles = false
+        public init(
+            readOnly: Bool = false, synchronous: Synchronous = .normal, busyTimeoutMilliseconds: Int32 = 60_000, cacheSizeKiB: Int = 16 * 1024,
+            key: StoreKey? = nil
+        ) {
             self.readOnly = readOnly
             self.synchronous = synchronous
             self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
             self.cacheSizeKiB = cacheSizeKiB
+            self.key = key
         }
     }
 
     public let path: String
     public let options: Options
-    private var db: OpaquePointer?
+    private(set) var db: OpaquePointer?
+    /// What the VFS knows about this connection (its key, why a file operation failed).
+    private var connection: StoreConnection?
     private var knownTables = Set<Int32>()
     private var statements: [String: OpaquePointer] = [:]
     /// Point reads, writes and deletes by kind, then table: each is run millions of times (history
@@ -86,30 +100,47 @@ public final class SqliteValueBox: ValueBox {
         if !options.readOnly && !dir.isEmpty && stat(dir, &st) != 0 {
             try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
-        try Self.checkHeader(path: path)
+        let policy = ConfinementPolicy(allowInsecure: options.allowInsecureFiles)
+        let format = try Self.fileFormat(path: path, policy: policy)
+        switch format {
+        case .foreign: throw PostboxError.notADatabase(path: path)
+        case .plain: if options.key != nil { throw PostboxError.notEncrypted(path: path) }
+        case .encrypted:
+            guard let key = options.key else { throw PostboxError.keyRequired(path: path) }
+            try Self.checkKey(key, path: path, policy: policy)
+        case .none: break
+        }
         if options.readOnly && options.immutable && stat(path + "-wal", &st) == 0 && st.st_size > 0 {
             throw PostboxError.walUnreadable(path: path)
         }
-        if !options.readOnly && stat(path, &st) != 0 {
-            let fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
-            if fd >= 0 { Glibc.close(fd) }
-        }
+        if !options.readOnly, let fd = try StoreFile.open(path, .readWriteCreating, policy: policy) { Glibc.close(fd) }
+        guard StoreVFS.registered else { throw PostboxError.sqlite(path: path, code: SQLITE_ERROR, message: "cannot register the store's VFS") }
+        let connection = StoreConnection.make(path: path, key: options.key, policy: policy)
+        self.connection = connection
         var handle: OpaquePointer?
         let flags = options.readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
-        let rc =
-            options.readOnly && options.immutable
-            ? sqlite3_open_v2("file:\(Self.uriEscaped(path))?immutable=1", &handle, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nil)
-            : sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
+        let uri = "file:\(Self.uriEscaped(path))?\(StoreVFS.connectionParameter)=\(connection.id)\(options.readOnly && options.immutable ? "&immutable=1" : "")"
+        let rc = sqlite3_open_v2(uri, &handle, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, StoreVFS.name)
         guard rc == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             sqlite3_close_v2(handle)
-            throw PostboxError.sqlite(path: path, code: rc, message: message)
+            connection.release()
+            throw connection.takeFailure() ?? PostboxError.sqlite(path: path, code: rc, message: message)
         }
         self.db = handle
         sqlite3_busy_timeout(handle, options.busyTimeoutMilliseconds)
         do {
             // Reading the schema (here, the table names) is what makes SQLite notice a damaged or
             // foreign file.
+            if options.key != nil && format == .none && !options.readOnly {
+                // SQLCipher's page layout, fixed before the first page is written.
+                var reserve = Int32(PageCipher.reserveSize)
+                sqlite3_file_control(handle, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserve)
+                try exec("PRAGMA page_size=\(PageCipher.pageSize)")
+                // The first page is written before the switch to WAL, which journals it: in
+                // memory, so no page reaches a rollback journal on disk in clear.
+                try exec("PRAGMA journal_mode=MEMORY")
+            }
             let names = try tableNames()
             if !options.readOnly {
                 // auto_vacuum only takes effect before the first table exists: new files get
@@ -161,6 +192,7 @@ public final class SqliteValueBox: ValueBox {
             sqlite3_close_v2(db)
         }
         db = nil
+        connection?.release()
     }
 
     /// Makes every transaction this connection committed durable now. In WAL mode with
@@ -202,25 +234,10 @@ public final class SqliteValueBox: ValueBox {
         path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "?#%"))) ?? path
     }
 
-    private static func checkHeader(path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        defer { Glibc.close(fd) }
-        var header = [UInt8](repeating: 0, count: 16)
-        var got = 0
-        while got < 16 {
-            let n = header.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, 16 - got) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            got += n
-        }
-        if got == 0 { return }
-        if header[..<got] != Array("SQLite format 3\0".utf8)[...] { throw PostboxError.notADatabase(path: path) }
-    }
-
     // MARK: Errors and raw execution
 
     func error(_ rc: Int32) -> PostboxError {
+        if let failure = connection?.takeFailure() { return failure }
         let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed"
         switch rc & 0xff {
         case SQLITE_NOTADB: return .notADatabase(path: path)
@@ -264,7 +281,7 @@ public final class SqliteValueBox: ValueBox {
         try queryStrings("SELECT name FROM sqlite_master WHERE type='table'")
     }
 
-    private func prepare(_ sql: String) throws -> OpaquePointer {
+    func prepare(_ sql: String) throws -> OpaquePointer {
         guard let db else { throw PostboxError.sqlite(path: path, code: SQLITE_MISUSE, message: "database is closed") }
         var stmt: OpaquePointer?
         let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
@@ -443,7 +460,7 @@ public final class SqliteValueBox: ValueBox {
         return Data(bytes: p, count: n)
     }
 
-    private func step(_ stmt: OpaquePointer) throws -> Bool {
+    func step(_ stmt: OpaquePointer) throws -> Bool {
         let rc = sqlite3_step(stmt)
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE { return false }

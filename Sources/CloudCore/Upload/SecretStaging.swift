@@ -1,0 +1,87 @@
+import CloudCrypto
+import Foundation
+import Postbox
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A secret chat's file is encrypted before it is staged anywhere it would be a copy: the staged
+/// bytes (a private copy in the uploads directory, or the object in a bucket) are the file's
+/// AES-256-IGE container, made at enqueue with the item's random key, IV and padding (kept in
+/// the item's `extra`, in Postbox only). The send then reads the container as it is; only the
+/// host's own source file (or a hard link to it) ever holds the plaintext.
+struct SecretStagedContainer: Sendable {
+    /// `extra` field marking an item whose staged bytes are its container.
+    static let containerField = "secret.stagedContainer"
+    /// `extra` field holding the container's SHA-256 (hex).
+    static let containerSHA256Field = "secret.containerSHA256"
+
+    var key: SecretUploadKey
+    /// SHA-256 (hex) of the plaintext, recorded as the item's.
+    var plaintextSHA256: String
+    var containerSHA256: String
+    /// Modification time of the staged container (ns).
+    var mtimeNs: Int64
+
+    var containerSize: Int64 { key.containerSize }
+
+    /// Records the key and the container's fields into `extra`.
+    func record(into extra: inout [String: String]) {
+        key.store(into: &extra)
+        extra[Self.containerField] = "1"
+        extra[Self.containerSHA256Field] = containerSHA256
+    }
+
+    /// Writes the container of the `size` plaintext bytes of `input` (`source` names it in
+    /// errors) to a new 0600 file at `temporary`, synced, under a fresh random key.
+    static func write(input: Int32, source: String, size: Int64, to temporary: String) throws -> SecretStagedContainer {
+        let key = SecretUploadKey.random(plaintextSize: size)
+        guard let plan = UploadPlan(size: key.containerSize) else { throw MultipartUploadError.fileTooLarge(path: source, size: size) }
+        let out = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard out >= 0 else { throw MultipartUploadError.staging(path: source, reason: "cannot create \(temporary): \(UploadIO.describe(errno))") }
+        var ok = false
+        defer {
+            close(out)
+            if !ok { unlink(temporary) }
+        }
+        let encryptor = SecretPartEncryptor(fd: input, key: key, plan: plan)
+        var sha = SHA256()
+        while encryptor.nextPart < plan.totalParts {
+            let (_, data) = try encryptor.next()
+            data.withUnsafeBytes { sha.update($0) }
+            try data.withUnsafeBytes { raw in
+                var written = 0
+                while written < raw.count {
+                    let w = Glibc.write(out, raw.baseAddress! + written, raw.count - written)
+                    if w < 0 {
+                        if errno == EINTR { continue }
+                        throw MultipartUploadError.staging(path: source, reason: "cannot write \(temporary): \(UploadIO.describe(errno))")
+                    }
+                    written += w
+                }
+            }
+        }
+        guard fsync(out) == 0 else { throw MultipartUploadError.staging(path: source, reason: "fsync: \(UploadIO.describe(errno))") }
+        let st = try UploadIO.stat(fd: out)
+        guard st.size == key.containerSize else { throw MultipartUploadError.fileChanged(item: 0, reason: "\(source) changed size while being staged") }
+        ok = true
+        return SecretStagedContainer(
+            key: key, plaintextSHA256: encryptor.plaintextSHA256(), containerSHA256: sha.finalize().hexString, mtimeNs: st.mtimeNs)
+    }
+}
+
+extension UploadItem {
+    /// Whether the staged bytes are the item's encrypted container (a secret item staged as a copy).
+    var isStagedAsContainer: Bool { extra[SecretStagedContainer.containerField] == "1" }
+
+    /// Size of the staged bytes: the container's for an item staged as one, else the file's.
+    var stagedByteCount: Int64 {
+        isStagedAsContainer ? UploadPlan.secretContainerSize(plaintextSize: size) : size
+    }
+
+    /// SHA-256 (hex) of the staged bytes.
+    var stagedSHA256: String {
+        isStagedAsContainer ? extra[SecretStagedContainer.containerSHA256Field] ?? "" : sha256
+    }
+}
