@@ -124,13 +124,4 @@ final class MultiHostFencingTests: XCTestCase {
     private func events(_ h: ClusterHost, _ event: String) -> [[String: Any]] {
         h.harness.logEvents().filter { $0["event"] as? String == event }
     }
-
-    private func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.25)
-        }
-        return condition()
-    }
 }
