@@ -53,18 +53,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // File cache of media resources; fetching is injected, no networking here.
-        .target(name: "MediaBox", dependencies: ["Postbox"]),
+        .target(name: "MediaBox", dependencies: ["Postbox", "ConfinedFiles"]),
         // Wire types shared by client and server (no transport, no storage).
         .target(name: "CloudProtocol"),
         // AES-256-IGE, AES-256-CTR, SHA-256 over libcrypto; shared by client and server.
         .target(name: "CloudCrypto", dependencies: ["COpenSSL"]),
         // Client: transport (libcurl multi), resources, MultipartFetch/Upload, revalidation, sync.
-        .target(name: "CloudCore", dependencies: ["MediaBox", "Postbox", "CloudProtocol", "CloudCrypto", "CCurl"]),
+        .target(name: "CloudCore", dependencies: ["MediaBox", "Postbox", "ConfinedFiles", "CloudProtocol", "CloudCrypto", "CCurl"]),
         // Job files, job kinds, scheduler, locks, logs, metrics.
         .target(
             name: "Jobs",
             dependencies: [
-                "CloudCore", "CloudProtocol", "MediaBox", "Postbox", "PostboxPostgres", "ConfinedFiles",
+                "CloudCore", "CloudProtocol", "ConfinedFiles", "MediaBox", "Postbox", "PostboxPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
@@ -110,7 +110,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["ServerFixtures", "MediaBox"], path: "Tests/TestSupport"),
         .testTarget(name: "ConfinedFilesTests", dependencies: ["ConfinedFiles"]),
         .testTarget(name: "PostboxTests", dependencies: ["Postbox", "PostboxPostgres", "CSQLite", "TestSupport"]),
-        .testTarget(name: "MediaBoxTests", dependencies: ["MediaBox", "Postbox", "TestSupport"]),
+        .testTarget(name: "MediaBoxTests", dependencies: ["ConfinedFiles", "MediaBox", "Postbox", "TestSupport"]),
         .testTarget(
             name: "CloudCoreTests", dependencies: ["CloudCore", "CloudProtocol", "CloudCrypto", "CloudServer", "MediaBox", "Postbox", "TestSupport"]),
         .testTarget(

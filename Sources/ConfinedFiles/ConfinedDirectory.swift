@@ -174,7 +174,7 @@ public final class ConfinedDirectory: @unchecked Sendable {
     }
 
     /// The directory holding `relative`'s last component, and that component.
-    private func split(_ relative: String) throws(ConfinedFileError) -> (ConfinedDirectory, String) {
+    func split(_ relative: String) throws(ConfinedFileError) -> (ConfinedDirectory, String) {
         let names = try Self.components(relative, below: path)
         guard let last = names.last else { throw .outside(path: display(relative)) }
         let parent = names.count == 1 ? self : try directory(names.dropLast().joined(separator: "/"))
@@ -209,7 +209,7 @@ public final class ConfinedDirectory: @unchecked Sendable {
     }
 
     /// Turns a failed open into the error that says what is there: a link, a FIFO, a file.
-    private func failure(_ code: Int32, relative: String, operation: String, expected: FileKind = .regular) -> ConfinedFileError {
+    func failure(_ code: Int32, relative: String, operation: String, expected: FileKind = .regular) -> ConfinedFileError {
         let shown = display(relative)
         switch code {
         case ELOOP: return .symbolicLink(path: shown)

@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -49,11 +50,11 @@ enum BatchFile {
     /// Gives the file its complete name (the directory is synced by the caller, once for the
     /// chunk). An abandoned partial download of the same resource (an interrupted fetch that
     /// left `_partial` and its meta, with nobody writing them) goes with it.
-    func publish() throws {
+    func publish(in media: ConfinedDirectory) throws {
         switch self {
         case .unnamed(let file, let paths, _):
-            _ = try file.link(to: paths.complete)
-            MediaBoxPartialFile.removeAbandoned(paths)
+            _ = try file.link(to: paths.relativeComplete, in: media)
+            MediaBoxPartialFile.removeAbandoned(paths, in: media)
         case .partial(let partial):
             try partial.publish(syncDirectory: false)
         }

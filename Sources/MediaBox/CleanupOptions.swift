@@ -110,10 +110,18 @@ public struct ReconciliationOptions: Sendable {
     /// Files modified more recently than this are left for the next run (a writer may be about
     /// to index them).
     public var settleTime: Int64
+    /// Foreign entries (names MediaBox never produces, links, FIFOs) not modified for this long
+    /// are removed (seconds); nil leaves them, counted. A cleanup that reconciles sets it to its
+    /// immunity window (at least `settleTime`).
+    public var foreignFileAge: Int64?
 
-    public init(unindexedFiles: UnindexedFilePolicy = .index, stalePartialAge: Int64 = 24 * 3600, settleTime: Int64 = 60) {
+    public init(
+        unindexedFiles: UnindexedFilePolicy = .index, stalePartialAge: Int64 = 24 * 3600, settleTime: Int64 = 60,
+        foreignFileAge: Int64? = nil
+    ) {
         self.unindexedFiles = unindexedFiles
         self.stalePartialAge = stalePartialAge
         self.settleTime = settleTime
+        self.foreignFileAge = foreignFileAge
     }
 }

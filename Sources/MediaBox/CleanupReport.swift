@@ -88,7 +88,37 @@ public struct ReconciliationReport: Sendable, Codable, Equatable {
     public var resizedRows: Int64 = 0
     /// Stale or leftover `_partial` / `_partial.meta` files removed.
     public var removedPartials = StorageUsage()
-    /// Files whose names MediaBox never produces (left alone).
+    /// Entries of the media directories that MediaBox never produces (a name it never makes, a
+    /// file directly in a location folder or in the wrong shard, a link, a FIFO), and their
+    /// bytes: what a file-system walk sees that the index does not.
     public var foreignFiles: Int64 = 0
+    public var foreignBytes: Int64 = 0
+    /// Foreign entries removed (older than `ReconciliationOptions.foreignFileAge`).
+    public var removedForeignFiles = StorageUsage()
+    /// Files with a resource's name found outside their shard, moved into it (and indexed).
+    public var movedIntoShards: Int64 = 0
     public init() {}
+
+    /// Bytes and files on disk the index does not count: complete files without a row and
+    /// foreign entries (what `jobrun stats` reports as "not indexed").
+    public var notIndexed: StorageUsage { indexedFiles + removedUnindexedFiles + StorageUsage(bytes: foreignBytes, count: foreignFiles) }
+
+    private enum CodingKeys: String, CodingKey {
+        case filesScanned, indexedFiles, removedUnindexedFiles, droppedRows, resizedRows, removedPartials, foreignFiles, foreignBytes
+        case removedForeignFiles, movedIntoShards
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        filesScanned = try c.decodeIfPresent(Int64.self, forKey: .filesScanned) ?? 0
+        indexedFiles = try c.decodeIfPresent(StorageUsage.self, forKey: .indexedFiles) ?? StorageUsage()
+        removedUnindexedFiles = try c.decodeIfPresent(StorageUsage.self, forKey: .removedUnindexedFiles) ?? StorageUsage()
+        droppedRows = try c.decodeIfPresent(StorageUsage.self, forKey: .droppedRows) ?? StorageUsage()
+        resizedRows = try c.decodeIfPresent(Int64.self, forKey: .resizedRows) ?? 0
+        removedPartials = try c.decodeIfPresent(StorageUsage.self, forKey: .removedPartials) ?? StorageUsage()
+        foreignFiles = try c.decodeIfPresent(Int64.self, forKey: .foreignFiles) ?? 0
+        foreignBytes = try c.decodeIfPresent(Int64.self, forKey: .foreignBytes) ?? 0
+        removedForeignFiles = try c.decodeIfPresent(StorageUsage.self, forKey: .removedForeignFiles) ?? StorageUsage()
+        movedIntoShards = try c.decodeIfPresent(Int64.self, forKey: .movedIntoShards) ?? 0
+    }
 }

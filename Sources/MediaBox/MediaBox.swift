@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import Postbox
 
@@ -50,7 +51,11 @@ public final class MediaBox: Sendable {
         case none
     }
 
-    public let basePath: String
+    /// The media directory, held open: every file below it is reached beneath this descriptor
+    /// (no link followed, no FIFO or device opened, no hard-linked file written).
+    public let directory: ConfinedDirectory
+    /// The media directory's path, for messages and SQLite.
+    public var basePath: String { directory.path }
     public let storageBox: StorageBox
     /// Sharded once opened for writing (the open migrates a flat store); a read-only open of a
     /// store no writer has migrated yet sees it flat.
@@ -74,28 +79,41 @@ public final class MediaBox: Sendable {
             readOnly: readOnly, options: options)
     }
 
-    /// Opens a media directory, creating it and its subdirectories (0700) unless read-only.
-    /// A writable open of a store in the flat layout first moves its files into their shards
-    /// (`ShardMigration`: crash-safe, resumed by the next open if interrupted).
-    /// Read-only opens (`jobrun stats`) never write and never block writers.
-    public init(
+    /// Opens the media directory at `basePath` (created 0700 with missing parents unless
+    /// read-only; the path itself is the caller's choice and may be reached through a link).
+    public convenience init(
         basePath: String, fetcher: (any MediaResourceFetcher)? = nil, readOnly: Bool = false,
+        options: Options = Options(), policy: ConfinementPolicy = ConfinementPolicy()
+    ) throws {
+        try self.init(
+            directory: ConfinedDirectory.open(path: basePath, create: !readOnly, policy: policy), fetcher: fetcher,
+            readOnly: readOnly, options: options)
+    }
+
+    /// Opens the media directory held by `directory`, creating its subdirectories (0700)
+    /// unless read-only. A writable open of a store in the flat layout first moves its files
+    /// into their shards (`ShardMigration`: crash-safe, resumed by the next open if
+    /// interrupted). Read-only opens (`jobrun stats`) never write and never block writers.
+    public init(
+        directory: ConfinedDirectory, fetcher: (any MediaResourceFetcher)? = nil, readOnly: Bool = false,
         options: Options = Options()
     ) throws {
-        self.basePath = basePath
+        self.directory = directory
         self.fetcher = fetcher
         self.options = options
         if !readOnly {
-            try PosixFile.makeDirectory(basePath)
             for location in MediaStorageLocation.allCases {
-                if let sub = location.directoryName { try PosixFile.makeDirectory(basePath + "/" + sub) }
+                if let sub = location.directoryName { try PosixFile.makeDirectory(sub, in: directory) }
             }
+            try PosixFile.makeDirectory("storage", in: directory)
+        } else if try PosixFile.lstat("storage", in: directory) != nil {
+            _ = try directory.directory("storage")
         }
-        let storageBox = try StorageBox(directory: basePath + "/storage", readOnly: readOnly)
+        let storageBox = try StorageBox(directory: directory.display("storage"), readOnly: readOnly)
         self.storageBox = storageBox
         var layout = try storageBox.mediaLayout()
         if !readOnly && layout != .sharded {
-            try ShardMigration.run(mediaDirectory: basePath, storageBox: storageBox, threads: CleanupOptions.defaultRemovalThreads)
+            try ShardMigration.run(media: directory, storageBox: storageBox, threads: CleanupOptions.defaultRemovalThreads)
             layout = .sharded
         }
         self.layout = layout
@@ -112,7 +130,7 @@ public final class MediaBox: Sendable {
     }
 
     private func completeData(_ paths: ResourceStorePaths) -> MediaResourceData? {
-        guard let st = try? PosixFile.lstat(paths.complete), (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard let st = try? PosixFile.lstat(paths.relativeComplete, in: directory), (st.st_mode & S_IFMT) == S_IFREG else { return nil }
         return MediaResourceData(path: paths.complete, offset: 0, size: Int64(st.st_size), complete: true)
     }
 
@@ -121,7 +139,7 @@ public final class MediaBox: Sendable {
     public func resourceData(_ id: MediaResourceId, location: MediaStorageLocation = .resources) -> MediaResourceData? {
         let paths = self.paths(for: id, location: location)
         if let d = completeData(paths) { return d }
-        guard let fd = try? PosixFile.openIfExists(paths.partialMeta, O_RDONLY) else { return nil }
+        guard let fd = try? PosixFile.openIfExists(paths.relativeMeta, in: directory, .read) else { return nil }
         defer { close(fd) }
         let size = (try? PosixFile.fstat(fd, path: paths.partialMeta).st_size) ?? 0
         guard size > 0, let bytes = try? PosixFile.preadAll(fd, count: Int(size), offset: 0, path: paths.partialMeta),
@@ -170,7 +188,7 @@ public final class MediaBox: Sendable {
                 try storageBox.touch([key], at: Self.now())
                 return (d, false)
             }
-            acquired = try MediaBoxPartialFile.open(paths: paths, wait: false, durability: options.partialDurability)
+            acquired = try MediaBoxPartialFile.open(paths: paths, in: directory, wait: false, durability: options.partialDurability)
             if acquired == nil { try await Task.sleep(for: options.lockPollInterval) }
         }
         let partial = acquired!
@@ -319,7 +337,7 @@ public final class MediaBox: Sendable {
                     continue
                 }
                 let file: BatchFile
-                if unnamedFiles, let unnamed = try UnnamedFile.create(in: paths.directory) {
+                if unnamedFiles, let unnamed = try UnnamedFile.create(in: paths.relativeDirectory, of: directory) {
                     file = .unnamed(unnamed, paths: paths, size: Int64(data.count))
                 } else {
                     unnamedFiles = false
@@ -327,7 +345,7 @@ public final class MediaBox: Sendable {
                     // file; a crash before the link leaves a partial that resumes from zero).
                     guard
                         let partial = try MediaBoxPartialFile.open(
-                            paths: paths, wait: true, durability: .processCrash,
+                            paths: paths, in: directory, wait: true, durability: .processCrash,
                             withMeta: false, syncNewDirectory: syncEach)
                     else { continue }
                     if let d = completeData(paths) {
@@ -349,15 +367,15 @@ public final class MediaBox: Sendable {
                 if sync { try PosixFile.syncFileSystem(containing: first.0.descriptor, files: open.map { $0.0.descriptor }, path: basePath) }
                 var directories = Set<String>()
                 for (f, _, _) in open {
-                    try f.publish()
-                    directories.insert(f.paths.directory)
+                    try f.publish(in: directory)
+                    directories.insert(f.paths.relativeDirectory)
                 }
                 // The links of a chunk land in many shard folders. One more sync of the file
                 // system makes all of them durable at once (it writes back every dirty directory
                 // block and inode); an fsync per folder would cost the same each time on a file
                 // system without a journal, where every directory fsync writes its own block.
                 // Only after it are the rows inserted: a file is indexed once its name is durable.
-                if sync { try PosixFile.syncDirectories(directories, containing: first.0.descriptor, path: basePath) }
+                if sync { try PosixFile.syncDirectories(directories, in: directory, containing: first.0.descriptor, path: basePath) }
             }
             let time = accessTime ?? Self.now()
             var entries: [StorageBoxEntry] = []
@@ -384,12 +402,13 @@ public final class MediaBox: Sendable {
         touch: Bool = true, accessTime: Int64? = nil
     ) throws -> MediaResourceReader? {
         let key = MediaStorageKey(location: location, id: id)
-        let path = paths(for: key).complete
-        guard let fd = try PosixFile.openIfExists(path, O_RDONLY | O_NOFOLLOW) else { return nil }
+        let resourcePaths = paths(for: key)
+        let path = resourcePaths.complete
+        guard let fd = try PosixFile.openIfExists(resourcePaths.relativeComplete, in: directory, .read) else { return nil }
         do {
             try ResourceLock.lock(fd, .shared, path: path)
             // Cleanup may have removed it between our open and our lock.
-            guard PosixFile.isSameFile(fd, path: path) else { close(fd); return nil }
+            guard PosixFile.isSameFile(fd, resourcePaths.relativeComplete, in: directory) else { close(fd); return nil }
             let size = Int64(try PosixFile.fstat(fd, path: path).st_size)
             if touch { try storageBox.touch([key], at: accessTime ?? Self.now()) }
             return MediaResourceReader(path: path, fd: fd, size: size)
@@ -404,7 +423,7 @@ public final class MediaBox: Sendable {
     @discardableResult
     public func remove(_ id: MediaResourceId, location: MediaStorageLocation = .resources) throws -> Bool {
         let key = MediaStorageKey(location: location, id: id)
-        let outcome = ResourceRemoval.remove(paths(for: key), dryRun: false)
+        let outcome = ResourceRemoval.remove(paths(for: key), in: directory, dryRun: false)
         if outcome == .locked { return false }
         try storageBox.remove([key])
         return true
@@ -412,4 +431,10 @@ public final class MediaBox: Sendable {
 
     /// Cache usage from StorageBox's totals (no file-system walk).
     public func stats() throws -> StorageStats { try storageBox.stats() }
+
+    /// What is on disk that the index does not count — complete files without a row and
+    /// foreign entries — from a walk of the media folders that changes nothing.
+    public func notIndexed(now: Int64? = nil) throws -> StorageUsage {
+        try Reconciliation.run(mediaBox: self, options: ReconciliationOptions(settleTime: 0), now: now, dryRun: true).notIndexed
+    }
 }

@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 /// Errors of MediaBox, StorageBox and cleanup, each naming the path or id an operator needs.
@@ -17,7 +18,7 @@ public enum MediaBoxError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .io(path, op, e): return "\(path): \(op) failed: \(String(cString: strerror(e))) (errno \(e))"
+        case let .io(path, op, e): return "\(Printable.path(path)): \(op) failed: \(Printable.errno(e))"
         case .noFetcher: return "MediaBox has no fetcher; cannot download missing resources"
         case let .incompleteFetch(id, have, expected):
             return "fetch of \(id) ended with \(have) of \(expected.map(String.init) ?? "unknown") bytes"

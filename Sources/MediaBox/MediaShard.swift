@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -44,14 +45,20 @@ public enum MediaShard {
 
     /// The names of the files in a location directory's shards (without the shard folder), in
     /// shard order: what a listing of the location directory showed in the flat layout.
-    public static func storedFileNames(in locationDirectory: String) throws -> [String] {
+    public static func storedFileNames(in locationDirectory: ConfinedDirectory) throws -> [String] {
         var names: [String] = []
         for shard in Self.names {
-            try PosixFile.forEachEntry(in: locationDirectory + "/" + shard) { name, type in
-                if type != UInt8(DT_DIR) { names.append(name) }
+            try PosixFile.forEachEntry(in: shard, of: locationDirectory) { name, type in
+                if type != .directory { names.append(name) }
             }
         }
         return names
+    }
+
+    /// The same for the location directory at `path` (its shards are reached without
+    /// following links).
+    public static func storedFileNames(in path: String) throws -> [String] {
+        try storedFileNames(in: ConfinedDirectory.open(path: path, policy: ConfinementPolicy(allowInsecure: true)))
     }
 
     /// Whether `name` is one of the shard directory names.

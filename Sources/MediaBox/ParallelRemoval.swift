@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import Synchronization
 
@@ -17,11 +18,11 @@ enum ParallelRemoval {
         deinit { buffer.deallocate() }
     }
 
-    static func run(_ paths: [ResourceStorePaths], threads: Int, dryRun: Bool) -> [ResourceRemoval.Outcome] {
+    static func run(_ paths: [ResourceStorePaths], in media: ConfinedDirectory, threads: Int, dryRun: Bool) -> [ResourceRemoval.Outcome] {
         let n = paths.count
         if n == 0 { return [] }
         let workers = max(1, min(threads, n))
-        if workers == 1 { return paths.map { ResourceRemoval.remove($0, dryRun: dryRun) } }
+        if workers == 1 { return paths.map { ResourceRemoval.remove($0, in: media, dryRun: dryRun) } }
         let outcomes = Outcomes(count: n)
         // Plain threads, not concurrentPerform: its width is the core count, and unlinks mostly
         // wait, so many more threads than cores help. Each thread takes the next file when it is
@@ -32,7 +33,7 @@ enum ParallelRemoval {
             group.enter()
             let thread = Thread {
                 while case let i = outcomes.next.wrappingAdd(1, ordering: .relaxed).oldValue, i < n {
-                    outcomes.buffer[i] = ResourceRemoval.remove(paths[i], dryRun: dryRun)
+                    outcomes.buffer[i] = ResourceRemoval.remove(paths[i], in: media, dryRun: dryRun)
                 }
                 group.leave()
             }

@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -24,6 +25,8 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     }
 
     public let paths: ResourceStorePaths
+    /// The media directory the paths are resolved beneath.
+    let media: ConfinedDirectory
     public private(set) var ranges: RangeMap
     public private(set) var knownSize: Int64?
     public let durability: Durability
@@ -49,23 +52,21 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     /// `syncNewDirectory: false` leaves a shard folder this open creates unsynced, for a caller
     /// that syncs the whole file system before anything in it becomes complete (a batch).
     public static func open(
-        paths: ResourceStorePaths, wait: Bool, durability: Durability = .processCrash,
+        paths: ResourceStorePaths, in media: ConfinedDirectory, wait: Bool, durability: Durability = .processCrash,
         withMeta: Bool = true, syncNewDirectory: Bool = true
     ) throws -> MediaBoxPartialFile? {
         while true {
             let fd: Int32
             // The directory exists almost always: create it only when the open says it is missing
             // (shard folders are created by the first file that needs one).
-            if let opened = try? PosixFile.open(paths.partial, O_RDWR | O_CREAT) {
-                fd = opened
-            } else {
-                try PosixFile.makeDirectory((paths.directory as NSString).deletingLastPathComponent)
-                if syncNewDirectory {
-                    try PosixFile.makeDirectoryDurably(paths.directory)
-                } else {
-                    try PosixFile.makeDirectory(paths.directory)
-                }
-                fd = try PosixFile.open(paths.partial, O_RDWR | O_CREAT)
+            // A link, FIFO or hard-linked file at the name (or a linked folder on the way) is
+            // refused at once; only a missing folder is created.
+            do {
+                fd = try PosixFile.open(paths.relativePartial, in: media, .readWriteCreating)
+            } catch {
+                guard case .system(_, _, ENOENT) = error else { throw error }
+                try PosixFile.makeDirectory(paths.relativeDirectory, in: media, durably: syncNewDirectory)
+                fd = try PosixFile.open(paths.relativePartial, in: media, .readWriteCreating)
             }
             if wait {
                 do { try ResourceLock.lock(fd, .exclusive, path: paths.partial) } catch { Glibc.close(fd); throw error }
@@ -74,20 +75,24 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
                 return nil
             }
             // The previous holder may have linked it into place and unlinked the partial name.
-            guard PosixFile.isSameFile(fd, path: paths.partial) else {
+            guard PosixFile.isSameFile(fd, paths.relativePartial, in: media) else {
                 Glibc.close(fd)
                 continue
             }
             var metaFd: Int32 = -1
             if withMeta {
-                do { metaFd = try PosixFile.open(paths.partialMeta, O_RDWR | O_CREAT) } catch { Glibc.close(fd); throw error }
+                do { metaFd = try PosixFile.open(paths.relativeMeta, in: media, .readWriteCreating) } catch {
+                    Glibc.close(fd)
+                    throw error
+                }
             }
-            return MediaBoxPartialFile(paths: paths, fd: fd, metaFd: metaFd, durability: durability)
+            return MediaBoxPartialFile(paths: paths, media: media, fd: fd, metaFd: metaFd, durability: durability)
         }
     }
 
-    private init(paths: ResourceStorePaths, fd: Int32, metaFd: Int32, durability: Durability) {
+    private init(paths: ResourceStorePaths, media: ConfinedDirectory, fd: Int32, metaFd: Int32, durability: Durability) {
         self.paths = paths
+        self.media = media
         self.fd = fd
         self.metaFd = metaFd
         self.durability = durability
@@ -178,12 +183,10 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
 
     /// The second half of `complete()` for batches that synced everything at once.
     func publish(syncDirectory: Bool) throws {
-        if link(paths.partial, paths.complete) != 0 && errno != EEXIST {
-            throw PosixFile.fail(paths.complete, "link")
-        }
-        try PosixFile.unlinkIfExists(paths.partial)
-        try PosixFile.unlinkIfExists(paths.partialMeta)
-        if syncDirectory { try PosixFile.fsyncDirectory(paths.directory) }
+        _ = try media.link(paths.relativePartial, to: paths.relativeComplete)
+        try PosixFile.unlinkIfExists(paths.relativePartial, in: media)
+        try PosixFile.unlinkIfExists(paths.relativeMeta, in: media)
+        if syncDirectory { try media.directory(paths.relativeDirectory).sync() }
     }
 
     /// The partial file's descriptor (for `syncfs` in batches).
@@ -205,15 +208,15 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
 
     /// Removes the partial download of `paths` and its meta if nobody is writing it (its lock
     /// is free); a name that does not exist costs one failed open.
-    static func removeAbandoned(_ paths: ResourceStorePaths) {
-        guard case .removed = ResourceRemoval.remove(paths.partial, dryRun: false) else { return }
-        _ = try? PosixFile.unlinkIfExists(paths.partialMeta)
+    static func removeAbandoned(_ paths: ResourceStorePaths, in media: ConfinedDirectory) {
+        guard case .removed = ResourceRemoval.remove(paths.relativePartial, in: media, dryRun: false) else { return }
+        _ = try? PosixFile.unlinkIfExists(paths.relativeMeta, in: media)
     }
 
     /// Removes the partial and its meta (used when a complete file already exists).
     func discard() {
-        _ = try? PosixFile.unlinkIfExists(paths.partial)
-        _ = try? PosixFile.unlinkIfExists(paths.partialMeta)
+        _ = try? PosixFile.unlinkIfExists(paths.relativePartial, in: media)
+        _ = try? PosixFile.unlinkIfExists(paths.relativeMeta, in: media)
         close()
     }
 }

@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -5,30 +6,30 @@ import Foundation
 #endif
 
 /// Thin throwing wrappers over the system calls MediaBox uses (open, pwrite, fsync, flock…),
-/// so every failure carries its path and errno.
+/// so every failure carries its path and errno. Every name is resolved beneath the media
+/// directory's descriptor (`ConfinedDirectory`), never by a path the kernel walks from `/`.
 enum PosixFile {
     static let directoryMode: mode_t = 0o700
     static let fileMode: mode_t = 0o600
 
     static func fail(_ path: String, _ op: String) -> MediaBoxError { .io(path: path, operation: op, errno: errno) }
 
-    static func open(_ path: String, _ flags: Int32, mode: mode_t = fileMode) throws -> Int32 {
+    /// Opens `relative` beneath `media` (`ConfinedDirectory`: no link followed, nothing but a
+    /// regular file opened, no hard-linked file written), retrying on `EINTR`.
+    static func open(_ relative: String, in media: ConfinedDirectory, _ access: FileAccess) throws(ConfinedFileError) -> Int32 {
         while true {
-            let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
-            if fd >= 0 { return fd }
-            if errno == EINTR { continue }
-            throw fail(path, "open")
+            do { return try media.openFile(relative, access, mode: fileMode) } catch {
+                if case .system(_, _, EINTR) = error { continue }
+                throw error
+            }
         }
     }
 
-    /// Like `open`, but nil when the file does not exist.
-    static func openIfExists(_ path: String, _ flags: Int32) throws -> Int32? {
-        while true {
-            let fd = Glibc.open(path, flags | O_CLOEXEC, fileMode)
-            if fd >= 0 { return fd }
-            if errno == EINTR { continue }
-            if errno == ENOENT { return nil }
-            throw fail(path, "open")
+    /// Like `open`, but nil when the file (or its folder) does not exist.
+    static func openIfExists(_ relative: String, in media: ConfinedDirectory, _ access: FileAccess) throws(ConfinedFileError) -> Int32? {
+        do { return try open(relative, in: media, access) } catch {
+            if case .system(_, _, let code) = error, code == ENOENT || code == ENOTDIR { return nil }
+            throw error
         }
     }
 
@@ -66,12 +67,6 @@ enum PosixFile {
         if Glibc.fsync(fd) != 0 { throw fail(path, "fsync") }
     }
 
-    static func fsyncDirectory(_ path: String) throws {
-        let fd = try open(path, O_RDONLY | O_DIRECTORY)
-        defer { Glibc.close(fd) }
-        try fsync(fd, path: path)
-    }
-
     /// `fstat`; throws on failure.
     static func fstat(_ fd: Int32, path: String) throws -> stat {
         var st = stat()
@@ -79,73 +74,54 @@ enum PosixFile {
         return st
     }
 
-    /// `lstat`, or nil when the path does not exist.
-    static func lstat(_ path: String) throws -> stat? {
-        var st = stat()
-        if Glibc.lstat(path, &st) == 0 { return st }
-        if errno == ENOENT || errno == ENOTDIR { return nil }
-        throw fail(path, "lstat")
+    /// What is at `relative` (a link itself, not its target), or nil when nothing is.
+    static func lstat(_ relative: String, in media: ConfinedDirectory) throws(ConfinedFileError) -> stat? {
+        do { return try media.status(relative) } catch {
+            if case .system(_, _, let code) = error, code == ENOENT || code == ENOTDIR { return nil }
+            throw error
+        }
     }
 
-    static func exists(_ path: String) -> Bool {
-        var st = stat()
-        return Glibc.lstat(path, &st) == 0
-    }
+    static func exists(_ relative: String, in media: ConfinedDirectory) -> Bool { (try? lstat(relative, in: media)) != nil }
 
-    /// `unlink`, ignoring a file that is already gone. Returns whether this call removed it.
+    /// Removes the name `relative`, ignoring one already gone. Returns whether this call removed it.
     @discardableResult
-    static func unlinkIfExists(_ path: String) throws -> Bool {
-        if Glibc.unlink(path) == 0 { return true }
-        if errno == ENOENT { return false }
-        throw fail(path, "unlink")
+    static func unlinkIfExists(_ relative: String, in media: ConfinedDirectory) throws(ConfinedFileError) -> Bool {
+        do { return try media.removeFile(relative) } catch {
+            if case .system(_, _, let code) = error, code == ENOTDIR || code == ENOENT { return false }
+            throw error
+        }
     }
 
-    /// Creates `path` and missing parents with mode 0700 (existing directories are left alone).
-    static func makeDirectory(_ path: String) throws {
-        if Glibc.mkdir(path, directoryMode) == 0 || errno == EEXIST { return }
-        if errno == ENOENT {
-            let parent = (path as NSString).deletingLastPathComponent
-            if !parent.isEmpty && parent != path {
-                try makeDirectory(parent)
-                if Glibc.mkdir(path, directoryMode) == 0 || errno == EEXIST { return }
-            }
+    /// The directory `relative` beneath `media`, created (0700, with missing parents) when
+    /// missing; with `durably`, a directory it creates has its parent synced so its entry is as
+    /// durable as the files later synced inside it.
+    @discardableResult
+    static func makeDirectory(_ relative: String, in media: ConfinedDirectory, durably: Bool = false) throws(ConfinedFileError) -> ConfinedDirectory {
+        if durably, !relative.isEmpty, (try? lstat(relative, in: media)) == nil {
+            let created = try media.directory(relative, create: true, mode: directoryMode)
+            let parent = (relative as NSString).deletingLastPathComponent
+            try media.directory(parent).sync()
+            return created
         }
-        throw fail(path, "mkdir")
+        return try media.directory(relative, create: true, mode: directoryMode)
     }
 
-    /// Creates the directory `path` (0700) if it is missing; when it creates it, fsyncs the parent
-    /// so the new directory's entry is as durable as the files later synced inside it.
-    static func makeDirectoryDurably(_ path: String) throws {
-        if Glibc.mkdir(path, directoryMode) == 0 {
-            try fsyncDirectory((path as NSString).deletingLastPathComponent)
-            return
-        }
-        if errno == EEXIST { return }
-        throw fail(path, "mkdir")
+    /// Whether `fd` still refers to the file at `relative` (same device and inode): a file
+    /// renamed or unlinked since it was opened is no longer "the" resource.
+    static func isSameFile(_ fd: Int32, _ relative: String, in media: ConfinedDirectory) -> Bool {
+        media.isSameFile(fd, as: relative)
     }
 
-    /// Whether `fd` still refers to the file at `path` (same device and inode): a file renamed or
-    /// unlinked since it was opened is no longer "the" resource.
-    static func isSameFile(_ fd: Int32, path: String) -> Bool {
-        var a = stat(), b = stat()
-        guard Glibc.fstat(fd, &a) == 0, Glibc.lstat(path, &b) == 0 else { return false }
-        return a.st_dev == b.st_dev && a.st_ino == b.st_ino
-    }
-
-    /// Lists a directory's entry names, streaming (`readdir`), skipping `.` and `..`.
-    static func forEachEntry(in directory: String, _ body: (String, UInt8) throws -> Void) throws {
-        guard let dir = opendir(directory) else {
-            if errno == ENOENT { return }
-            throw fail(directory, "opendir")
+    /// Lists a directory's entries with their types, streaming; nothing when it does not exist.
+    /// The directory itself is reached beneath `media` without following links.
+    static func forEachEntry(in relative: String, of media: ConfinedDirectory, _ body: (String, FileKind) throws -> Void) throws {
+        let directory: ConfinedDirectory
+        do { directory = try media.directory(relative) } catch {
+            if case .system(_, _, ENOENT) = error { return }
+            throw error
         }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let (name, type) = withUnsafePointer(to: entry.pointee.d_name) { ptr in
-                ptr.withMemoryRebound(to: CChar.self, capacity: 256) { (String(cString: $0), entry.pointee.d_type) }
-            }
-            if name == "." || name == ".." { continue }
-            try body(name, type)
-        }
+        try directory.forEachEntry(body)
     }
 
     /// `syncfs(2)` (one sync for the whole file system, Linux), looked up at run time because
@@ -157,9 +133,9 @@ enum PosixFile {
 
     /// Makes the entries of `directories` durable: one `syncfs` when there is one (it writes back
     /// every dirty directory block and inode of the file system at once), else an fsync each.
-    static func syncDirectories(_ directories: Set<String>, containing fd: Int32, path: String) throws {
+    static func syncDirectories(_ directories: Set<String>, in media: ConfinedDirectory, containing fd: Int32, path: String) throws {
         if try syncWholeFileSystem(containing: fd, path: path) { return }
-        for d in directories { try fsyncDirectory(d) }
+        for d in directories { try media.directory(d).sync() }
     }
 
     /// `syncfs` of the file system holding `fd`; false when the C library has none (the caller

@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import Postbox
 
@@ -8,8 +9,11 @@ import Postbox
 /// Makes the index and the files agree again after crashes, manual deletions or foreign
 /// writers — the only part of cleanup that walks the file system:
 ///
-/// 0. walks each location's shard directories (`MediaShard`); a file outside its shard, or a
-///    name MediaBox never produces, is foreign and left alone;
+/// 0. walks each location's shard directories (`MediaShard`); a complete file with a resource's
+///    name outside its shard (dropped at the top of `media/`, say) is moved into its shard and
+///    indexed like any file without a row; anything else MediaBox never produces (another
+///    name, a link, a FIFO) is foreign: counted with its bytes, and removed once older than
+///    `foreignFileAge` when that is set (never through a link: the entry itself goes);
 /// 1. stale `_partial` files (unlocked, older than `stalePartialAge`, or left beside a complete
 ///    file by a crash between link and unlink) are removed with their meta;
 /// 2. complete files without a row are indexed (or removed, per policy), unless locked or
@@ -24,8 +28,10 @@ public enum Reconciliation {
         let now = now ?? Int64(Date().timeIntervalSince1970)
         var report = ReconciliationReport()
         let storage = mediaBox.storageBox
+        let media = mediaBox.directory
         for location in MediaStorageLocation.allCases {
-            let locationDirectory = ResourceStorePaths.locationDirectory(mediaDirectory: mediaBox.basePath, location: location)
+            let locationDirectory = location.directoryName ?? ""
+            func relative(_ directory: String, _ name: String) -> String { directory.isEmpty ? name : directory + "/" + name }
             var pending: [(MediaStorageKey, stat)] = []
             func flushPending() throws {
                 guard !pending.isEmpty else { return }
@@ -34,7 +40,7 @@ public enum Reconciliation {
                 for (key, st) in pending where !known.contains(key) {
                     let paths = mediaBox.paths(for: key)
                     let mtime = Int64(st.st_mtim.tv_sec)
-                    if mtime > now - options.settleTime || ResourceLock.isLocked(path: paths.complete) { continue }
+                    if mtime > now - options.settleTime || ResourceLock.isLocked(paths.relativeComplete, in: media) { continue }
                     let usage = StorageUsage(bytes: Int64(st.st_size), count: 1)
                     switch options.unindexedFiles {
                     case .index:
@@ -46,11 +52,40 @@ public enum Reconciliation {
                                 info: MediaResourceStorageInfo(contentType: .other, location: location),
                                 size: Int64(st.st_size), accessTime: mtime, storedTime: mtime))
                     case .remove:
-                        if case .removed = ResourceRemoval.remove(paths, dryRun: dryRun) { report.removedUnindexedFiles += usage }
+                        switch ResourceRemoval.remove(paths, in: media, dryRun: dryRun) {
+                        case .removed: report.removedUnindexedFiles += usage
+                        case let .refused(error): throw error
+                        default: break
+                        }
                     }
                 }
                 if !dryRun { try storage.insert(toIndex) }
                 pending.removeAll(keepingCapacity: true)
+            }
+            /// Counts a foreign entry and removes it when old enough.
+            func foreign(_ path: String, _ st: stat?) throws {
+                report.foreignFiles += 1
+                let bytes = st.map { (($0.st_mode & S_IFMT) == S_IFREG) ? Int64($0.st_size) : 0 } ?? 0
+                report.foreignBytes += bytes
+                guard let age = options.foreignFileAge, let st, Int64(st.st_mtim.tv_sec) < now - age else { return }
+                let removed = try dryRun || PosixFile.unlinkIfExists(path, in: media)
+                if removed { report.removedForeignFiles += StorageUsage(bytes: bytes, count: 1) }
+            }
+            /// A complete file with a resource's name, found outside its shard: moved into it
+            /// (never replacing a file there) and queued for indexing. Foreign otherwise.
+            func misplaced(_ path: String, name: String, _ st: stat?) throws {
+                guard let st, (st.st_mode & S_IFMT) == S_IFREG, MediaResourceId.isSafeFileName(name) else { return try foreign(path, st) }
+                let key = MediaStorageKey(location: location, fileName: name)
+                let target = mediaBox.paths(for: key)
+                if dryRun {
+                    if !PosixFile.exists(target.relativeComplete, in: media) { pending.append((key, st)) } else { try foreign(path, st) }
+                    return
+                }
+                try PosixFile.makeDirectory(target.relativeDirectory, in: media)
+                guard try media.link(path, to: target.relativeComplete) else { return try foreign(path, st) }
+                try PosixFile.unlinkIfExists(path, in: media)
+                report.movedIntoShards += 1
+                pending.append((key, st))
             }
             // The shard directories hold the files; in the flat layout (a read-only look at a
             // store not yet migrated) the location directory itself does.
@@ -58,57 +93,60 @@ public enum Reconciliation {
             // Only the shard folders that exist (they are created by the first file that needs one).
             var directories = sharded ? [] : [locationDirectory]
             if sharded {
-                try PosixFile.forEachEntry(in: locationDirectory) { name, type in
-                    if type == UInt8(DT_DIR) {
-                        if MediaShard.isShardName(name) { directories.append(locationDirectory + "/" + name) }
+                var loose: [String] = []
+                try PosixFile.forEachEntry(in: locationDirectory, of: media) { name, type in
+                    if type == .directory {
+                        if MediaShard.isShardName(name) { directories.append(relative(locationDirectory, name)) }
                         return
                     }
                     report.filesScanned += 1
-                    report.foreignFiles += 1
+                    loose.append(name)
+                }
+                for name in loose {
+                    let path = relative(locationDirectory, name)
+                    try misplaced(path, name: name, try PosixFile.lstat(path, in: media))
                 }
             }
             for directory in directories {
                 let shard = sharded ? String(directory.suffix(3)) : nil
-                try PosixFile.forEachEntry(in: directory) { name, type in
-                    if type == UInt8(DT_DIR) { return }
+                try PosixFile.forEachEntry(in: directory, of: media) { name, type in
+                    if type == .directory { return }
                     report.filesScanned += 1
-                    let path = directory + "/" + name
-                    guard let st = try PosixFile.lstat(path), (st.st_mode & S_IFMT) == S_IFREG else { return }
+                    let path = relative(directory, name)
+                    guard let st = try PosixFile.lstat(path, in: media) else { return }
+                    guard (st.st_mode & S_IFMT) == S_IFREG else { return try foreign(path, st) }
                     if let shard, let base = ShardMigration.resourceFileBase(name), MediaShard.name(forFileName: base) != shard {
-                        report.foreignFiles += 1
-                        return
+                        return try misplaced(path, name: name, st)
                     }
                     let mtime = Int64(st.st_mtim.tv_sec)
                     if name.hasSuffix(ResourceStorePaths.metaSuffix) {
                         let base = String(name.dropLast(ResourceStorePaths.metaSuffix.count))
-                        let partial = directory + "/" + base + ResourceStorePaths.partialSuffix
-                        if !PosixFile.exists(partial) && mtime < now - options.settleTime {
-                            if !dryRun { try PosixFile.unlinkIfExists(path) }
+                        let partial = relative(directory, base + ResourceStorePaths.partialSuffix)
+                        if !PosixFile.exists(partial, in: media) && mtime < now - options.settleTime {
+                            if !dryRun { try PosixFile.unlinkIfExists(path, in: media) }
                             report.removedPartials += StorageUsage(bytes: Int64(st.st_size), count: 1)
                         }
                         return
                     }
                     if name.hasSuffix(ResourceStorePaths.partialSuffix) {
                         let base = String(name.dropLast(ResourceStorePaths.partialSuffix.count))
-                        guard MediaResourceId.isSafeFileName(base) else { report.foreignFiles += 1; return }
+                        guard MediaResourceId.isSafeFileName(base) else { return try foreign(path, st) }
                         let paths = mediaBox.paths(for: MediaStorageKey(location: location, fileName: base))
-                        let leftover = PosixFile.exists(paths.complete)
+                        let leftover = PosixFile.exists(paths.relativeComplete, in: media)
                         guard leftover || mtime < now - options.stalePartialAge else { return }
-                        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-                        guard fd >= 0 else { return }
+                        guard let fd = try PosixFile.openIfExists(path, in: media, .read) else { return }
                         defer { Glibc.close(fd) }
-                        guard ResourceLock.tryLock(fd, .exclusive), PosixFile.isSameFile(fd, path: path) else { return }
+                        guard ResourceLock.tryLock(fd, .exclusive), PosixFile.isSameFile(fd, path, in: media) else { return }
                         if !dryRun {
-                            try PosixFile.unlinkIfExists(paths.partial)
-                            try PosixFile.unlinkIfExists(paths.partialMeta)
+                            try PosixFile.unlinkIfExists(paths.relativePartial, in: media)
+                            try PosixFile.unlinkIfExists(paths.relativeMeta, in: media)
                         }
                         report.removedPartials += StorageUsage(bytes: Int64(st.st_size), count: 1)
                         return
                     }
                     guard MediaResourceId.isSafeFileName(name) else {
                         // storage.sqlite and its WAL live in storage/, never here; anything else is foreign.
-                        report.foreignFiles += 1
-                        return
+                        return try foreign(path, st)
                     }
                     pending.append((MediaStorageKey(location: location, fileName: name), st))
                     if pending.count >= 512 { try flushPending() }
@@ -126,8 +164,8 @@ public enum Reconciliation {
             var drop: [MediaStorageKey] = []
             var fix: [StorageBoxEntry] = []
             for row in rows {
-                let path = mediaBox.paths(for: row.key).complete
-                guard let st = try PosixFile.lstat(path), (st.st_mode & S_IFMT) == S_IFREG else {
+                let path = mediaBox.paths(for: row.key).relativeComplete
+                guard let st = try PosixFile.lstat(path, in: media), (st.st_mode & S_IFMT) == S_IFREG else {
                     drop.append(row.key)
                     report.droppedRows += StorageUsage(bytes: row.size, count: 1)
                     continue

@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -40,9 +41,10 @@ public enum ResourceLock {
 
     /// Whether someone (this process or another) holds a lock on the file at `path` right now:
     /// opens it, tries `LOCK_EX | LOCK_NB`, and lets go at once. A missing file is not locked.
-    public static func isLocked(path: String) -> Bool {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        if fd < 0 { return false }
+    /// The file is named relative to `directory` and reached beneath it (a link or FIFO there
+    /// is never opened, and counts as not locked).
+    public static func isLocked(_ relative: String, in directory: ConfinedDirectory) -> Bool {
+        guard let fd = try? directory.openFile(relative, .read) else { return false }
         defer { Glibc.close(fd) }
         return !tryLock(fd, .exclusive)
     }

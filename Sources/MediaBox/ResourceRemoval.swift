@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -18,21 +19,41 @@ enum ResourceRemoval {
         case missing
         /// A system call failed (the file is left).
         case failed(errno: Int32)
+        /// The name is not a plain file of the store (a link, a FIFO, a linked folder on the
+        /// way): left alone, and the run says so.
+        case refused(ConfinedFileError)
     }
 
-    static func remove(_ paths: ResourceStorePaths, dryRun: Bool) -> Outcome { remove(paths.complete, dryRun: dryRun) }
+    static func remove(_ paths: ResourceStorePaths, in media: ConfinedDirectory, dryRun: Bool) -> Outcome {
+        remove(paths.relativeComplete, in: media, dryRun: dryRun)
+    }
 
-    /// The same for any file of a resource (a complete file, or an abandoned partial one).
-    static func remove(_ path: String, dryRun: Bool) -> Outcome {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        if fd < 0 { return errno == ENOENT ? .missing : .failed(errno: errno) }
+    /// The same for any file of a resource (a complete file, or an abandoned partial one),
+    /// named relative to `media`. A link, FIFO or device at the name (or a linked folder on the
+    /// way) is refused (`.refused`), never followed; nothing outside `media` is removed.
+    static func remove(_ relative: String, in media: ConfinedDirectory, dryRun: Bool) -> Outcome {
+        let fd: Int32
+        do {
+            guard let opened = try PosixFile.openIfExists(relative, in: media, .read) else { return .missing }
+            fd = opened
+        } catch {
+            if case .system(_, _, let code) = error { return .failed(errno: code) }
+            return .refused(error)
+        }
         defer { close(fd) }
         guard ResourceLock.tryLock(fd, .exclusive) else { return .locked }
         var st = stat()
         guard fstat(fd, &st) == 0 else { return .failed(errno: errno) }
-        guard PosixFile.isSameFile(fd, path: path) else { return .missing }
-        if dryRun { return .removed(bytes: Int64(st.st_size)) }
-        if unlink(path) != 0 { return errno == ENOENT ? .missing : .failed(errno: errno) }
+        do {
+            // The name must still be the locked file; reaching it again checks every folder on
+            // the way (a shard others may write is refused, not skipped).
+            guard let current = try media.status(relative), current.st_dev == st.st_dev, current.st_ino == st.st_ino else { return .missing }
+            if dryRun { return .removed(bytes: Int64(st.st_size)) }
+            if try !media.removeFile(relative) { return .missing }
+        } catch {
+            if case .system(_, _, let code) = error { return code == ENOENT ? .missing : .failed(errno: code) }
+            return .refused(error)
+        }
         return .removed(bytes: Int64(st.st_size))
     }
 }

@@ -11,6 +11,12 @@ public struct ResourceStorePaths: Sendable, Hashable {
     public let complete: String
     public let partial: String
     public let partialMeta: String
+    /// The same names relative to the media directory (`cache/_3f/<name>`): what is resolved
+    /// beneath the media directory's descriptor (`ConfinedDirectory`) to reach the files.
+    public let relativeDirectory: String
+    public let relativeComplete: String
+    public var relativePartial: String { relativeComplete + Self.partialSuffix }
+    public var relativeMeta: String { relativeComplete + Self.metaSuffix }
 
     public static let partialSuffix = "_partial"
     public static let metaSuffix = "_partial.meta"
@@ -19,8 +25,11 @@ public struct ResourceStorePaths: Sendable, Hashable {
         precondition(
             !fileName.isEmpty && !fileName.contains("/") && fileName != "." && fileName != "..",
             "file names come from MediaResourceId.safeFileName")
-        var dir = Self.locationDirectory(mediaDirectory: mediaDirectory, location: location)
-        if layout == .sharded { dir += "/" + MediaShard.name(forFileName: fileName) }
+        var relative = location.directoryName ?? ""
+        if layout == .sharded { relative += (relative.isEmpty ? "" : "/") + MediaShard.name(forFileName: fileName) }
+        let dir = relative.isEmpty ? mediaDirectory : mediaDirectory + "/" + relative
+        self.relativeDirectory = relative
+        self.relativeComplete = relative.isEmpty ? fileName : relative + "/" + fileName
         self.directory = dir
         self.fileName = fileName
         self.complete = dir + "/" + fileName

@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -25,31 +26,31 @@ enum ShardMigration {
 
     /// Migrates `mediaDirectory` and records the sharded layout. Returns the number of files moved.
     @discardableResult
-    static func run(mediaDirectory: String, storageBox: StorageBox, threads: Int) throws -> Int {
+    static func run(media: ConfinedDirectory, storageBox: StorageBox, threads: Int) throws -> Int {
         var moved = 0
         for location in MediaStorageLocation.allCases {
-            let directory = ResourceStorePaths.locationDirectory(mediaDirectory: mediaDirectory, location: location)
+            let directory = try media.directory(location.directoryName ?? "")
             while true {
                 let pass = try movePass(directory: directory, threads: threads)
                 moved += pass
                 if pass == 0 { break }
             }
         }
-        try syncFileSystem(mediaDirectory)
+        try syncFileSystem(media)
         try storageBox.setMediaLayout(.sharded)
         return moved
     }
 
     /// One readdir pass over a location directory; returns how many files it moved.
-    private static func movePass(directory: String, threads: Int) throws -> Int {
+    private static func movePass(directory: ConfinedDirectory, threads: Int) throws -> Int {
         var moved = 0
         var batch: [String] = []
         batch.reserveCapacity(batchSize)
-        try PosixFile.forEachEntry(in: directory) { name, type in
-            if type == UInt8(DT_DIR) { return }
+        try directory.forEachEntry { name, type in
+            if type == .directory { return }
             guard resourceFileBase(name) != nil else { return }
-            if type != UInt8(DT_REG) {
-                guard let st = try PosixFile.lstat(directory + "/" + name), (st.st_mode & S_IFMT) == S_IFREG else { return }
+            if type != .regular {
+                guard let st = try PosixFile.lstat(name, in: directory), (st.st_mode & S_IFMT) == S_IFREG else { return }
             }
             batch.append(name)
             if batch.count >= batchSize {
@@ -76,9 +77,9 @@ enum ShardMigration {
     /// The first error of a batch's threads.
     private final class FirstError: @unchecked Sendable {
         private let lock = NSLock()
-        private var stored: MediaBoxError?
+        private var stored: (any Error)?
         private var movedCount = 0
-        func record(_ e: MediaBoxError) {
+        func record(_ e: any Error) {
             lock.lock()
             if stored == nil { stored = e }
             lock.unlock()
@@ -88,14 +89,14 @@ enum ShardMigration {
             movedCount += n
             lock.unlock()
         }
-        var error: MediaBoxError? { lock.lock(); defer { lock.unlock() }; return stored }
+        var error: (any Error)? { lock.lock(); defer { lock.unlock() }; return stored }
         var moved: Int { lock.lock(); defer { lock.unlock() }; return movedCount }
     }
 
-    private static func moveBatch(_ names: [String], directory: String, threads: Int) throws -> Int {
+    private static func moveBatch(_ names: [String], directory: ConfinedDirectory, threads: Int) throws -> Int {
         if names.isEmpty { return 0 }
         for shard in Set(names.compactMap { MediaShard.name(forStoredFile: $0) }) {
-            try PosixFile.makeDirectory(directory + "/" + shard)
+            try PosixFile.makeDirectory(shard, in: directory)
         }
         let outcome = FirstError()
         let workers = max(1, min(threads, names.count))
@@ -105,11 +106,8 @@ enum ShardMigration {
             while i < names.count {
                 do {
                     if try move(names[i], directory: directory) { n += 1 }
-                } catch let e as MediaBoxError {
-                    outcome.record(e)
-                    break
                 } catch {
-                    outcome.record(.io(path: directory + "/" + names[i], operation: "move into shard", errno: EIO))
+                    outcome.record(error)
                     break
                 }
                 i += workers
@@ -122,40 +120,30 @@ enum ShardMigration {
 
     /// Moves one file into its shard: link, then unlink the flat name. False when another
     /// process moved it first.
-    private static func move(_ name: String, directory: String) throws -> Bool {
+    private static func move(_ name: String, directory: ConfinedDirectory) throws -> Bool {
         guard let base = resourceFileBase(name) else { return false }
-        let source = directory + "/" + name
-        let target = directory + "/" + MediaShard.name(forFileName: base) + "/" + name
-        if Glibc.link(source, target) != 0 {
-            switch errno {
-            case ENOENT:
-                return false
-            case EEXIST:
-                // Left with both names by an earlier run, or written in the shard already: the
-                // shard's file wins (a complete file's content never changes for its id).
-                break
-            default:
-                throw PosixFile.fail(target, "link (moving into its shard)")
-            }
+        let target = MediaShard.name(forFileName: base) + "/" + name
+        do {
+            // False when the shard already has it: left with both names by an earlier run, or
+            // written in the shard already. The shard's file wins (a complete file's content
+            // never changes for its id).
+            _ = try directory.link(name, to: target)
+        } catch {
+            if case .system(_, _, ENOENT) = error { return false }
+            throw error
         }
-        if Glibc.unlink(source) != 0 {
-            if errno == ENOENT { return false }
-            throw PosixFile.fail(source, "unlink (after moving into its shard)")
-        }
-        return true
+        return try directory.removeFile(name)
     }
 
-    private static func syncFileSystem(_ mediaDirectory: String) throws {
-        let fd = try PosixFile.open(mediaDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        defer { Glibc.close(fd) }
-        if PosixFile.hasSyncFileSystem { return try PosixFile.syncFileSystem(containing: fd, files: [], path: mediaDirectory) }
+    private static func syncFileSystem(_ media: ConfinedDirectory) throws {
+        if PosixFile.hasSyncFileSystem { return try PosixFile.syncFileSystem(containing: media.descriptor, files: [], path: media.path) }
         // Without syncfs: every directory a move changed.
         for location in MediaStorageLocation.allCases {
-            let directory = ResourceStorePaths.locationDirectory(mediaDirectory: mediaDirectory, location: location)
-            for shard in MediaShard.names where PosixFile.exists(directory + "/" + shard) {
-                try PosixFile.fsyncDirectory(directory + "/" + shard)
+            let directory = try media.directory(location.directoryName ?? "")
+            for shard in MediaShard.names where PosixFile.exists(shard, in: directory) {
+                try directory.directory(shard).sync()
             }
-            try PosixFile.fsyncDirectory(directory)
+            try directory.sync()
         }
     }
 }

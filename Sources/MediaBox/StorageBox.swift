@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import Postbox
 
@@ -19,7 +20,7 @@ public final class StorageBox: @unchecked Sendable {
     /// Opens (creating unless read-only) `directory/storage.sqlite`: in clear, as the media it
     /// indexes, unless given a `key`.
     public init(directory: String, readOnly: Bool = false, key: StoreKey? = nil) throws {
-        if !readOnly { try PosixFile.makeDirectory(directory) }
+        if !readOnly { _ = try ConfinedDirectory.open(path: directory, create: true, policy: ConfinementPolicy(allowInsecure: true)) }
         self.path = directory + "/storage.sqlite"
         self.readOnly = readOnly
         self.valueBox = try SqliteValueBox(path: path, options: .init(readOnly: readOnly, synchronous: .normal, cacheSizeKiB: 8 * 1024, key: key))

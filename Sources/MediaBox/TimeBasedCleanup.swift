@@ -19,7 +19,11 @@ public final class TimeBasedCleanup: Sendable {
         let now = options.now ?? Int64(Date().timeIntervalSince1970)
         var report = CleanupReport(dryRun: options.dryRun, now: now)
         if options.reconcile {
-            report.reconciliation = try Reconciliation.run(mediaBox: mediaBox, options: options.reconciliation, now: now, dryRun: options.dryRun)
+            // Foreign files go once older than the immunity window (and never younger than the
+            // settle time: a writer may be about to give one its name).
+            var reconciliation = options.reconciliation
+            reconciliation.foreignFileAge = reconciliation.foreignFileAge ?? max(reconciliation.settleTime, options.immunityWindow)
+            report.reconciliation = try Reconciliation.run(mediaBox: mediaBox, options: reconciliation, now: now, dryRun: options.dryRun)
         }
         let storage = mediaBox.storageBox
         report.before = try storage.stats().total
@@ -170,7 +174,7 @@ public final class TimeBasedCleanup: Sendable {
         let paths = batch.map { mediaBox.paths(for: $0.0.key) }
         try state.remover.submit(state.unindexed)
         state.unindexed = []
-        let outcomes = ParallelRemoval.run(paths, threads: state.options.removalThreads, dryRun: state.options.dryRun)
+        let outcomes = ParallelRemoval.run(paths, in: mediaBox.directory, threads: state.options.removalThreads, dryRun: state.options.dryRun)
         var gone: [MediaStorageKey] = []
         gone.reserveCapacity(batch.count)
         for (i, (row, reason)) in batch.enumerated() {
@@ -179,6 +183,9 @@ public final class TimeBasedCleanup: Sendable {
                 state.report.skippedLocked += 1
             case .failed:
                 state.report.failed += 1
+            case let .refused(error):
+                // A link or FIFO planted in the store: stop, naming it, rather than skip it.
+                throw error
             case .missing:
                 state.report.staleRows += 1
                 gone.append(row.key)

@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -19,39 +20,22 @@ import Foundation
 struct UnnamedFile {
     let descriptor: Int32
 
-    /// `O_TMPFILE`, from the kernel headers (`__O_TMPFILE | O_DIRECTORY`); Glibc's module does
-    /// not export it.
-    private static let tmpFileFlag: Int32 = 0o20000000 | O_DIRECTORY
-
-    /// A new unnamed file in `directory` (created with missing parents when needed), or nil when
-    /// the file system cannot make one (no `O_TMPFILE`: NFS, some FUSE and overlay mounts).
-    static func create(in directory: String) throws -> UnnamedFile? {
-        var fd = open(directory)
-        if fd < 0 && errno == ENOENT {
-            try PosixFile.makeDirectory(directory)
-            fd = open(directory)
+    /// A new unnamed file in the directory `relative` beneath `media` (created with missing
+    /// parents when needed), or nil when the file system cannot make one (no `O_TMPFILE`: NFS,
+    /// some FUSE and overlay mounts).
+    static func create(in relative: String, of media: ConfinedDirectory) throws -> UnnamedFile? {
+        let directory: ConfinedDirectory
+        do { directory = try media.directory(relative) } catch {
+            guard case .system(_, _, ENOENT) = error else { throw error }
+            directory = try PosixFile.makeDirectory(relative, in: media)
         }
-        if fd >= 0 { return UnnamedFile(descriptor: fd) }
-        switch errno {
-        case EOPNOTSUPP, EISDIR, EINVAL: return nil
-        default: throw PosixFile.fail(directory, "open (O_TMPFILE)")
-        }
+        return try directory.createUnnamedFile(mode: PosixFile.fileMode).map { UnnamedFile(descriptor: $0) }
     }
 
-    private static func open(_ directory: String) -> Int32 {
-        while true {
-            let fd = Glibc.open(directory, tmpFileFlag | O_RDWR | O_CLOEXEC, PosixFile.fileMode)
-            if fd >= 0 || errno != EINTR { return fd }
-        }
-    }
-
-    /// Gives the file the name `path`. False when a file of that name is already there (another
-    /// writer completed the same resource first). Through `/proc/self/fd`, which needs no
-    /// privilege, unlike `AT_EMPTY_PATH`.
-    func link(to path: String) throws -> Bool {
-        if linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 { return true }
-        if errno == EEXIST { return false }
-        throw PosixFile.fail(path, "linkat")
+    /// Gives the file the name `relative` beneath `media`. False when a file of that name is
+    /// already there (another writer completed the same resource first).
+    func link(to relative: String, in media: ConfinedDirectory) throws -> Bool {
+        try media.link(descriptor: descriptor, to: relative)
     }
 
     func close() { Glibc.close(descriptor) }

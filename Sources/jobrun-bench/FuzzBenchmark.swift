@@ -48,6 +48,7 @@ struct FuzzBenchmark {
     func run() throws {
         try FileManager.default.createDirectory(atPath: outDir, withIntermediateDirectories: true)
         FuzzCrashCapture.install(path: outDir + "/crash.yaml")
+        ConfigWarnings.stopPrinting()
         print("Fuzzing the configuration decoders for \(fmt(seconds, 0)) s, seed \(seed)")
         print("(findings are saved to \(outDir); rerun with --seed \(seed) to reproduce)")
 

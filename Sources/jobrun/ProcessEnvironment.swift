@@ -18,7 +18,12 @@ struct ProcessEnvironment {
     init(options: GlobalSettings, logging: LogSettings, process: String, console: LogSink.ConsoleMode = .auto, dryRun: Bool = false) throws {
         let log = try logging.resolve()
         root = try options.rootToUse(dryRun: dryRun)
-        do { try root.createDirectories() } catch {
+        do {
+            try root.createDirectories()
+            // Every path of the layout that exists is checked before anything is opened: a
+            // planted link, FIFO, hard link or unsafe mode stops the run (78) naming it.
+            try root.verifyLayout()
+        } catch {
             let failure = StorageFailure.jobError(error, doing: "cannot use the data root \(root.path)")
             throw fail(failure.exitCode, failure.message)
         }

@@ -33,6 +33,7 @@ struct StatsCommand: ParsableCommand {
                 json.append(
                     .object([
                         "account": .int(id), "bytes": .int(stats.total.bytes), "files": .int(stats.total.count),
+                        "not_indexed": usage(cache.notIndexed),
                         "by_tier": .object(Dictionary(uniqueKeysWithValues: stats.byLocation.map { ($0.key.description, usage($0.value)) })),
                         "by_content_type": .object(Dictionary(uniqueKeysWithValues: stats.byContentType.map { ($0.key.description, usage($0.value)) })),
                         "by_peer": .array(
@@ -50,6 +51,9 @@ struct StatsCommand: ParsableCommand {
                 continue
             }
             print("account \(id): \(ByteSize.human(stats.total.bytes)) in \(stats.total.count) files (\(media))")
+            if cache.notIndexed.count > 0 {
+                print("  not indexed: \(line(cache.notIndexed)) (files the index does not count; `time-based-cleanup` with reconcile indexes or removes them)")
+            }
             print("  by tier:")
             for (tier, u) in stats.byLocation.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
                 print("    \(tier.description.padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))")

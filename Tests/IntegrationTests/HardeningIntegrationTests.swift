@@ -137,3 +137,29 @@ final class HardeningIntegrationTests: XCTestCase {
         return p.wait(timeout: 60) == 0
     }
 }
+
+/// `status` and `stats` run by a user who cannot read the root refuse with the reason instead
+/// of reporting "never run" or an empty cache.
+final class UnreadableRootIntegrationTests: XCTestCase {
+    func testStatusAndStatsRunByAnotherUserRefuseInsteadOfReportingNothing() throws {
+        let h = JobrunHarness()
+        try h.writeCleanupJob("cleanup")
+        XCTAssertEqual(try h.run(["run", "cleanup"]).status, 0)
+        XCTAssertEqual(try h.run(["status"]).status, 0)
+        // The folders above the root may be passed through; the root (0700, root's) may not be read.
+        chmod(h.dir.path, 0o711)
+        for args in [["status"], ["stats"], ["status", "--json"]] {
+            let p = try ChildProcess("/usr/sbin/runuser", ["-u", "nobody", "--", h.binary] + h.arguments(args))
+            let status = p.wait(timeout: 120)
+            XCTAssertEqual(status, 78, "\(args): \(p.stdout) \(p.stderr)")
+            XCTAssertTrue(p.stderr.contains(h.root), "\(args) names the root: \(p.stderr)")
+            XCTAssertFalse(p.stdout.contains("never run"), p.stdout)
+        }
+        // A root others may read but that belongs to another user: refused as unsafe, with why.
+        chmod(h.root, 0o755)
+        defer { chmod(h.root, 0o700) }
+        let p = try ChildProcess("/usr/sbin/runuser", ["-u", "nobody", "--", h.binary] + h.arguments(["stats"]))
+        XCTAssertEqual(p.wait(timeout: 120), 78, p.stderr)
+        XCTAssertTrue(p.stderr.contains("owned by"), p.stderr)
+    }
+}

@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import Postbox
 import TestSupport
@@ -15,7 +16,7 @@ final class BatchFileTests: XCTestCase {
             let box = try MediaBox(basePath: media, options: MediaBox.Options(unnamedBatchFiles: unnamed))
             // An interrupted download of s0 left a partial and its meta claiming its first 100
             // bytes; nobody writes them now. The batch replaces them and creates no meta.
-            let stale = try XCTUnwrap(MediaBoxPartialFile.open(paths: box.paths(for: MediaResourceId("s0")), wait: true))
+            let stale = try XCTUnwrap(MediaBoxPartialFile.open(paths: box.paths(for: MediaResourceId("s0")), in: box.directory, wait: true))
             try stale.setSize(700)
             try stale.write(offset: 0, data: MediaTestPattern.bytes(id: "s0", count: 100))
             stale.close()
@@ -39,7 +40,7 @@ final class BatchFileTests: XCTestCase {
     func testAnUnnamedFileNeverLinkedLeavesNothing() throws {
         let tmp = TemporaryDirectory(prefix: "mediabox-unlinked")
         let directory = tmp.path + "/shard/ab"
-        let file = try XCTUnwrap(UnnamedFile.create(in: directory), "this file system has O_TMPFILE")
+        let file = try XCTUnwrap(UnnamedFile.create(in: "shard/ab", of: ConfinedDirectory.open(path: tmp.path)), "this file system has O_TMPFILE")
         let data = Data(repeating: 3, count: 4096)
         try data.withUnsafeBytes { try PosixFile.pwriteAll(file.descriptor, $0, offset: 0, path: directory) }
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory), [], "written, not yet named")
@@ -50,16 +51,17 @@ final class BatchFileTests: XCTestCase {
     func testTheSecondLinkOfOneNameChangesNothing() throws {
         let tmp = TemporaryDirectory(prefix: "mediabox-twolinks")
         let path = tmp.path + "/r"
-        let first = try XCTUnwrap(UnnamedFile.create(in: tmp.path))
-        let second = try XCTUnwrap(UnnamedFile.create(in: tmp.path))
+        let base = try ConfinedDirectory.open(path: tmp.path)
+        let first = try XCTUnwrap(UnnamedFile.create(in: "", of: base))
+        let second = try XCTUnwrap(UnnamedFile.create(in: "", of: base))
         defer { first.close(); second.close() }
         try Data("first".utf8).withUnsafeBytes { try PosixFile.pwriteAll(first.descriptor, $0, offset: 0, path: path) }
         try Data("second".utf8).withUnsafeBytes { try PosixFile.pwriteAll(second.descriptor, $0, offset: 0, path: path) }
-        XCTAssertTrue(try first.link(to: path))
-        XCTAssertFalse(try second.link(to: path))
+        XCTAssertTrue(try first.link(to: "r", in: base))
+        XCTAssertFalse(try second.link(to: "r", in: base))
         XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), "first")
-        XCTAssertThrowsError(try second.link(to: tmp.path + "/missing/r"), "a failed link is an error naming the path") { error in
-            XCTAssertTrue("\(error)".contains("/missing/r"), "\(error)")
+        XCTAssertThrowsError(try second.link(to: "missing/r", in: base), "a failed link is an error naming the path") { error in
+            XCTAssertTrue("\(error)".contains(tmp.path + "/missing"), "\(error)")
         }
     }
 
@@ -69,7 +71,7 @@ final class BatchFileTests: XCTestCase {
         let paths = box.paths(for: MediaResourceId("live"))
         let full = MediaTestPattern.bytes(id: "live", count: 900)
         // Another fetch is writing the same resource and holds its partial's lock.
-        let writer = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, wait: true))
+        let writer = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, in: box.directory, wait: true))
         try writer.setSize(900)
         try writer.write(offset: 0, data: full.prefix(300))
 

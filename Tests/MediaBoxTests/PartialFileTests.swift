@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import MediaBox
 import Postbox
@@ -235,7 +236,7 @@ final class PartialFileTests: XCTestCase {
         let box = try MediaBox(basePath: tmp.path + "/media", fetcher: PatternFetcher(), options: MediaBox.Options(completionSync: .fsync))
         // An earlier writer left 800 bytes under each partial name; the resources are 500 long.
         for name in ["fetched", "stored"] {
-            let stale = try XCTUnwrap(MediaBoxPartialFile.open(paths: box.paths(for: MediaResourceId(name)), wait: true))
+            let stale = try XCTUnwrap(MediaBoxPartialFile.open(paths: box.paths(for: MediaResourceId(name)), in: box.directory, wait: true))
             try stale.setSize(800)
             try stale.write(offset: 0, data: MediaTestPattern.bytes(id: name, count: 800))
             stale.close()
@@ -255,13 +256,13 @@ final class PartialFileTests: XCTestCase {
         let tmp = TemporaryDirectory(prefix: "mediabox-nometa")
         let box = try MediaBox(basePath: tmp.path + "/media")
         let paths = box.paths(for: MediaResourceId("n"))
-        let p = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, wait: true, withMeta: false))
+        let p = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, in: box.directory, wait: true, withMeta: false))
         try p.setSize(10)
         try p.write(offset: 0, data: Data(repeating: 7, count: 10))
         XCTAssertFalse(FileManager.default.fileExists(atPath: paths.partialMeta))
         p.close()
         // A crash here leaves a partial without a meta: a resume trusts nothing and starts from zero.
-        let again = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, wait: true))
+        let again = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, in: box.directory, wait: true))
         XCTAssertEqual(again.ranges.totalBytes, 0)
         XCTAssertNil(again.knownSize)
         again.close()

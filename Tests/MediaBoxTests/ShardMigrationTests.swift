@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import MediaBox
 import Postbox
@@ -68,7 +69,7 @@ final class ShardMigrationTests: XCTestCase {
         let store = try FlatStore(media, count: 300)
         // A download in progress in the flat layout: partial data and its ranges map.
         let flatPartial = ResourceStorePaths(mediaDirectory: media, location: .resources, id: MediaResourceId("half"), layout: .flat)
-        let partial = try XCTUnwrap(MediaBoxPartialFile.open(paths: flatPartial, wait: true))
+        let partial = try XCTUnwrap(MediaBoxPartialFile.open(paths: flatPartial, in: ConfinedDirectory.open(path: media), wait: true))
         try partial.setSize(8192)
         try partial.write(offset: 0, data: MediaTestPattern.bytes(id: "half", count: 4096))
         partial.close()

@@ -163,6 +163,31 @@ final class EncryptedStoreTests: XCTestCase {
         XCTAssertEqual(try recovered.integrityCheck(), ["ok"])
     }
 
+    /// A checkpoint writes each page's ciphertext from the WAL into the database file as it is
+    /// (authenticated, not encrypted a second time).
+    func testACheckpointCopiesTheCiphertextOfTheWAL() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("db.sqlite")
+        let box = try SqliteValueBox(path: path, options: .init(key: StoreKey.random()))
+        let rows = ValueBoxTable(id: 100, keyType: .int64)
+        try box.begin()
+        for i in 0..<500 { try box.set(rows, key: ValueBoxKey(Int64(i)), value: Data(repeating: 7, count: 100)) }
+        try box.commit()
+        let wal = try XCTUnwrap(FileManager.default.contents(atPath: path + "-wal"))
+        var newest: [Int: Data] = [:]
+        for offset in stride(from: 32, to: wal.count - 4119, by: 4120) {
+            let page = wal[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            newest[page] = wal[offset + 24..<offset + 4120]
+        }
+        XCTAssertGreaterThan(newest.count, 5)
+        XCTAssertFalse(try box.walCheckpoint(truncate: false).busy)
+        let database = try XCTUnwrap(FileManager.default.contents(atPath: path))
+        for (page, ciphertext) in newest {
+            XCTAssertEqual(database[(page - 1) * 4096..<page * 4096], ciphertext, "page \(page)")
+        }
+        XCTAssertEqual(try box.integrityCheck(), ["ok"])
+    }
+
     /// The WAL after a kill: a child commits transactions and is killed; the store opens with
     /// every commit.
     func testCommitsInTheWALSurviveAKill() throws {

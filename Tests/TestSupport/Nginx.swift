@@ -79,7 +79,8 @@ public final class NginxServer: @unchecked Sendable {
             process.standardError = FileHandle.nullDevice
             try process.run()
             let server = NginxServer(root: root, port: port, work: work, tls: options.tls != nil, process: process)
-            let deadline = Date().addingTimeInterval(10)
+            // Generous: on a loaded machine nginx can take seconds to bind.
+            let deadline = Date().addingTimeInterval(60)
             while Date() < deadline {
                 if !process.isRunning { break }
                 if canConnect(port: port) { return server }

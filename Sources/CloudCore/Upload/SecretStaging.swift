@@ -1,4 +1,5 @@
 import CloudCrypto
+import ConfinedFiles
 import Foundation
 import Postbox
 
@@ -35,15 +36,18 @@ struct SecretStagedContainer: Sendable {
 
     /// Writes the container of the `size` plaintext bytes of `input` (`source` names it in
     /// errors) to a new 0600 file at `temporary`, synced, under a fresh random key.
-    static func write(input: Int32, source: String, size: Int64, to temporary: String) throws -> SecretStagedContainer {
+    static func write(input: Int32, source: String, size: Int64, to name: String, in uploads: ConfinedDirectory) throws -> SecretStagedContainer {
         let key = SecretUploadKey.random(plaintextSize: size)
         guard let plan = UploadPlan(size: key.containerSize) else { throw MultipartUploadError.fileTooLarge(path: source, size: size) }
-        let out = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard out >= 0 else { throw MultipartUploadError.staging(path: source, reason: "cannot create \(temporary): \(UploadIO.describe(errno))") }
+        let temporary = uploads.display(name)
+        let out: Int32
+        do { out = try uploads.openFile(name, .createNew) } catch {
+            throw MultipartUploadError.staging(path: source, reason: "cannot create \(error.description)")
+        }
         var ok = false
         defer {
             close(out)
-            if !ok { unlink(temporary) }
+            if !ok { _ = try? uploads.removeFile(name) }
         }
         let encryptor = SecretPartEncryptor(fd: input, key: key, plan: plan)
         var sha = SHA256()

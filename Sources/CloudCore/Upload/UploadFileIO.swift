@@ -1,4 +1,5 @@
 import CloudCrypto
+import ConfinedFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -21,12 +22,12 @@ enum UploadIO {
     static func describe(_ code: Int32) -> String { String(cString: strerror(code)) }
 
     /// Size and modification time (ns) of an open descriptor.
-    static func stat(fd: Int32) throws -> (size: Int64, mtimeNs: Int64, isRegular: Bool) {
+    static func stat(fd: Int32) throws -> (size: Int64, mtimeNs: Int64, isRegular: Bool, links: UInt64) {
         var st = Glibc.stat()
         guard fstat(fd, &st) == 0 else { throw POSIXFailure(errno) }
         return (
             Int64(st.st_size), Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
-            (st.st_mode & S_IFMT) == S_IFREG
+            (st.st_mode & S_IFMT) == S_IFREG, UInt64(st.st_nlink)
         )
     }
 
@@ -82,15 +83,27 @@ final class StagedFile: Sendable {
     /// Opens the item's staged file and checks it against the size and fingerprint recorded at
     /// enqueue time. A different modification time alone triggers a re-hash (a `touch` is no
     /// change); the returned flag says whether the stored mtime should be refreshed.
+    ///
+    /// The file is opened once, beneath its folder's descriptor (`ConfinedDirectory`: a link or
+    /// FIFO at the name is refused at once), and everything after — the checks and every byte
+    /// sent — goes through that descriptor, so a name swapped after the open changes nothing.
+    /// A file with several links (staged by `link`, or a hard link planted in its place) is
+    /// always re-hashed: equal size and mtime do not prove it is the file that was staged.
     static func open(_ item: UploadItemView) throws -> (StagedFile, refreshedMtime: Int64?) {
-        let fd = Glibc.open(item.path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let e = errno
-            if e == ENOENT { throw MultipartUploadError.stagedFileMissing(item: item.id, path: item.path) }
-            throw MultipartUploadError.fileUnreadable(path: item.path, reason: UploadIO.describe(e))
+        let folder = (item.path as NSString).deletingLastPathComponent
+        let name = (item.path as NSString).lastPathComponent
+        let fd: Int32
+        do {
+            // Owners and modes are the data root's check (the run checks the layout first); a
+            // staged hard link keeps its source's owner and mode.
+            let directory = try ConfinedDirectory.open(path: folder, policy: ConfinementPolicy(allowInsecure: true))
+            fd = try directory.openFile(name, .read)
+        } catch {
+            if case .system(_, _, ENOENT) = error { throw MultipartUploadError.stagedFileMissing(item: item.id, path: item.path) }
+            throw MultipartUploadError.fileUnreadable(path: item.path, reason: error.description)
         }
         let file = StagedFile(fd: fd, path: item.path)
-        let st: (size: Int64, mtimeNs: Int64, isRegular: Bool)
+        let st: (size: Int64, mtimeNs: Int64, isRegular: Bool, links: UInt64)
         do { st = try UploadIO.stat(fd: fd) } catch {
             throw MultipartUploadError.fileUnreadable(path: item.path, reason: "\(error)")
         }
@@ -98,7 +111,7 @@ final class StagedFile: Sendable {
         guard st.size == item.size else {
             throw MultipartUploadError.fileChanged(item: item.id, reason: "size was \(item.size) bytes at enqueue, now \(st.size)")
         }
-        if let recorded = item.mtimeNs, recorded == st.mtimeNs { return (file, nil) }
+        if let recorded = item.mtimeNs, recorded == st.mtimeNs, st.links == 1 { return (file, nil) }
         let now: String
         do { now = try UploadIO.sha256(fd: fd, length: st.size) } catch {
             throw MultipartUploadError.fileUnreadable(path: item.path, reason: "\(error)")

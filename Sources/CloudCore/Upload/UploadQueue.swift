@@ -1,4 +1,5 @@
 import CloudCrypto
+import ConfinedFiles
 import Foundation
 import Postbox
 
@@ -46,10 +47,32 @@ public final class UploadQueue: Sendable {
     /// Where enqueued bytes wait when not in `directory` (e.g. a bucket); `nil`: local staging.
     public let stageSource: (any UploadStageSource)?
 
+    /// `directory` held open, when the caller reached it beneath the data root.
+    private let uploads: ConfinedDirectory?
+
     public init(postbox: Postbox, directory: String, stageSource: (any UploadStageSource)? = nil) {
         self.postbox = postbox
         self.directory = directory
         self.stageSource = stageSource
+        self.uploads = nil
+    }
+
+    /// A queue staging into `uploads`, a folder the caller holds open (reached beneath the data
+    /// root without following links): every staged file is created, renamed and removed
+    /// beneath its descriptor.
+    public init(postbox: Postbox, uploads: ConfinedDirectory, stageSource: (any UploadStageSource)? = nil) {
+        self.postbox = postbox
+        self.directory = uploads.path
+        self.stageSource = stageSource
+        self.uploads = uploads
+    }
+
+    /// The uploads folder, held open (created 0700 when missing).
+    func uploadsDirectory() throws -> ConfinedDirectory {
+        if let uploads { return uploads }
+        do { return try ConfinedDirectory.open(path: directory, create: true) } catch {
+            throw MultipartUploadError.staging(path: directory, reason: "cannot create the uploads directory: \(error.description)")
+        }
     }
 
     /// Validates the file and the peer, stages the file into the uploads directory (hard link or
@@ -79,10 +102,10 @@ public final class UploadQueue: Sendable {
         }
         guard !requests.isEmpty else { return [] }
         let dir = directory
-        let temporaries = requests.map { _ in (dir as NSString).appendingPathComponent(".staging-\(UUID().uuidString)") }
+        let temporaries = requests.map { _ in ".staging-\(UUID().uuidString)" }
+        let uploads = try await UploadIO.run { try self.uploadsDirectory() }
         let staged = try await UploadIO.run { () throws -> [StagedCopy] in
-            try Self.makeDirectory(dir)
-            return try UploadStager.stage(requests, temporaries: temporaries)
+            try UploadStager.stage(requests, into: uploads, temporaries: temporaries)
         }
         do {
             return try await postbox.transaction { tx in
@@ -93,11 +116,11 @@ public final class UploadQueue: Sendable {
                 do {
                     for (index, request) in requests.enumerated() {
                         let id = try queue.nextItemId()
-                        let final = (dir as NSString).appendingPathComponent("\(id)")
-                        guard rename(temporaries[index], final) == 0 else {
-                            throw MultipartUploadError.staging(path: request.path, reason: "cannot rename into \(dir): \(UploadIO.describe(errno))")
+                        let final = uploads.display("\(id)")
+                        do throws(ConfinedFileError) { try uploads.rename(temporaries[index], to: "\(id)") } catch {
+                            throw MultipartUploadError.staging(path: request.path, reason: "cannot rename into \(dir): \(error.description)")
                         }
-                        renamed.append(final)
+                        renamed.append("\(id)")
                         let copy = staged[index]
                         var item = UploadItem(
                             id: id, peerId: PeerId(request.peerId), stagedPath: final,
@@ -113,14 +136,14 @@ public final class UploadQueue: Sendable {
                     }
                 } catch {
                     // The transaction rolls back: no item may keep a staged file.
-                    for path in renamed { unlink(path) }
+                    for name in renamed { _ = try? uploads.removeFile(name) }
                     throw error
                 }
                 return items
             }
         } catch {
             // Rolled back: no item refers to a staged file, renamed or not.
-            _ = try? await UploadIO.run { for t in temporaries { unlink(t) } }
+            _ = try? await UploadIO.run { for t in temporaries { _ = try? uploads.removeFile(t) } }
             throw error
         }
     }
@@ -144,7 +167,7 @@ public final class UploadQueue: Sendable {
     private func enqueue(_ request: UploadRequest, into source: any UploadStageSource) async throws -> UploadItem {
         let dir = directory
         try await UploadIO.run {
-            try Self.makeDirectory(dir)
+            _ = try self.uploadsDirectory()
             _ = try UploadStager.validate(source: request.path, secret: request.secret)
         }
         // A secret file leaves the host only as its encrypted container.
@@ -189,8 +212,7 @@ public final class UploadQueue: Sendable {
         let dir = directory
         let local = (dir as NSString).appendingPathComponent("\(item.id)")
         let present = try await UploadIO.run { () throws -> Bool in
-            try Self.makeDirectory(dir)
-            return access(local, F_OK) == 0
+            try self.uploadsDirectory().status("\(item.id)") != nil
         }
         if !present { try await stageSource.fetch(item, to: local) }
         guard item.stagedPath != local else { return item }
@@ -372,7 +394,8 @@ public final class UploadQueue: Sendable {
         if let stageSource { await release(item, from: stageSource) }
         let path = item.stagedPath
         guard path.hasPrefix(directory + "/") else { return }
-        _ = try? await UploadIO.run { unlink(path) }
+        let name = String(path.dropFirst(directory.count + 1))
+        _ = try? await UploadIO.run { try self.uploadsDirectory().removeFile(name) }
     }
 
     /// Removes what a crash can leave behind: staged files of items already sent (the process
@@ -402,9 +425,11 @@ public final class UploadQueue: Sendable {
         let dir = directory
         return try await UploadIO.run {
             var removed = 0
-            for path in sent where path.hasPrefix(dir + "/") && unlink(path) == 0 { removed += 1 }
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
-            for name in names {
+            let uploads = try self.uploadsDirectory()
+            for path in sent where path.hasPrefix(dir + "/") {
+                if (try? uploads.removeFile(String(path.dropFirst(dir.count + 1)))) == true { removed += 1 }
+            }
+            for name in uploads.entries() {
                 let age: Double
                 if name.hasPrefix(".staging-") || name.hasSuffix(".fetching") {
                     age = 3600
@@ -413,9 +438,8 @@ public final class UploadQueue: Sendable {
                 } else {
                     continue
                 }
-                let path = (dir as NSString).appendingPathComponent(name)
-                let modified = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? now
-                if now.timeIntervalSince(modified) > age, unlink(path) == 0 { removed += 1 }
+                let modified = (try? uploads.status(name)).flatMap { $0 }.map { Date(timeIntervalSince1970: TimeInterval($0.st_mtim.tv_sec)) } ?? now
+                if now.timeIntervalSince(modified) > age, (try? uploads.removeFile(name)) == true { removed += 1 }
             }
             return removed
         }
@@ -423,14 +447,5 @@ public final class UploadQueue: Sendable {
 
     static func interruptions(_ item: UploadItem) -> Int {
         Int(item.extra[interruptionsField] ?? "") ?? 0
-    }
-
-    static func makeDirectory(_ path: String) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw MultipartUploadError.staging(path: path, reason: "cannot create the uploads directory: \(error.localizedDescription)")
-        }
-        chmod(path, 0o700)
     }
 }

@@ -1,4 +1,5 @@
 import CloudCrypto
+import ConfinedFiles
 import Foundation
 import Synchronization
 
@@ -33,14 +34,15 @@ struct StagedCopy: Sendable {
 /// Validation and staging of a file to enqueue (blocking; run via `UploadIO`).
 enum UploadStager {
     /// Checks `source` (exists, regular, readable, not empty, not too large) and stages it as
-    /// `temporary` (inside the uploads directory). Returns what was staged. A `secret` file that
-    /// is not hard-linked is staged as its encrypted container (`SecretStagedContainer`), never
-    /// as a plaintext copy.
+    /// `temporary` inside the uploads directory `uploads` (the new name is created beneath its
+    /// descriptor, never through a link). Returns what was staged. A `secret` file that is not
+    /// hard-linked is staged as its encrypted container (`SecretStagedContainer`), never as a
+    /// plaintext copy.
     ///
     /// A symbolic link is followed: what is staged (hard-linked or copied) is the file it points
     /// to, through the descriptor that was checked and hashed — never the link itself, which
     /// could dangle once staged (a relative link) or be pointed elsewhere later.
-    static func stage(source: String, temporary: String, mode: UploadStaging, secret: Bool) throws -> StagedCopy {
+    static func stage(source: String, into uploads: ConfinedDirectory, temporary: String, mode: UploadStaging, secret: Bool) throws -> StagedCopy {
         let st = try validate(source: source, secret: secret)
         let size = Int64(st.st_size)
         let input = Glibc.open(source, O_RDONLY | O_CLOEXEC)
@@ -58,35 +60,41 @@ enum UploadStager {
         let wantLink = mode == .link || (mode == .auto && st.st_uid == geteuid())
         if wantLink {
             // Link the opened file's inode (not the path, which may be a symbolic link).
-            if linkat(AT_FDCWD, "/proc/self/fd/\(input)", AT_FDCWD, temporary, AT_SYMLINK_FOLLOW) == 0 {
-                do {
-                    let sha = try UploadIO.sha256(fd: input, length: size)
-                    let after = try UploadIO.stat(fd: input)
-                    guard after.size == size else { throw MultipartUploadError.fileChanged(item: 0, reason: "it changed while being staged") }
-                    return StagedCopy(path: temporary, size: size, sha256: sha, mtimeNs: after.mtimeNs, linked: true)
-                } catch {
-                    unlink(temporary)
-                    throw error
+            let linkFailure: String
+            do {
+                if try uploads.link(descriptor: input, to: temporary) {
+                    do {
+                        let sha = try UploadIO.sha256(fd: input, length: size)
+                        let after = try UploadIO.stat(fd: input)
+                        guard after.size == size else { throw MultipartUploadError.fileChanged(item: 0, reason: "it changed while being staged") }
+                        return StagedCopy(path: uploads.display(temporary), size: size, sha256: sha, mtimeNs: after.mtimeNs, linked: true)
+                    } catch {
+                        _ = try? uploads.removeFile(temporary)
+                        throw error
+                    }
                 }
+                linkFailure = "\(uploads.display(temporary)) exists"
+            } catch let error as ConfinedFileError {
+                linkFailure = error.description
             }
-            let e = errno
-            if mode == .link { throw MultipartUploadError.staging(path: source, reason: "cannot hard-link into the data root: \(UploadIO.describe(e))") }
+            if mode == .link { throw MultipartUploadError.staging(path: source, reason: "cannot hard-link into the data root: \(linkFailure)") }
         }
         if secret {
-            let container = try SecretStagedContainer.write(input: input, source: source, size: size, to: temporary)
+            let container = try SecretStagedContainer.write(input: input, source: source, size: size, to: temporary, in: uploads)
             return StagedCopy(
-                path: temporary, size: size, sha256: container.plaintextSHA256, mtimeNs: container.mtimeNs, linked: false, container: container)
+                path: uploads.display(temporary), size: size, sha256: container.plaintextSHA256, mtimeNs: container.mtimeNs, linked: false,
+                container: container)
         }
-        return try copy(input: input, source: source, size: size, to: temporary)
+        return try copy(input: input, source: source, size: size, to: temporary, in: uploads)
     }
 
     /// Stages every request at its temporary path, on every core (`stage` each). If any is
     /// refused, the ones staged are removed and the first refusal in request order is thrown.
-    static func stage(_ requests: [UploadRequest], temporaries: [String]) throws -> [StagedCopy] {
+    static func stage(_ requests: [UploadRequest], into uploads: ConfinedDirectory, temporaries: [String]) throws -> [StagedCopy] {
         let results = Mutex([Result<StagedCopy, any Error>?](repeating: nil, count: requests.count))
         DispatchQueue.concurrentPerform(iterations: requests.count) { index in
             let r = requests[index]
-            let outcome = Result { try stage(source: r.path, temporary: temporaries[index], mode: r.staging, secret: r.secret) }
+            let outcome = Result { try stage(source: r.path, into: uploads, temporary: temporaries[index], mode: r.staging, secret: r.secret) }
             results.withLock { $0[index] = outcome }
         }
         let all = results.withLock { $0 }
@@ -97,7 +105,9 @@ enum UploadStager {
             case .success(let copy)?:
                 staged.append(copy)
             case .failure(let error)?:
-                for case .success(let copy)? in all { unlink(copy.path) }
+                for (index, result) in all.enumerated() {
+                    if case .success? = result { _ = try? uploads.removeFile(temporaries[index]) }
+                }
                 throw error
             case nil:
                 preconditionFailure("concurrentPerform runs every iteration")
@@ -126,13 +136,16 @@ enum UploadStager {
     }
 
     /// Copies `size` bytes into a new 0600 file, hashing as it goes, and fsyncs it.
-    private static func copy(input: Int32, source: String, size: Int64, to temporary: String) throws -> StagedCopy {
-        let out = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard out >= 0 else { throw MultipartUploadError.staging(path: source, reason: "cannot create \(temporary): \(UploadIO.describe(errno))") }
+    private static func copy(input: Int32, source: String, size: Int64, to name: String, in uploads: ConfinedDirectory) throws -> StagedCopy {
+        let temporary = uploads.display(name)
+        let out: Int32
+        do { out = try uploads.openFile(name, .createNew) } catch {
+            throw MultipartUploadError.staging(path: source, reason: "cannot create \(error.description)")
+        }
         var ok = false
         defer {
             close(out)
-            if !ok { unlink(temporary) }
+            if !ok { _ = try? uploads.removeFile(name) }
         }
         var sha = SHA256()
         var offset: Int64 = 0

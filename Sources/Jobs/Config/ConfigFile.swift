@@ -29,27 +29,16 @@ public enum ConfigFile {
     static func text(of bytes: [UInt8], origin: SourcePosition, what: String) throws(JobFileErrors) -> String {
         var body = bytes[...]
         if body.starts(with: [0xEF, 0xBB, 0xBF]) { body = body.dropFirst(3) }
-        if let nul = body.firstIndex(of: 0) {
-            let (line, column) = lineColumn(of: nul, in: body)
+        guard let text = String(validating: body, as: UTF8.self) else {
+            throw JobFileErrors([JobFileError(origin, "\(what) is not valid UTF-8", expected: "UTF-8 text")])
+        }
+        if body.contains(0), let nul = text.unicodeScalars.firstIndex(of: "\0") {
+            let (line, column) = ConfigNode.lineColumn(of: text.unicodeScalars.distance(from: text.unicodeScalars.startIndex, to: nul), in: text)
             throw JobFileErrors([
                 JobFileError(SourcePosition(file: origin.file, line: line, column: column), "\(what) holds a NUL byte", expected: "text")
             ])
         }
-        guard let text = String(validating: body, as: UTF8.self) else {
-            throw JobFileErrors([JobFileError(origin, "\(what) is not valid UTF-8", expected: "UTF-8 text")])
-        }
         return text
-    }
-
-    /// The line and column (in bytes) of `index`.
-    private static func lineColumn(of index: Int, in bytes: ArraySlice<UInt8>) -> (Int, Int) {
-        var line = 1
-        var lineStart = bytes.startIndex
-        for i in bytes.startIndex..<index where bytes[i] == UInt8(ascii: "\n") {
-            line += 1
-            lineStart = i + 1
-        }
-        return (line, index - lineStart + 1)
     }
 
     /// The YAML document in the file (nil when it is empty), checked as job files are.

@@ -8,6 +8,7 @@ public enum ConfigWarnings {
     private struct State {
         var seen: Set<String> = []
         var recorded: [JobFileError] = []
+        var printing = true
     }
     private static let state = Mutex(State())
 
@@ -17,10 +18,14 @@ public enum ConfigWarnings {
         let first = state.withLock { state in
             guard state.seen.insert(warning.description).inserted else { return false }
             if state.recorded.count < 1000 { state.recorded.append(warning) }
-            return true
+            return state.printing
         }
         if first { FileHandle.standardError.write(Data("\(position): warning: \(message)\n".utf8)) }
     }
+
+    /// Stops printing warnings (they are still recorded): for a fuzzer that decodes thousands
+    /// of generated files.
+    public static func stopPrinting() { state.withLock { $0.printing = false } }
 
     /// The warnings reported so far in this process (at most 1000).
     public static var recorded: [JobFileError] { state.withLock { $0.recorded } }

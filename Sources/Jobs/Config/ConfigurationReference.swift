@@ -62,7 +62,10 @@ public enum ConfigurationReference {
                     if case .section(let nested) = spec.type { type = "section `\(nested.name)`" } else { type = KindReference.typeText(spec.type) }
                     let defaultText = if case .section = spec.type { "—" } else { KindReference.defaultText(spec) }
                     let environment = spec.environment.map { "`\($0)`" } ?? ""
-                    out += "| `\(spec.name)` | \(type) | \(defaultText) | \(KindReference.rangeText(spec)) | \(environment) | \(spec.doc) |\n"
+                    var meaning = spec.doc
+                    if let former = spec.formerName { meaning += "; formerly `\(former)` (still read, deprecated)" }
+                    if spec.acceptsBareSeconds { meaning += "; a bare number of seconds is still read (deprecated)" }
+                    out += "| `\(spec.name)` | \(type) | \(defaultText) | \(KindReference.rangeText(spec)) | \(environment) | \(meaning) |\n"
                 }
                 out += "\n"
             }

@@ -66,7 +66,7 @@ struct JobFileDecoder {
     private mutating func decodeName(_ top: JobParams) -> String {
         guard let text = top.values[Top.name.spec.name].flatMap(String.init(paramValue:)) else { return "" }
         if Self.isValidName(text) { return text }
-        errors.append(top.error(Top.name, "invalid job name \(ConfigNode.quotedKey(text))", expected: Self.namePattern))
+        errors.append(top.error(Top.name, "invalid job name \(ShownText.value(text))", expected: Self.namePattern))
         return ""
     }
 
@@ -76,7 +76,7 @@ struct JobFileDecoder {
         // Only an error spells out the kinds: a valid file never builds the list.
         errors.append(
             top.error(
-                Top.kind, "unknown job kind \(ConfigNode.quotedKey(text))\(suggestion(for: text, among: kinds.names))",
+                Top.kind, "unknown job kind \(ShownText.value(text))\(suggestion(for: text, among: kinds.names))",
                 expected: "one of " + kinds.names.joined(separator: ", ")))
         return nil
     }
@@ -84,7 +84,7 @@ struct JobFileDecoder {
     private mutating func decodeTimeZone(_ top: JobParams) -> TimeZone? {
         guard let text = top[Top.timeZone] else { return nil }
         if let zone = TimeZone(identifier: text) { return zone }
-        errors.append(top.error(Top.timeZone, "unknown time zone \(ConfigNode.quotedKey(text))", expected: Self.timeZoneExpected))
+        errors.append(top.error(Top.timeZone, "unknown time zone \(ShownText.value(text))", expected: Self.timeZoneExpected))
         return nil
     }
 

@@ -70,7 +70,7 @@ enum ParamDecoder {
         case .oneOf(let words):
             guard case .scalar(let text, .string) = node.value else { return wrongType() }
             guard words.contains(text) else {
-                return fail("\(ConfigNode.quotedKey(text)) is not a valid value for '\(name)'\(suggestion(for: text, among: words))")
+                return fail("\(ShownText.value(text)) is not a valid value for '\(name)'\(suggestion(for: text, among: words))")
             }
             return .string(text)
         case .list(let element):

@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import MediaBox
 import Postbox
@@ -20,12 +21,17 @@ public struct StoreInspection: Sendable {
         public var account: Int64
         public var mediaPath: String
         public var stats: StorageStats
+        /// Files on disk the index does not count (complete files without a row, foreign
+        /// entries), from a walk that changes nothing.
+        public var notIndexed: StorageUsage
     }
 
     /// Why the root cannot be read at all (it does not exist, or is not a directory), or nil.
     public func missingRoot() -> String? {
         var st = stat()
         guard stat(root.path, &st) == 0 else {
+            // There, but not this user's to read: the readers refuse it with the reason (78).
+            if errno == EACCES || errno == EPERM { return nil }
             return "no data root at \(root.path): \(StorageFailure.describe(errno: errno)) (give --root or set \(DataRoot.environmentVariable))"
         }
         guard (st.st_mode & S_IFMT) == S_IFDIR else { return "\(root.path) is not a directory (give --root the data root)" }
@@ -49,6 +55,32 @@ public struct StoreInspection: Sendable {
         }
     }
 
+    /// Refuses (78, with the reason) a root this user cannot read all of, or whose layout has a
+    /// link, FIFO, hard link or unsafe mode in it: a report on what cannot be read would say
+    /// "never run" or "0 B" where there are runs and files.
+    func checkReadable() throws(JobError) {
+        do throws(DataRootError) {
+            try root.verifyLayout()
+            let top = try root.rootDirectory(create: false)
+            guard faccessat(top.descriptor, ".", R_OK | X_OK, AT_EACCESS) == 0 else {
+                throw DataRootError.cannotCreate(path: root.path, errno: errno, holder: DataRoot.holder(fd: top.descriptor, path: root.path))
+            }
+            for account in accounts() {
+                let directory = try root.directory(["account-\(account)"], create: false)
+                if faccessat(directory.descriptor, ".", R_OK | X_OK, AT_EACCESS) != 0 {
+                    throw DataRootError.cannotCreate(path: directory.path, errno: errno, holder: nil)
+                }
+            }
+        } catch {
+            if case .cannotCreate(let path, let code, let holder) = error, code == EACCES || code == EPERM {
+                throw JobError(
+                    "cannot read \(path): \(StorageFailure.describe(errno: code))" + (holder.map { "; \($0)" } ?? "")
+                        + "; run this as the user who owns the data root", exitCode: .config, retryable: false)
+            }
+            throw JobError(error.description, exitCode: error.exitCode, retryable: false)
+        }
+    }
+
     /// Accounts that exist under the root (`account-<id>/`), ascending.
     public func accounts() -> [Int64] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
@@ -68,6 +100,7 @@ public struct StoreInspection: Sendable {
     /// (`cluster.yaml`) the runs are the whole cluster's.
     public func runHistory(job: String? = nil, limit: Int) throws(JobError) -> RunHistory {
         var history = RunHistory()
+        try checkReadable()
         func keepNewer(_ run: JobRunRecord?, account: Int64, in latest: inout [String: AccountRun]) {
             guard let run, latest[run.job].map({ $0.run.startedAt < run.startedAt }) ?? true else { return }
             latest[run.job] = AccountRun(account: account, run: run)
@@ -94,12 +127,20 @@ public struct StoreInspection: Sendable {
     /// Cache usage of the given accounts (default: all), skipping accounts without a MediaBox.
     public func cacheStats(accounts wanted: [Int64]? = nil) throws(JobError) -> [AccountCache] {
         var result: [AccountCache] = []
+        try checkReadable()
         for account in wanted ?? accounts() {
             let media = root.account(account).media.path
-            guard FileManager.default.fileExists(atPath: media + "/storage") else { continue }
             do {
-                let stats = try MediaBox(basePath: media, readOnly: true).stats()
-                result.append(AccountCache(account: account, mediaPath: media, stats: stats))
+                // Reached beneath the root: a linked, unreadable or unsafe media folder is
+                // refused, never reported as empty. Only a store that does not exist is skipped.
+                let directory: ConfinedDirectory
+                do throws(DataRootError) { directory = try root.account(account).mediaDirectory(create: false) } catch {
+                    if case .cannotCreate(_, ENOENT, _) = error { continue }
+                    throw error
+                }
+                guard try directory.status("storage") != nil else { continue }
+                let box = try MediaBox(directory: directory, readOnly: true)
+                result.append(AccountCache(account: account, mediaPath: media, stats: try box.stats(), notIndexed: try box.notIndexed()))
             } catch {
                 throw StorageFailure.jobError(error, doing: "cannot read the media cache of account \(account)")
             }

@@ -84,7 +84,11 @@ public struct UploadQueueJob: JobKind {
         let account = context.account
         let stageSource = try UploadBucketStaging.source(
             root: UploadBucketStaging.root(of: account.paths), account: account.id, environment: LaunchEnvironment.variables)
-        let queue = UploadQueue(postbox: account.postbox, directory: account.paths.uploads.path, stageSource: stageSource)
+        // A real run reaches `uploads/` beneath the root (a dry run creates nothing).
+        let queue =
+            context.dryRun
+            ? UploadQueue(postbox: account.postbox, directory: account.paths.uploads.path, stageSource: stageSource)
+            : UploadQueue(postbox: account.postbox, uploads: try account.paths.uploadsDirectory(create: true), stageSource: stageSource)
         if context.dryRun { return try await Self.dryRunReport(queue) }
 
         let client = try Self.client(account: account, params: p, concurrency: p[Self.concurrency], log: log)

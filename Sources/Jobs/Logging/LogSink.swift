@@ -156,20 +156,8 @@ public final class LogSink: @unchecked Sendable {
 
     private func openFile() throws {
         guard let url = fileURL, dirFD >= 0 else { return }
-        let newFD = openat(dirFD, url.lastPathComponent, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard newFD >= 0 else {
-            let e = errno
-            var st = stat()
-            if fstatat(dirFD, url.lastPathComponent, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFLNK {
-                throw DataRootError.symbolicLink(path: url.path)
-            }
-            throw DataRootError.cannotCreate(path: url.path, errno: e, holder: nil)
-        }
-        var st = stat()
-        guard fstat(newFD, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            close(newFD)
-            throw DataRootError.notARegularFile(path: url.path)
-        }
+        // A link, FIFO or hard-linked file in its place is refused, never appended to.
+        let newFD = try DataRoot.openFile(url.lastPathComponent, in: dirFD, directoryPath: url.deletingLastPathComponent().path, .append)
         if fd >= 0 { close(fd) }
         fd = newFD
     }

@@ -55,7 +55,8 @@ public struct MetricsWriter: Sendable {
         let name = url.lastPathComponent
         Self.lockDirectory(dirFD)
         defer { Self.unlockDirectory(dirFD) }
-        let previous = Self.previous(in: dirFD, name: name)
+        Self.sweepTemporaryFiles(in: dirFD)
+        let previous = try Self.previous(in: dirFD, name: name, directoryPath: directory.path)
         var snapshot = metrics
         if snapshot.lastSuccess == nil {
             snapshot.lastSuccess = snapshot.outcome == .succeeded ? snapshot.finished : previous.lastSuccess
@@ -78,7 +79,8 @@ public struct MetricsWriter: Sendable {
         let name = url.lastPathComponent
         Self.lockDirectory(dirFD)
         defer { Self.unlockDirectory(dirFD) }
-        let previous = Self.previous(in: dirFD, name: name)
+        Self.sweepTemporaryFiles(in: dirFD)
+        let previous = try Self.previous(in: dirFD, name: name, directoryPath: directory.path)
         var runs = previous.runs
         runs[outcome, default: 0] += 1
         let labels = [(Self.jobLabel, job), ("kind", kind)]
@@ -194,9 +196,17 @@ public struct MetricsWriter: Sendable {
     }
 
     /// What the existing file says: its bytes, the last success time and the run counts.
-    static func previous(in dirFD: Int32, name: String) -> (bytes: [UInt8], lastSuccess: Date?, runs: [String: Double]) {
-        let fd = openat(dirFD, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return ([], nil, [:]) }
+    static func previous(in dirFD: Int32, name: String, directoryPath: String) throws(DataRootError) -> (
+        bytes: [UInt8], lastSuccess: Date?, runs: [String: Double]
+    ) {
+        // A FIFO or device in its place is refused at once (a FIFO would block the run); a link is
+        // never followed: it has no previous counts, and the rename replaces the link itself.
+        let opened: Int32?
+        do { opened = try DataRoot.openFileIfExists(name, in: dirFD, directoryPath: directoryPath, .read) } catch {
+            if case .symbolicLink = error { return ([], nil, [:]) }
+            throw error
+        }
+        guard let fd = opened else { return ([], nil, [:]) }
         defer { close(fd) }
         guard case .success(let data) = SmallFile.read(descriptor: fd, limit: 4 << 20) else { return ([], nil, [:]) }
         var lastSuccess: Date?
@@ -244,6 +254,15 @@ public struct MetricsWriter: Sendable {
     static func lockDirectory(_ dirFD: Int32) { flock(dirFD, LOCK_EX) }
 
     static func unlockDirectory(_ dirFD: Int32) { flock(dirFD, LOCK_UN) }
+
+    /// Removes the temp files (`.<name>.tmp-*`) a writer killed mid-write left. Called with the
+    /// directory's lock held: every writer makes its temp file under that lock, so any temp file
+    /// seen then belongs to a writer that died.
+    static func sweepTemporaryFiles(in dirFD: Int32) {
+        for name in DataRoot.entries(of: dirFD) where name.hasPrefix(".") && name.contains(".prom.tmp-") {
+            unlinkat(dirFD, name, 0)
+        }
+    }
 
     /// Temp file in the same directory, write, fsync, chmod, rename, fsync directory.
     public static func atomicWrite(_ text: String, to url: URL, mode: mode_t) throws {

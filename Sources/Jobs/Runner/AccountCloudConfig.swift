@@ -89,20 +89,16 @@ public enum AccountCloudConfig {
 
     /// Why the credentials file at `path` must not be used (ssh's rule for private keys), or nil.
     static func credentialsRefusal(_ path: String) -> String? {
+        let shown = ShownText.escaped(path)
         var st = stat()
-        guard stat(path, &st) == 0 else { return "cannot read the credentials file \(path): \(StorageFailure.describe(errno: errno))" }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { return "the credentials file \(path) is not a regular file" }
+        guard stat(path, &st) == 0 else { return "cannot read the credentials file \(shown): \(StorageFailure.describe(errno: errno))" }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { return "the credentials file \(shown) is not a regular file" }
         if st.st_uid != geteuid() && st.st_uid != 0 {
-            return "the credentials file \(path) is owned by \(DataRoot.userName(st.st_uid)), not by \(DataRoot.userName(geteuid())) who runs jobrun"
+            return "the credentials file \(shown) is owned by \(DataRoot.userName(st.st_uid)), not by \(DataRoot.userName(geteuid())) who runs jobrun"
         }
         if let problem = CredentialFileMode.problem(mode: st.st_mode, group: st.st_gid) {
-            return "the credentials file \(path): \(problem); \(CredentialFileMode.fix(path))"
+            return "the credentials file \(shown): \(problem); \(CredentialFileMode.fix(shown))"
         }
         return nil
-    }
-
-    /// A key as errors show it: at most 40 characters, so an error never replays a file's lines.
-    static func shown(_ key: String) -> String {
-        key.count <= 40 ? key : String(key.prefix(40)) + "…"
     }
 }

@@ -43,7 +43,7 @@ public final class AccountContext: Sendable {
         self.paths = paths
         self.postbox = try PostboxStore.open(account: id, paths: paths, cluster: cluster, key: key)
         self.cloud = AccountCloud(accountId: id, paths: paths, postbox: postbox)
-        self.mediaBox = try MediaBox(basePath: paths.media.path, fetcher: AccountFetcher(cloud: cloud))
+        self.mediaBox = try MediaBox(directory: paths.mediaDirectory(create: true), fetcher: AccountFetcher(cloud: cloud))
     }
 }
 

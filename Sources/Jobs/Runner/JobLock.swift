@@ -10,8 +10,9 @@ import Postbox
 /// (SIGKILL included), so a crashed run never blocks the next one. The holder's pid is written
 /// in the file for messages and for `Replace`.
 ///
-/// The file is opened relative to the `locks/` directory descriptor with `O_NOFOLLOW` and must
-/// be a regular file: a symbolic link planted in its place is refused, never truncated through.
+/// The file is opened beneath the `locks/` directory's descriptor (`ConfinedDirectory`) and must
+/// be a regular file with one link: a symbolic link, FIFO or hard link planted in its place is
+/// refused, never written through.
 /// It is kept at 4 KiB, allocated when the lock is taken, so a run whose closing record cannot
 /// be written (a full disk) can still leave its outcome there for the next run to record
 /// (`recordPendingOutcome`), instead of being taken for an abandoned run.
@@ -34,8 +35,8 @@ public final class JobLock: @unchecked Sendable {
     public var holderPid: Int32? {
         guard let dirFD = try? DataRoot.openDirectory(path.deletingLastPathComponent(), in: root) else { return nil }
         defer { close(dirFD) }
-        let file = openat(dirFD, path.lastPathComponent, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard file >= 0 else { return nil }
+        let directoryPath = path.deletingLastPathComponent().path
+        guard let file = try? DataRoot.openFileIfExists(path.lastPathComponent, in: dirFD, directoryPath: directoryPath, .read) else { return nil }
         defer { close(file) }
         var buffer = [UInt8](repeating: 0, count: 32)
         let n = pread(file, &buffer, buffer.count, 0)
@@ -52,21 +53,17 @@ public final class JobLock: @unchecked Sendable {
                 throw JobError("cannot open the lock directory: \(error.description)", exitCode: error.exitCode, retryable: false)
             }
             defer { close(dirFD) }
-            fd = openat(dirFD, path.lastPathComponent, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            if fd < 0 {
-                let e = errno
-                var st = stat()
-                if fstatat(dirFD, path.lastPathComponent, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFLNK {
-                    throw JobError(DataRootError.symbolicLink(path: path.path).description, exitCode: .config, retryable: false)
+            // A link, FIFO or hard-linked file in its place is refused, never written through.
+            do throws(DataRootError) {
+                fd = try DataRoot.openFile(
+                    path.lastPathComponent, in: dirFD, directoryPath: path.deletingLastPathComponent().path, .readWriteCreating)
+            } catch {
+                if case .cannotCreate(_, let e, _) = error {
+                    throw JobError(
+                        "cannot open lock file \(path.path): \(StorageFailure.describe(errno: e))", exitCode: StorageFailure.exitCode(errno: e),
+                        retryable: false)
                 }
-                throw JobError(
-                    "cannot open lock file \(path.path): \(StorageFailure.describe(errno: e))", exitCode: StorageFailure.exitCode(errno: e), retryable: false)
-            }
-            var st = stat()
-            if fstat(fd, &st) != 0 || (st.st_mode & S_IFMT) != S_IFREG {
-                close(fd)
-                fd = -1
-                throw JobError(DataRootError.notARegularFile(path: path.path).description, exitCode: .cannotCreate, retryable: false)
+                throw JobError(error.description, exitCode: error.exitCode, retryable: false)
             }
         }
         let deadline = ContinuousClock.now + wait

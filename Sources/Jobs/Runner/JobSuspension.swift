@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 /// Jobs paused by an operator (`jobrun pause <job>`), kept under the data root as one small file
@@ -46,17 +47,23 @@ public struct JobSuspension: Sendable {
 
     /// The pause of the job named `name`, or nil. Never creates anything.
     public func pause(of name: String) -> Reason? {
-        let file = fileURL(name).path
-        guard DataRoot.fileType(file) != nil else { return nil }
+        // Reached beneath the root: a link or FIFO in its place is never followed or opened; it
+        // still counts as a pause (something is there), and every command's layout check refuses it.
+        let directory: ConfinedDirectory
+        do throws(DataRootError) { directory = try root.directory(["suspended"], create: false) } catch {
+            if case .cannotCreate(_, ENOENT, _) = error { return nil }
+            return .paused(since: nil, note: nil)
+        }
+        guard (try? directory.status(Self.fileName(name))) != nil else { return nil }
         // Its presence is the pause; what it says is a note, read only when it is one.
-        let values = RunStateFile.read(file, as: PauseNoteSection.self)
+        let values = RunStateFile.read(Self.fileName(name), in: directory, as: PauseNoteSection.self)
         let since = values?[PauseNoteSection.pausedAt].flatMap { ISO8601DateFormatter().date(from: $0) }
         return .paused(since: since, note: values?[PauseNoteSection.note])
     }
 
     /// Names of every paused job (files under `suspended/`).
     public func pausedJobs() -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: root.suspended.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        ((try? root.directory(["suspended"], create: false))?.entries() ?? []).filter { !$0.hasPrefix(".") }.sorted()
     }
 
     /// Pauses the job: writes `suspended/<name>` (0600) atomically. Pausing a paused job
@@ -65,27 +72,26 @@ public struct JobSuspension: Sendable {
         var fields: [String: LogValue] = ["job": .string(name), "paused_at": .string(ISO8601DateFormatter().string(from: date))]
         fields["user"] = .string(DataRoot.userName(geteuid()))
         if let note { fields["note"] = .string(note) }
-        let dirFD = try root.openDirectory(["suspended"])
-        defer { close(dirFD) }
+        try root.verifyLayout()
+        let directory = try root.directory(["suspended"])
         try MetricsWriter.atomicWrite(
-            JSONLine.encode(.object(fields)) + "\n", in: dirFD, name: Self.fileName(name), directoryPath: root.suspended.path, mode: 0o600)
+            JSONLine.encode(.object(fields)) + "\n", in: directory.descriptor, name: Self.fileName(name), directoryPath: directory.path, mode: 0o600)
     }
 
     /// Resumes the job; returns false when it was not paused.
     @discardableResult
     public func resume(_ name: String) throws -> Bool {
         guard DataRoot.fileType(root.suspended.path) != nil else { return false }
-        let dirFD = try root.openDirectory(["suspended"], create: false)
-        defer { close(dirFD) }
-        if unlinkat(dirFD, Self.fileName(name), 0) == 0 {
-            fsync(dirFD)
-            return true
+        try root.verifyLayout()
+        let directory = try root.directory(["suspended"], create: false)
+        do throws(ConfinedFileError) {
+            guard try directory.removeFile(Self.fileName(name)) else { return false }
+        } catch {
+            throw DataRootError(error)
         }
-        if errno == ENOENT { return false }
-        throw MetricsWriteError(path: fileURL(name).path, errno: errno)
+        try? directory.sync()
+        return true
     }
-
-    private func fileURL(_ name: String) -> URL { root.suspended.appendingPathComponent(Self.fileName(name)) }
 
     /// Job names are `[A-Za-z0-9_-]`; anything else becomes `_` so a name never leaves the directory.
     static func fileName(_ name: String) -> String {

@@ -1,4 +1,5 @@
 import CloudCore
+import ConfinedFiles
 import Foundation
 
 /// Tells someone when a job fails or stops reporting: the job's `onFailure` command and its
@@ -201,20 +202,24 @@ struct AlertState {
         var reported: String?
     }
 
+    /// `alerts/`, reached beneath the root: a link or an unsafe folder there is never used.
+    private func directory(create: Bool) -> ConfinedDirectory? { try? root.directory(["alerts"], create: create) }
+
     private func read() -> Stored? {
         // No file (the usual case: no failure streak) costs one `open`, not a FileManager.
-        guard let values = RunStateFile.read(root.alerts.appendingPathComponent(name).path, as: AlertStateSection.self) else { return nil }
+        guard let directory = directory(create: false), let values = RunStateFile.read(name, in: directory, as: AlertStateSection.self) else {
+            return nil
+        }
         return Stored(
             failures: values[AlertStateSection.failures], alerted: values[AlertStateSection.alerted], reported: values[AlertStateSection.reported])
     }
 
     private func write(_ stored: Stored) {
-        guard let dirFD = try? root.openDirectory(["alerts"]) else { return }
-        defer { close(dirFD) }
+        guard let directory = directory(create: true) else { return }
         var fields: [String: LogValue] = ["job": .string(job), "failures": .int(Int64(stored.failures)), "alerted": .bool(stored.alerted)]
         if let reported = stored.reported { fields["reported"] = .string(reported) }
         let text = JSONLine.encode(.object(fields)) + "\n"
-        try? MetricsWriter.atomicWrite(text, in: dirFD, name: name, directoryPath: root.alerts.path, mode: 0o600)
+        try? MetricsWriter.atomicWrite(text, in: directory.descriptor, name: name, directoryPath: directory.path, mode: 0o600)
     }
 
     /// Counts one more failure; returns the streak and whether it was already alerted.
@@ -250,8 +255,8 @@ struct AlertState {
 
     /// Ends a streak; returns its length when there was one.
     func clear() -> Int? {
-        guard let previous = read() else { return nil }
-        unlink(root.alerts.appendingPathComponent(name).path)
+        guard let previous = read(), let directory = directory(create: false) else { return nil }
+        _ = try? directory.removeFile(name)
         return previous.failures
     }
 }

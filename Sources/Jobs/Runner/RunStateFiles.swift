@@ -1,3 +1,4 @@
+import ConfinedFiles
 /// `<root>/alerts/<job>`: a job's failure streak, written by jobrun (one JSON line).
 public enum AlertStateSection: ConfigSection {
     public static let path = ""
@@ -36,6 +37,15 @@ public enum RunStateFile {
     static func read<Section: ConfigSection>(_ path: String, as section: Section.Type) -> JobParams? {
         guard let text = try? ConfigFile.text(at: path, limit: maximumSize, what: "state file") else { return nil }
         return try? decode(text, file: path, as: section)
+    }
+
+    /// The same for the file `name` in `directory`, reached beneath the data root: a link, FIFO
+    /// or unsafe file there reads as nil, never followed or opened.
+    static func read<Section: ConfigSection>(_ name: String, in directory: ConfinedDirectory, as section: Section.Type) -> JobParams? {
+        guard case .success(let bytes) = SmallFile.read(name, in: directory, limit: maximumSize),
+            let text = String(validating: bytes, as: UTF8.self)
+        else { return nil }
+        return try? decode(text, file: directory.display(name), as: section)
     }
 
     /// The validated values of a state file's text, or every problem with it.

@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import Postbox
 
@@ -8,12 +9,13 @@ import Postbox
 /// The data-root layout of DESIGN §3: one directory holds every account's Postbox and MediaBox,
 /// logs, temp and metrics. Directories are created 0700.
 ///
-/// The root is a security boundary, the way sshd treats a user's `~/.ssh`: every directory
-/// under it is reached one component at a time relative to its parent's descriptor
-/// (`openat` with `O_NOFOLLOW`), so a symbolic link planted inside the root is refused, never
-/// followed; and the root and each directory under it must be owned by the user running jobrun
-/// and not writable by group or others (`JOBRUN_ALLOW_INSECURE_ROOT=1` accepts such a root).
-/// The root path itself may be a symbolic link: choosing it is the operator's decision.
+/// The root is a security boundary, the way sshd treats a user's `~/.ssh`: every file and
+/// directory under it is reached beneath the root's descriptor through `ConfinedDirectory`
+/// (no symbolic link followed at any component, no FIFO or device opened as a file, no
+/// hard-linked file written), and the root and everything under it must be owned by the user
+/// running jobrun and not writable by group or others (`JOBRUN_ALLOW_INSECURE_ROOT=1` accepts
+/// such a root). The root path itself may be a symbolic link: choosing it is the operator's
+/// decision. `DataRootLayout` lists every path jobrun uses under it.
 public struct DataRoot: Sendable, Hashable {
     /// Environment variable naming the root when `--root` is not given.
     public static let environmentVariable = "JOBRUN_ROOT"
@@ -70,13 +72,14 @@ public struct DataRoot: Sendable, Hashable {
     /// directory this user owns and may write, and that nothing in it is a symbolic link or
     /// writable by others. Safe to call from several processes.
     public func createDirectories(accounts: [Int64] = []) throws(DataRootError) {
-        let rootFD = try openRoot(create: true)
-        defer { close(rootFD) }
-        if faccessat(rootFD, ".", W_OK, AT_EACCESS) != 0 {
-            throw .cannotCreate(path: path, errno: errno, holder: Self.holder(fd: rootFD, path: path))
+        let root = try rootDirectory(create: true)
+        if faccessat(root.descriptor, ".", W_OK, AT_EACCESS) != 0 {
+            throw .cannotCreate(path: path, errno: errno, holder: Self.holder(fd: root.descriptor, path: path))
         }
         for name in ["accounts-metadata", "logs", "temp", "metrics"] {
-            close(try Self.walk(from: rootFD, basePath: path, [name], create: true))
+            do throws(ConfinedFileError) { _ = try root.directory(name, create: true) } catch {
+                throw DataRootError(error, holder: Self.holder(fd: root.descriptor, path: path))
+            }
         }
         for id in accounts { try account(id).createDirectories() }
     }
@@ -105,9 +108,29 @@ public struct DataRoot: Sendable, Hashable {
     /// following symbolic links, creating missing ones 0700 when `create`, and checking each
     /// one's owner and mode. The caller closes the descriptor.
     public func openDirectory(_ components: [String], create: Bool = true) throws(DataRootError) -> Int32 {
-        let rootFD = try openRoot(create: create)
-        defer { close(rootFD) }
-        return try Self.walk(from: rootFD, basePath: path, components, create: create)
+        let directory = try self.directory(components, create: create)
+        let fd = dup(directory.descriptor)
+        guard fd >= 0 else { throw .cannotCreate(path: directory.path, errno: errno, holder: nil) }
+        return fd
+    }
+
+    /// What the root accepts beyond the rules it never relaxes: foreign owners and group- or
+    /// other-writable objects only with `JOBRUN_ALLOW_INSECURE_ROOT=1`.
+    public var policy: ConfinementPolicy { ConfinementPolicy(allowInsecure: Self.allowsInsecure) }
+
+    /// The root, held open: the one way to reach anything below it (see `ConfinedDirectory`).
+    /// Created (0700, with missing parents) when `create`; its owner and mode are checked.
+    public func rootDirectory(create: Bool) throws(DataRootError) -> ConfinedDirectory {
+        ConfinedDirectory(adopting: try openRoot(create: create), path: path, policy: policy)
+    }
+
+    /// The directory `components` below the root, reached without following links, created
+    /// 0700 when missing and `create`, each component checked against `policy`.
+    public func directory(_ components: [String], create: Bool = true) throws(DataRootError) -> ConfinedDirectory {
+        let root = try rootDirectory(create: create)
+        do throws(ConfinedFileError) { return try root.directory(components.joined(separator: "/"), create: create) } catch {
+            throw DataRootError(error, holder: Self.holder(fd: root.descriptor, path: path))
+        }
     }
 
     /// The components of `directory` below the root, or nil when it is not inside the root.
@@ -156,50 +179,6 @@ public struct DataRoot: Sendable, Hashable {
             throw .cannotCreate(path: directory.path, errno: errno, holder: nearestHolder(of: parent))
         }
         chmod(directory.path, mode)  // umask may have removed bits; 0700 is what we want anyway
-    }
-
-    // MARK: - The no-follow walk
-
-    /// Walks `components` from `baseFD` (whose path is `basePath`) without following links.
-    static func walk(from baseFD: Int32, basePath: String, _ components: [String], create: Bool, mode: mode_t = 0o700) throws(DataRootError) -> Int32 {
-        var fd = dup(baseFD)
-        guard fd >= 0 else { throw .cannotCreate(path: basePath, errno: errno, holder: nil) }
-        var path = basePath
-        for name in components where !name.isEmpty && name != "." {
-            let parentPath = path
-            path += "/" + name
-            var created = false
-            var next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if next < 0, errno == ENOENT, create {
-                if mkdirat(fd, name, mode) == 0 {
-                    created = true
-                } else if errno != EEXIST {
-                    let e = errno
-                    let holder = holder(fd: fd, path: parentPath)
-                    close(fd)
-                    throw .cannotCreate(path: path, errno: e, holder: holder)
-                }
-                next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            }
-            if next < 0 {
-                let e = errno
-                var st = stat()
-                let type = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_mode & S_IFMT : 0
-                let holder = holder(fd: fd, path: parentPath)
-                close(fd)
-                if type == S_IFLNK { throw .symbolicLink(path: path) }
-                if type != 0, type != S_IFDIR { throw .notADirectory(path: path) }
-                throw .cannotCreate(path: path, errno: e, holder: holder)
-            }
-            close(fd)
-            fd = next
-            if created { fchmod(fd, mode) }
-            do { try check(fd: fd, path: path) } catch {
-                close(fd)
-                throw error
-            }
-        }
-        return fd
     }
 
     /// Refuses a directory owned by another user or writable by group or others (unless
@@ -299,9 +278,18 @@ public struct AccountPaths: Sendable, Hashable {
 
     /// Creates the account's directories (0700) through the root's no-follow walk.
     public func createDirectories() throws(DataRootError) {
-        let root = self.root
-        let account = directory.lastPathComponent
-        close(try root.openDirectory([account, "postbox", "db"]))
-        close(try root.openDirectory([account, "postbox", "media"]))
+        _ = try root.directory([directory.lastPathComponent, "postbox", "db"])
+        _ = try root.directory([directory.lastPathComponent, "postbox", "media"])
+    }
+
+    /// `postbox/media/`, held open beneath the root (created 0700 when `create`): what MediaBox
+    /// is given, so it reaches nothing outside it.
+    public func mediaDirectory(create: Bool) throws(DataRootError) -> ConfinedDirectory {
+        try root.directory([directory.lastPathComponent, "postbox", "media"], create: create)
+    }
+
+    /// `uploads/`, held open beneath the root (created 0700 when `create`).
+    public func uploadsDirectory(create: Bool) throws(DataRootError) -> ConfinedDirectory {
+        try root.directory([directory.lastPathComponent, "uploads"], create: create)
     }
 }

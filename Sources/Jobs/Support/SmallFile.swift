@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 /// Reads small files whole (job files, configuration, credentials, metrics files): one `fstat`
@@ -11,6 +12,8 @@ enum SmallFile {
         case notRegular
         /// Over the limit, by `fstat`'s size or (`size` nil) by what a read returned.
         case tooLarge(size: Int64?, limit: Int)
+        /// Refused below the data root: a link, a FIFO, an unsafe mode (`ConfinedFileError`).
+        case refused(ConfinedFileError)
 
         var message: String {
             switch self {
@@ -19,6 +22,7 @@ enum SmallFile {
             case .notRegular: return "it is not a regular file"
             case .tooLarge(let size?, let limit): return "it is \(size) bytes; at most \(limit) are read"
             case .tooLarge(nil, let limit): return "it grew past \(limit) bytes while being read"
+            case .refused(let error): return error.description
             }
         }
     }
@@ -32,6 +36,21 @@ enum SmallFile {
         guard fstat(fd, &st) == 0 else { return .failure(.unreadable(errno: errno)) }
         if (st.st_mode & S_IFMT) == S_IFDIR { return .failure(.directory) }
         guard (st.st_mode & S_IFMT) == S_IFREG else { return .failure(.notRegular) }
+        guard st.st_size <= limit else { return .failure(.tooLarge(size: Int64(st.st_size), limit: limit)) }
+        return read(descriptor: fd, limit: limit, expectedSize: Int(st.st_size))
+    }
+
+    /// The regular file `relative` beneath `directory` (no link followed, no FIFO opened), if it
+    /// holds at most `limit` bytes; `.unreadable(ENOENT)` when there is none.
+    static func read(_ relative: String, in directory: ConfinedDirectory, limit: Int) -> Result<[UInt8], Problem> {
+        let fd: Int32
+        do { fd = try directory.openFile(relative, .read) } catch {
+            if case .system(_, _, let code) = error { return .failure(.unreadable(errno: code)) }
+            return .failure(.refused(error))
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return .failure(.unreadable(errno: errno)) }
         guard st.st_size <= limit else { return .failure(.tooLarge(size: Int64(st.st_size), limit: limit)) }
         return read(descriptor: fd, limit: limit, expectedSize: Int(st.st_size))
     }

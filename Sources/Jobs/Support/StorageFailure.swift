@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import MediaBox
 import Postbox
@@ -32,6 +33,9 @@ public enum StorageFailure {
             return (e.exitCode, e.message)
         case let e as DataRootError:
             return (e.exitCode, e.description)
+        case let e as ConfinedFileError:
+            let rooted = DataRootError(e)
+            return (rooted.exitCode, rooted.description)
         case let e as MetricsWriteError:
             return (exitCode(errno: e.errno), e.description)
         case let e as PostboxError:
@@ -64,7 +68,7 @@ public enum StorageFailure {
     /// Whether `error` is a storage failure (the disk or a store), as opposed to a job's own.
     public static func isStorage(_ error: any Error) -> Bool {
         switch error {
-        case is DataRootError, is PostboxError, is POSIXError, is CocoaError: return true
+        case is DataRootError, is ConfinedFileError, is PostboxError, is POSIXError, is CocoaError: return true
         case let e as MediaBoxError: if case .io = e { return true } else { return false }
         default: return (error as NSError).domain == NSPOSIXErrorDomain
         }

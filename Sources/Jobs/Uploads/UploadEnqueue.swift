@@ -1,4 +1,5 @@
 import CloudCore
+import ConfinedFiles
 import Foundation
 import Postbox
 
@@ -16,17 +17,20 @@ public enum UploadEnqueue {
     ) async throws(JobError) -> UploadItem {
         let paths = root.account(account)
         let postbox: Postbox
+        let uploads: ConfinedDirectory
         let cluster = try ClusterConfig.load(root: root)
         let key = try RootKey.load(root: root, environment: environment)
         do {
             try root.createDirectories()
+            try root.verifyLayout()
             try paths.createDirectories()
+            uploads = try paths.uploadsDirectory(create: true)
             postbox = try PostboxStore.open(account: account, paths: paths, cluster: cluster, key: key)
         } catch {
             throw StorageFailure.jobError(error, doing: "cannot open account \(account) under \(root.path)")
         }
         let stageSource = try UploadBucketStaging.source(root: root, account: account, environment: environment)
-        let queue = UploadQueue(postbox: postbox, directory: paths.uploads.path, stageSource: stageSource)
+        let queue = UploadQueue(postbox: postbox, uploads: uploads, stageSource: stageSource)
         do {
             return try await queue.enqueue(request)
         } catch let error as S3Error {

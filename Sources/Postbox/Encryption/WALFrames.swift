@@ -145,9 +145,11 @@ extension StoreFileState {
                 buffer.initializeMemory(as: UInt8.self, repeating: 0, count: amount)
                 return rc
             }
-            guard authenticate(cipher, page: WALFrames.bigEndian32(disk, 0), disk: disk + WALFrames.headerSize, into: buffer, file: path) else {
+            let page = WALFrames.bigEndian32(disk, 0)
+            guard authenticate(cipher, page: page, disk: disk + WALFrames.headerSize, into: buffer, file: path) else {
                 return StoreVFS.authenticationError
             }
+            connection?.checkpointCopy?.remember(page: page, buffer: buffer, disk: disk + WALFrames.headerSize)
             return SQLITE_OK
         case (0, StoreFileState.frameSize):
             return readWholeFrame(cipher, buffer, frame)

@@ -12,6 +12,8 @@ final class StoreConnection: @unchecked Sendable {
     /// The database's path, as the store names it in errors.
     let path: String
     let cipher: PageCipher?
+    /// For an encrypted connection, the page last read from the WAL (see `CheckpointCopy`).
+    let checkpointCopy: CheckpointCopy?
     let policy: ConfinementPolicy
     /// The unix VFS's handle of the open database file, for the salt a WAL page needs.
     var mainFile: UnsafeMutablePointer<sqlite3_file>?
@@ -31,6 +33,7 @@ final class StoreConnection: @unchecked Sendable {
         self.id = id
         self.path = path
         self.cipher = key.map(PageCipher.init)
+        self.checkpointCopy = key == nil ? nil : CheckpointCopy()
         self.policy = policy
     }
 

@@ -133,17 +133,21 @@ final class StoreFileState {
         return result
     }
 
-    /// Writes whole pages of the database, each encrypted with a fresh IV.
+    /// Writes whole pages of the database, each encrypted with a fresh IV, or, when a
+    /// checkpoint copies it from the WAL, as its ciphertext there (`CheckpointCopy`).
     private func writeDatabase(_ cipher: PageCipher, _ buffer: UnsafeRawPointer, _ amount: Int, _ offset: Int64) -> Int32 {
         let size = PageCipher.pageSize
         guard offset % Int64(size) == 0, amount % size == 0 else { return StoreVFS.writeError }
         var done = 0
         while done < amount {
-            let index = (offset + Int64(done)) / Int64(size)
-            guard prepareSalt(cipher, writingPage: UInt32(index + 1)), cipher.encrypt(page: UInt32(index + 1), plain: buffer + done, into: disk) else {
-                return StoreVFS.writeError
+            let page = UInt32((offset + Int64(done)) / Int64(size) + 1)
+            let rc: Int32
+            if let copied = connection?.checkpointCopy?.ciphertext(page: page, buffer: buffer + done) {
+                rc = writeReal(copied, size, offset + Int64(done))
+            } else {
+                guard prepareSalt(cipher, writingPage: page), cipher.encrypt(page: page, plain: buffer + done, into: disk) else { return StoreVFS.writeError }
+                rc = writeReal(disk, size, offset + Int64(done))
             }
-            let rc = writeReal(disk, size, offset + Int64(done))
             if rc != SQLITE_OK { return rc }
             done += size
         }

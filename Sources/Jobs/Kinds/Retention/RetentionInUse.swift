@@ -19,6 +19,7 @@ enum RetentionInUse {
             }
             return out
         }
+        let mediaDirectory = mediaBox.directory
         let base = mediaBox.basePath
         return { message in
             if uploading.contains(message.id) { return true }
@@ -26,7 +27,9 @@ enum RetentionInUse {
                 for file in media.files {
                     let id = MediaResourceId(file.resourceId)
                     for location in MediaStorageLocation.allCases {
-                        if ResourceLock.isLocked(path: ResourceStorePaths(mediaDirectory: base, location: location, id: id).partial) { return true }
+                        if ResourceLock.isLocked(ResourceStorePaths(mediaDirectory: base, location: location, id: id).relativePartial, in: mediaDirectory) {
+                            return true
+                        }
                     }
                 }
             }

@@ -1,0 +1,49 @@
+import CloudCore
+import Foundation
+import Synchronization
+import TestSupport
+import XCTest
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A staged upload swapped, after it was staged, for a link to another file of the same size
+/// and modification time: not one byte of that file is sent. The staged file is opened once,
+/// beneath its folder, without following a link, and a file with several links is re-hashed.
+final class StagedFileSwapTests: XCTestCase {
+    /// Gives `path` the modification time (to the nanosecond) of `model`.
+    private func copyModificationTime(from model: String, to path: String) {
+        var st = stat()
+        XCTAssertEqual(stat(model, &st), 0)
+        XCTAssertEqual(utimensat(AT_FDCWD, path, [st.st_atim, st.st_mtim], AT_SYMLINK_NOFOLLOW), 0)
+    }
+
+    func testAStagedFileSwappedForALinkToAnotherFileSendsNoByteOfIt() async throws {
+        let f = try await UploadFixture.start()
+        addTeardownBlock { await f.stop() }
+        let sent = Mutex(0)
+        for swap in ["symbolic link", "hard link"] {
+            let item = try await f.queue.enqueue(UploadRequest(path: try f.makeFile("staged-\(swap.count).bin", size: 300_000), peerId: f.peer, staging: .copy))
+            let secret = try f.makeFile("secret-\(swap.count).bin", size: 300_000)
+            copyModificationTime(from: item.stagedPath, to: secret)
+            XCTAssertEqual(unlink(item.stagedPath), 0)
+            XCTAssertEqual(swap == "symbolic link" ? symlink(secret, item.stagedPath) : link(secret, item.stagedPath), 0)
+            if swap == "hard link" { copyModificationTime(from: secret, to: item.stagedPath) }
+            let upload = f.upload { _ in } observer: { event in
+                if case .partSent = event { sent.withLock { $0 += 1 } }
+            }
+            await XCTAssertThrowsUploadError(try await upload.upload(itemId: item.id)) { error in
+                switch (swap, error) {
+                case ("symbolic link", .fileUnreadable(let path, let reason)):
+                    return path == item.stagedPath && reason.contains("symbolic link")
+                case ("hard link", .fileChanged(_, let reason)):
+                    return reason.contains("SHA-256")
+                default:
+                    return false
+                }
+            }
+            XCTAssertEqual(sent.withLock { $0 }, 0, "\(swap): no part of the other file was sent")
+        }
+    }
+}
