@@ -34,6 +34,11 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Image resizing for derived representations (Debian: libvips-dev); Jobs only.
+        // Its shim declares the entry points it uses (see shim.h): no pkg-config.
+        .systemLibrary(name: "CVips", providers: [.apt(["libvips-dev"])]),
+        // JPEG encoding of the reference server's photos (Debian: libjpeg62-turbo-dev).
+        .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
         // Linux system calls glibc does not wrap (openat2).
         .systemLibrary(name: "CLinux"),
 
@@ -64,7 +69,7 @@ let package = Package(
         .target(
             name: "Jobs",
             dependencies: [
-                "CloudCore", "CloudProtocol", "ConfinedFiles", "MediaBox", "Postbox", "PostboxPostgres",
+                "CloudCore", "CloudProtocol", "MediaBox", "Postbox", "PostboxPostgres", "ConfinedFiles", "CVips",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
@@ -73,7 +78,7 @@ let package = Package(
         .target(
             name: "CloudServer",
             dependencies: [
-                "CloudProtocol", "CloudCrypto",
+                "CloudProtocol", "CloudCrypto", "CJPEG",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -2,19 +2,20 @@
 # Installs the Debian packages jobrun needs to build, test and benchmark, if any is missing.
 # Safe to run repeatedly: it does nothing when everything is present.
 #   build:      libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config
+#               libvips-dev (photo representations), libjpeg62-turbo-dev (cloudd's JPEG photos)
 #   tests:      nginx-light (plain-URL downloads), openssl (test TLS certificates), sqlite3, systemd (systemd-analyze verify),
 #               prometheus (promtool check metrics, a real scrape), prometheus-node-exporter (textfile scrape),
 #               prometheus-pushgateway (the metrics push of CronJobs),
 #               postgresql (initdb/pg_ctl: the tests start their own server in a temp folder),
 #               iproute2 (ip netns, veth, bridge: the multi-host tests give each host its own network)
-#   benchmarks: aria2 curl hyperfine time
+#   benchmarks: aria2 curl hyperfine time libvips-tools (vipsthumbnail, the representations benchmark's peer)
 #   from PyPI:  moto[server] (the S3 server tests start), awscli (the S3 benchmark's peer),
 #               kubernetes-validate (the tests check generated CronJobs against Kubernetes' schemas),
 #               sqlcipher3 (SQLCipher 4, the independent reader and writer of encrypted stores in the tests)
 set -euo pipefail
 
-packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config sqlite3 curl openssl nginx-light aria2 time systemd prometheus prometheus-node-exporter prometheus-pushgateway iproute2)
-[ "${1:-}" = "--bench" ] && packages+=(hyperfine)
+packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev libvips-dev libjpeg62-turbo-dev pkg-config sqlite3 curl openssl nginx-light aria2 time systemd prometheus prometheus-node-exporter prometheus-pushgateway iproute2)
+[ "${1:-}" = "--bench" ] && packages+=(hyperfine libvips-tools)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -89,7 +89,7 @@ struct Dataset: Sendable {
         var sizes: [PhotoSize] = []
         for (t, px, lo, hi) in Self.photoSpecs.prefix(n) {
             let size = rng.logUniform(lo, hi)
-            let loc = addFile(type: .photo, size: size, parent: parent, thumbSize: t, dcId: dc)
+            let loc = addFile(type: .photo, size: size, parent: parent, thumbSize: t, source: .photo(width: px, height: px * 3 / 4), dcId: dc)
             sizes.append(PhotoSize(type: t, w: px, h: px * 3 / 4, size: size, location: loc))
         }
         return Photo(id: rng.jsonSafeNonZero(), accessHash: rng.jsonSafeNonZero(), dcId: dc, date: date, sizes: sizes, fileReference: Data())

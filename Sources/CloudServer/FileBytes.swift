@@ -33,6 +33,20 @@ final class FileBytes: Sendable {
 
     init(seed: UInt64) { generator = ByteGenerator(seed: seed) }
 
+    /// Photos drawn so far (a few hundred at most: any is drawn again identically).
+    private let photos = Locked<[Int64: PhotoJPEG?]>([:])
+
+    /// The JPEG a photo file serves, drawn once from the seed and the file id.
+    func photo(_ file: ServerFile, width: Int, height: Int) -> PhotoJPEG? {
+        if let cached = photos.withLock({ $0[file.id] }) { return cached }
+        let jpeg = PhotoJPEG.make(width: width, height: height, generator: generator, fileId: file.id, size: file.size)
+        photos.withLock { c in
+            if c.count >= 512 { c.removeAll(keepingCapacity: true) }
+            c[file.id] = jpeg
+        }
+        return jpeg
+    }
+
     // MARK: part hashes kept with the files
 
     /// Files whose part hashes are still being computed in the background.
@@ -89,6 +103,12 @@ final class FileBytes: Sendable {
         switch file.source {
         case .generated:
             generator.fill(buffer, fileId: file.id, offset: offset)
+        case let .photo(width, height):
+            if let jpeg = photo(file, width: width, height: height) {
+                jpeg.fill(buffer, offset: offset)
+            } else {
+                generator.fill(buffer, fileId: file.id, offset: offset)
+            }
         case .secret:
             let c = try container(file)
             c.withUnsafeBytes { src in

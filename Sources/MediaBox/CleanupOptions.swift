@@ -19,6 +19,10 @@ public struct CleanupOptions: Sendable {
     public var sizeLimit: Int64?
     /// … and at most this many files.
     public var countLimit: Int64?
+    /// Bytes each keep tier may hold, on its own (`shortLived` for `short-cache/`, `general` for
+    /// the rest): before the overall limit, the least recently used entries of a tier over its
+    /// limit are evicted, whatever the other tier holds.
+    public var tierSizeLimits: [MediaStorageTier: Int64] = [:]
     /// Resources accessed less than this long ago are never removed.
     public var immunityWindow: Int64
     public var excludedPeers: Set<PeerId>

@@ -28,8 +28,10 @@ public final class TimeBasedCleanup: Sendable {
         let storage = mediaBox.storageBox
         report.before = try storage.stats().total
         var state = State(options: options, now: now, current: report.before, remover: IndexRemover(storageBox: storage))
+        if !options.tierSizeLimits.isEmpty { state.tierCurrent = try storage.stats().byTier }
         do {
             try expire(&state)
+            for tier in MediaStorageTier.allCases where options.tierSizeLimits[tier] != nil { try evict(&state, tier: tier) }
             try evict(&state)
         } catch {
             // The files already removed lose their rows too, as far as the store allows.
@@ -43,7 +45,7 @@ public final class TimeBasedCleanup: Sendable {
         state.report.reconciliation = report.reconciliation
         report = state.report
         report.after = options.dryRun ? state.current : try storage.stats().total
-        report.withinLimits = !state.isOver(report.after)
+        report.withinLimits = !state.isOver(report.after) && !MediaStorageTier.allCases.contains { state.isOver(tier: $0) }
         state.finishBreakdown(into: &report)
         report.seconds = Date().timeIntervalSince(started)
         return report
@@ -60,6 +62,8 @@ public final class TimeBasedCleanup: Sendable {
         let options: CleanupOptions
         let now: Int64
         var current: StorageUsage
+        /// `current` by keep tier (for `tierSizeLimits`).
+        var tierCurrent: [MediaStorageTier: StorageUsage] = [:]
         var report: CleanupReport
         var batch: [(StorageBoxLRURow, CleanupReason)] = []
         var byPeer: [PeerId: StorageUsage] = [:]
@@ -82,6 +86,16 @@ public final class TimeBasedCleanup: Sendable {
             if let limit = options.sizeLimit, u.bytes > limit { return true }
             if let limit = options.countLimit, u.count > limit { return true }
             return false
+        }
+
+        func isOver(tier: MediaStorageTier, minus pending: StorageUsage = StorageUsage()) -> Bool {
+            guard let limit = options.tierSizeLimits[tier] else { return false }
+            return (tierCurrent[tier, default: StorageUsage()] - pending).bytes > limit
+        }
+
+        mutating func subtract(_ row: StorageBoxLRURow) {
+            current -= StorageUsage(bytes: row.size, count: 1)
+            tierCurrent[row.key.location.tier, default: StorageUsage()] -= StorageUsage(bytes: row.size, count: 1)
         }
 
         func isExpired(_ row: StorageBoxLRURow) -> Bool {
@@ -129,9 +143,14 @@ public final class TimeBasedCleanup: Sendable {
         try flush(&state)
     }
 
-    /// Pass 2: least recently used first until under the limits.
-    private func evict(_ state: inout State) throws {
-        guard state.isOver(state.current) else { return }
+    /// Pass 2: least recently used first until under the limits: those of one keep tier while
+    /// that tier is over its own limit (`tier`), or any while the whole cache is over (nil).
+    private func evict(_ state: inout State, tier: MediaStorageTier? = nil) throws {
+        func isOver(_ state: State, minus pending: StorageUsage = StorageUsage()) -> Bool {
+            if let tier { return state.isOver(tier: tier, minus: pending) }
+            return state.isOver(state.current - pending)
+        }
+        guard isOver(state) else { return }
         var cursor: ValueBoxKey?
         var pending = StorageUsage()
         scan: while true {
@@ -139,15 +158,16 @@ public final class TimeBasedCleanup: Sendable {
             if rows.isEmpty { break }
             for row in rows {
                 cursor = row.cursor
+                if let tier, row.key.location.tier != tier { continue }
                 // Pass 1 dealt with these (removed, or locked/immune and left).
                 if state.isExpired(row) && !state.options.isExcluded(row) { continue }
                 // Everything after an immune row is more recent, hence immune too.
                 if state.isImmune(row) { state.report.skippedImmune += 1; break scan }
                 if state.options.isExcluded(row) { state.report.skippedExcluded += 1; continue }
-                if !state.isOver(state.current - pending) {
+                if !isOver(state, minus: pending) {
                     try flush(&state)
                     pending = StorageUsage()
-                    if !state.isOver(state.current) { break scan }
+                    if !isOver(state) { break scan }
                 }
                 state.batch.append((row, .leastRecentlyUsed))
                 pending += StorageUsage(bytes: row.size, count: 1)
@@ -189,11 +209,11 @@ public final class TimeBasedCleanup: Sendable {
             case .missing:
                 state.report.staleRows += 1
                 gone.append(row.key)
-                state.current -= StorageUsage(bytes: row.size, count: 1)
+                state.subtract(row)
             case let .removed(bytes):
                 gone.append(row.key)
                 let usage = StorageUsage(bytes: bytes, count: 1)
-                state.current -= StorageUsage(bytes: row.size, count: 1)
+                state.subtract(row)
                 state.report.removed += usage
                 if reason == .expired { state.report.expired += usage } else { state.report.evicted += usage }
                 state.byPeer[row.peerId, default: StorageUsage()] += usage

@@ -59,6 +59,7 @@ struct AllBench: ParsableCommand {
                 ("s3", ["--large-mb", "50", "--small-files", "100"]),
                 ("revalidate", ["--parents", "100", "--per-parent", "100"]),
                 ("retention", ["--messages", "200000"]),
+                ("representations", ["--photos", "200"]),
                 ("cleanup", ["--files", "20000"]),
                 ("fuzz", ["--seconds", "10"]),
             ]
@@ -73,6 +74,7 @@ struct AllBench: ParsableCommand {
             ("s3", (full ? [] : ["--large-mb", "200"]) + ["--rounds", "3"]),
             ("revalidate", []),
             ("retention", []),
+            ("representations", []),
             ("cleanup", ["--files", full ? "1000000" : "200000"]),
             ("fuzz", []),
         ]

@@ -10,7 +10,8 @@ struct JobrunBench: ParsableCommand {
         abstract: "Benchmarks against peers (raw SQLite, find, curl, aria2c), measured in one invocation.",
         subcommands: [
             PostboxBench.self, NoopRunBench.self, CleanupBench.self, DownloadBench.self, UploadBench.self, RevalidateBench.self, RetentionBench.self,
-            RetentionPassCommand.self, FuzzBench.self, S3Bench.self, ClusterBench.self, AllBench.self,
+            RetentionPassCommand.self, RepresentationsBench.self, RepresentationsPassCommand.self, FuzzBench.self, S3Bench.self, ClusterBench.self,
+            AllBench.self,
         ]
     )
 }

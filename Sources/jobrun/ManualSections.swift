@@ -23,6 +23,10 @@ enum ManualSections {
         Entry(name: "JOBRUN_LOG_FILE", text: "Log file instead of the data root's; - logs to stderr only (--log-file)."),
         Entry(name: "JOBRUN_PUSHGATEWAY", text: "Prometheus Pushgateway URL the run's metrics are pushed to (--pushgateway)."),
         Entry(name: DataRoot.allowInsecureVariable, text: "1 accepts a data root writable by its group or others (a container's emptyDir)."),
+        Entry(name: RootKeySource.fileVariable, text: "The data root's key file (its path; the key is never in the environment)."),
+        Entry(
+            name: RootKeySource.credentialsDirectoryVariable,
+            text: "Set by systemd (LoadCredential=): its \(RootKeySource.credentialName) is the data root's key, before any key file."),
         Entry(name: "JOBRUN_FAILPOINTS", text: "Testing only: delays or crashes at named points of a run."),
         Entry(name: "INVOCATION_ID, MONITOR_INVOCATION_ID", text: "Set by systemd: tell notify-failure which failures a run reported itself."),
     ]
@@ -56,7 +60,8 @@ enum ManualSections {
         Entry(name: "<root>/metrics/", text: "Prometheus textfile-collector files, one per job."),
         Entry(name: "<root>/suspended/<job>", text: "A job paused with jobrun pause."),
         Entry(name: "<root>/alerts/<job>", text: "A job's failure streak and whether it was alerted."),
-        Entry(name: "<root>/locks/", text: "Run locks of the jobs on this host."),
+        Entry(name: "<root>/keys/store.key", text: "The data root's key on an encrypted root (mode 0600; jobrun init --encrypt)."),
+        Entry(name: "<root>/locks/", text: "Run locks of the jobs on this host, and the stores lock that encrypt and rekey take alone."),
         Entry(name: "<jobs-dir>/*.yaml", text: "Job files (./jobs, $JOBRUN_JOBS_DIR or --jobs-dir)."),
     ]
 

@@ -32,7 +32,7 @@ struct RunRequest: Equatable, Sendable {
         let log = env.logger.with(job: jobFile.name, run: nil)
         if scheduled, let reason = JobSuspension(root: env.root).suspension(of: jobFile) {
             log.notice("run.suspended", ["reason": .string(reason.word), "msg": .string("\(jobFile.name) not run: \(reason)")])
-            env.runner.recordSuspended(jobFile, log: log)
+            await env.runner.recordSuspended(jobFile, log: log)
             if !isQuiet { print("\(jobFile.name): not run — \(reason)") }
             return
         }

@@ -20,6 +20,11 @@ struct StatsCommand: ParsableCommand {
     @Option(help: "Peers listed (largest first).") var top = 20
     @Flag(help: "Postbox database usage instead: bytes per table and per peer, WAL, free pages.") var database = false
 
+    /// Where each keep tier's representations live (derived images, not downloads).
+    private var representationTiers: [(tier: MediaStorageTier, location: MediaStorageLocation)] {
+        [(.general, .cache), (.shortLived, .shortCache)]
+    }
+
     func run() throws {
         let root = try options.settings.existingRoot()
         let inspection = StoreInspection(root: root)
@@ -35,6 +40,10 @@ struct StatsCommand: ParsableCommand {
                         "account": .int(id), "bytes": .int(stats.total.bytes), "files": .int(stats.total.count),
                         "not_indexed": usage(cache.notIndexed),
                         "by_tier": .object(Dictionary(uniqueKeysWithValues: stats.byLocation.map { ($0.key.description, usage($0.value)) })),
+                        "representations_by_tier": .object(
+                            Dictionary(
+                                uniqueKeysWithValues: representationTiers.map { ($0.tier.description, usage(stats.byLocation[$0.location] ?? StorageUsage())) })
+                        ),
                         "by_content_type": .object(Dictionary(uniqueKeysWithValues: stats.byContentType.map { ($0.key.description, usage($0.value)) })),
                         "by_peer": .array(
                             stats.byPeer.sorted { $0.value.bytes > $1.value.bytes }.map {
@@ -57,6 +66,11 @@ struct StatsCommand: ParsableCommand {
             print("  by tier:")
             for (tier, u) in stats.byLocation.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
                 print("    \(tier.description.padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))")
+            }
+            print("  representations by tier:")
+            for (tier, location) in representationTiers {
+                let u = stats.byLocation[location] ?? StorageUsage()
+                print("    \(tier.description.padding(toLength: 12, withPad: " ", startingAt: 0)) \(line(u))  [\(location.description)/]")
             }
             print("  by content type:")
             for (type, u) in stats.byContentType.sorted(by: { $0.value.bytes > $1.value.bytes }) {

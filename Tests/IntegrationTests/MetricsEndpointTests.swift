@@ -77,7 +77,16 @@ final class MetricsEndpointTests: XCTestCase {
         let env = try ChildProcess(h.binary, h.arguments(["run", "sweep"]), environment: ["JOBRUN_PUSHGATEWAY": "http://127.0.0.1:\(port)"])
         XCTAssertEqual(env.wait(), 0, env.stderr)
 
+        // A start that does not run (the job is paused) pushes its count too.
+        XCTAssertEqual(try h.run(["pause", "sweep"]).status, 0)
+        let paused = try h.run(["run", "sweep", "--scheduled", "--pushgateway", "http://127.0.0.1:\(port)"])
+        XCTAssertEqual(paused.status, 0, paused.stderr)
+
         let scrape = try Self.waitFor("http://127.0.0.1:\(port)/metrics")
+        let suspended = scrape.split(separator: "\n").first {
+            $0.hasPrefix("jobrun_runs_total{") && $0.contains("jobrun_job=\"sweep\"") && $0.contains("outcome=\"suspended\"")
+        }
+        XCTAssertEqual(suspended.map { $0.hasSuffix(" 1") }, true, "the paused start is on the Pushgateway: \(suspended ?? "none")")
         for job in ["tidy", "sweep"] {
             let outcome = scrape.split(separator: "\n").first {
                 $0.hasPrefix("jobrun_last_run_outcome{") && $0.contains("jobrun_job=\"\(job)\"") && $0.contains("outcome=\"succeeded\"")

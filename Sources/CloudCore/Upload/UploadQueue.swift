@@ -166,23 +166,24 @@ public final class UploadQueue: Sendable {
     /// and the source's fields, and `stagedPath` names where `upload-queue` fetches them to.
     private func enqueue(_ request: UploadRequest, into source: any UploadStageSource) async throws -> UploadItem {
         let dir = directory
-        try await UploadIO.run {
-            _ = try self.uploadsDirectory()
+        let uploads = try await UploadIO.run { () throws -> ConfinedDirectory in
+            let uploads = try self.uploadsDirectory()
             _ = try UploadStager.validate(source: request.path, secret: request.secret)
+            return uploads
         }
         // A secret file leaves the host only as its encrypted container.
         var container: SecretStagedContainer?
         var storedPath = request.path
         if request.secret {
-            let temporary = (dir as NSString).appendingPathComponent(".staging-\(UUID().uuidString)")
+            let temporary = ".staging-\(UUID().uuidString)"
             container = try await UploadIO.run { () throws -> SecretStagedContainer in
                 let input = Glibc.open(request.path, O_RDONLY | O_CLOEXEC)
                 guard input >= 0 else { throw MultipartUploadError.fileUnreadable(path: request.path, reason: UploadIO.describe(errno)) }
                 defer { close(input) }
                 let size = try UploadIO.stat(fd: input).size
-                return try SecretStagedContainer.write(input: input, source: request.path, size: size, to: temporary)
+                return try SecretStagedContainer.write(input: input, source: request.path, size: size, to: temporary, in: uploads)
             }
-            storedPath = temporary
+            storedPath = uploads.display(temporary)
         }
         defer { if storedPath != request.path { unlink(storedPath) } }
         let stored = try await source.store(file: storedPath, scratchDirectory: dir)

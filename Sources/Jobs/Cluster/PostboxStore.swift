@@ -9,7 +9,9 @@ public enum PostboxStore {
     /// (`RootKey.load`; nil for a plaintext root).
     public static func open(account id: Int64, paths: AccountPaths, cluster: ClusterConfig, key: StoreKey?, readOnly: Bool = false) throws -> Postbox {
         guard let pg = cluster.postgres else {
-            return readOnly ? try StoreInspection.openPostbox(paths.postboxFile.path, key: key) : try Postbox(path: paths.postboxFile.path, key: key)
+            return readOnly
+                ? try StoreInspection.openPostbox(paths.postboxFile.path, key: key)
+                : try Postbox(path: paths.postboxFile.path, key: key, allowInsecureFiles: DataRoot.allowsInsecure)
         }
         let schema = pg.schema(account: id)
         let box = try PostgresValueBox(endpoint: try pg.endpoint(), schema: schema, readOnly: readOnly, cipher: try cipher(key))
@@ -23,7 +25,8 @@ public enum PostboxStore {
         guard let pg = cluster.postgres else {
             let directory = root.url.appendingPathComponent(sharedMediaTierDirectory, isDirectory: true)
             try DataRoot.makeDirectory(directory)
-            return try Postbox(path: directory.appendingPathComponent(Postbox.databaseFileName).path, key: key)
+            return try Postbox(
+                path: directory.appendingPathComponent(Postbox.databaseFileName).path, key: key, allowInsecureFiles: DataRoot.allowsInsecure)
         }
         let schema = "\(pg.schemaPrefix)_media_tier"
         return try Postbox(valueBox: try PostgresValueBox(endpoint: try pg.endpoint(), schema: schema, cipher: try cipher(key)), name: "postgres:\(schema)")

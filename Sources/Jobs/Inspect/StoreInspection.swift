@@ -172,10 +172,10 @@ public struct StoreInspection: Sendable {
     /// store whose WAL holds commits is refused by Postbox.)
     static func openPostbox(_ path: String, key: StoreKey?) throws -> Postbox {
         do {
-            return try Postbox(path: path, readOnly: true, key: key)
+            return try Postbox(path: path, readOnly: true, key: key, allowInsecureFiles: DataRoot.allowsInsecure)
         } catch {
             guard directoryIsFrozen((path as NSString).deletingLastPathComponent) else { throw error }
-            return try Postbox(path: path, readOnly: true, immutable: true, key: key)
+            return try Postbox(path: path, readOnly: true, immutable: true, key: key, allowInsecureFiles: DataRoot.allowsInsecure)
         }
     }
 

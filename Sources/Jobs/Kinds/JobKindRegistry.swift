@@ -14,6 +14,7 @@ public struct JobKindRegistry: Sendable {
     public static let shipped = JobKindRegistry([
         SyncHistoryJob(),
         PrefetchChatMediaJob(),
+        GenerateRepresentationsJob(),
         RevalidateReferencesJob(),
         UploadQueueJob(),
         TimeBasedCleanupJob(),

@@ -17,6 +17,11 @@ extension MediaContentType: ParamWord {
     public static let downloadable = allCases.filter { $0 != .other }
 }
 
+/// `general`, `short-lived`: the keep tiers of the media cache.
+extension MediaStorageTier: ParamWord {
+    public var word: String { description }
+}
+
 /// `message`, `avatar`, `stickerSet`, `wallpaper`, `story`: the entities a file reference is
 /// refreshed through.
 extension MediaParent.Kind: ParamWord {

@@ -26,6 +26,9 @@ public struct TimeBasedCleanupJob: JobKind {
         "contentTypeTtl", default: [:], range: ageRange, doc: "per content type TTL overriding `ttl`")
     public static let maxSize = Param<ByteCount>.required(
         "maxSize", range: 0...1e15, doc: "cache size limit; LRU eviction runs until under it")
+    public static let tierMaxSize = Param<[MediaStorageTier: ByteCount]>(
+        "tierMaxSize", default: [:], range: 0...1e15,
+        doc: "size limit of one keep tier on its own (`general`: `media/` and `cache/`, `short-lived`: `short-cache/`), applied before `maxSize`")
     public static let maxFiles = OptionalParam<Int64>(
         "maxFiles", range: 1...1_000_000_000, doc: "optional limit on the number of cached files")
     public static let immunity = Param<Duration>(
@@ -42,7 +45,7 @@ public struct TimeBasedCleanupJob: JobKind {
         "compactThreshold", default: 0.25, range: 0...1, doc: "fraction of free pages that triggers compaction")
 
     public static let parameters: [any JobParameter] = [
-        ttl, shortTtl, categoryTtl, contentTypeTtl, maxSize, maxFiles, immunity, excludePeers, excludeContentTypes,
+        ttl, shortTtl, categoryTtl, contentTypeTtl, maxSize, tierMaxSize, maxFiles, immunity, excludePeers, excludeContentTypes,
         reconcile, dryRun, compactDatabase, compactThreshold,
     ]
 
@@ -54,7 +57,7 @@ public struct TimeBasedCleanupJob: JobKind {
     /// The cleanup options of validated parameters: every field set from a parameter.
     public static func options(_ p: JobParams, dryRun forced: Bool) -> CleanupOptions {
         let dryRun = forced || p[dryRun]
-        return CleanupOptions(
+        var options = CleanupOptions(
             generalTTL: p[ttl].wholeSeconds,
             shortLivedTTL: p[shortTtl].wholeSeconds,
             peerClassTTL: p[categoryTtl].mapValues(\.wholeSeconds),
@@ -67,6 +70,8 @@ public struct TimeBasedCleanupJob: JobKind {
             dryRun: dryRun,
             listVictims: dryRun ? listedVictims : 0,
             reconcile: p[reconcile])
+        options.tierSizeLimits = p[tierMaxSize].mapValues(\.bytes)
+        return options
     }
 
     public func run(_ context: JobContext) async throws -> JobReport {

@@ -143,7 +143,7 @@ public struct JobRunner: Sendable {
                 let message = "job \(job.name) is already running\(holder); concurrencyPolicy \(job.concurrencyPolicy.rawValue): not starting another"
                 let pid = lock === fileLock ? fileLock.holderPid : nil
                 log.warning("run.skipped", ["reason": .string(message), "holder_pid": pid.map { .int(Int64($0)) } ?? .null])
-                if !dryRun { countNonRun(job, outcome: RunOutcome.skipped.rawValue, log: log) }
+                if !dryRun { await countNonRun(job, outcome: RunOutcome.skipped.rawValue, log: log) }
                 return Refusal(outcome: .skipped, exitCode: .temporary, message: message)
             }
             try await Failpoints.hit("after-lock")
@@ -477,15 +477,15 @@ public struct JobRunner: Sendable {
 
     /// Counts a scheduled run that did not start because the job is suspended (`enabled: false`
     /// or `jobrun pause`), in `jobrun_runs_total{outcome="suspended"}`.
-    public func recordSuspended(_ job: JobFile, log: JobLogger) {
-        countNonRun(job, outcome: "suspended", log: log)
+    public func recordSuspended(_ job: JobFile, log: JobLogger) async {
+        await countNonRun(job, outcome: "suspended", log: log)
     }
 
     /// A scheduled run not started because its fire `due` is older than the job's
     /// `startingDeadline`: counted in `jobrun_runs_total{outcome="missed"}` and recorded in each
     /// account's run history as skipped (a missed start), so `jobrun status` shows it.
     public func recordMissed(_ job: JobFile, due: Date, log: JobLogger) async {
-        countNonRun(job, outcome: MetricsWriter.missedOutcome, log: log)
+        await countNonRun(job, outcome: MetricsWriter.missedOutcome, log: log)
         guard let kind = kinds.kind(named: job.kind) else { return }
         let now = Date()
         func ms(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
@@ -510,10 +510,16 @@ public struct JobRunner: Sendable {
         }
     }
 
-    private func countNonRun(_ job: JobFile, outcome: String, log: JobLogger) {
-        do { try metrics.count(job: job.name, kind: job.kind, outcome: outcome) } catch {
+    /// Counts a run that did not start in the job's metrics file, and pushes the file when
+    /// runs push their metrics (a CronJob's pod that exits 75 or finds the job paused reports
+    /// that too).
+    private func countNonRun(_ job: JobFile, outcome: String, log: JobLogger) async {
+        let file: URL
+        do { file = try metrics.count(job: job.name, kind: job.kind, outcome: outcome) } catch {
             log.error("metrics.write_failed", ["error": .string("\(error)")])
+            return
         }
+        if let pushgateway { await push(file, to: pushgateway, job: job, log: log) }
     }
 
     /// Writes the run's metrics file on `metricsQueue`: the write ends with an `fsync` and a

@@ -50,7 +50,7 @@ public struct Scheduler: Sendable {
                     }
                     if let reason = suspension.pause(of: job.name) {
                         log.notice("run.suspended", ["reason": .string(reason.word), "msg": .string("\(job.name) not run: \(reason)")])
-                        runner.recordSuspended(job, log: log)
+                        await runner.recordSuspended(job, log: log)
                         continue
                     }
                     if let cluster, due != start {

@@ -50,7 +50,7 @@ public final class Postbox: @unchecked Sendable {
     public convenience init(
         path: String, readOnly: Bool = false, synchronous: SqliteValueBox.Synchronous = .normal,
         migrations: [PostboxMigration] = PostboxMigration.all, immutable: Bool = false, key: StoreKey? = nil,
-        conversion: MessageRecordConversion = MessageRecordConversion()
+        allowInsecureFiles: Bool = false, conversion: MessageRecordConversion = MessageRecordConversion()
     ) throws {
         if readOnly && !FileManager.default.fileExists(atPath: path) {
             throw PostboxError.sqlite(path: path, code: 14, message: "no database here yet (run a job first)")
@@ -58,6 +58,7 @@ public final class Postbox: @unchecked Sendable {
         var options = SqliteValueBox.Options(readOnly: readOnly, synchronous: synchronous)
         options.immutable = immutable
         options.key = key
+        options.allowInsecureFiles = allowInsecureFiles
         let box = try SqliteValueBox(path: path, options: options)
         try self.init(valueBox: box, sqlite: box, name: path, readOnly: readOnly, migrations: migrations, conversion: conversion)
     }

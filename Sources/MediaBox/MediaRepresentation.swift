@@ -1,0 +1,33 @@
+import Foundation
+
+/// A representation derived from a resource (Telegram-iOS's `CachedMediaResourceRepresentation`):
+/// an album thumbnail, a blurred placeholder, a display size. Its `uniqueId` names it among the
+/// representations of one resource (it includes every parameter that changes the bytes, such as
+/// `thumbnail-200x200`), and its `keepDuration` is the tier it is kept in.
+public protocol MediaRepresentation: Sendable {
+    var uniqueId: String { get }
+    var keepDuration: MediaStorageTier { get }
+}
+
+/// Makes a representation's bytes from a complete resource (Telegram-iOS's
+/// `fetchCachedResourceRepresentation`), injected as fetching is: MediaBox never decodes media.
+/// The generator reads `source` (a complete file, held open for reading while it runs) and returns
+/// the representation's bytes, or throws; a failure touches nothing in the MediaBox.
+public protocol MediaRepresentationGenerator: Sendable {
+    func generate(_ representation: any MediaRepresentation, from source: MediaResourceData) async throws -> Data
+}
+
+/// Why a representation could not be made.
+public enum MediaRepresentationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The resource is not complete in this MediaBox (representations are made from whole files).
+    case resourceNotComplete(id: String)
+    /// The generator produced no bytes.
+    case emptyRepresentation(id: String, representation: String)
+
+    public var description: String {
+        switch self {
+        case let .resourceNotComplete(id): return "resource \(id) is not complete in the media cache; fetch it first"
+        case let .emptyRepresentation(id, rep): return "representation \(rep) of \(id) came out empty"
+        }
+    }
+}

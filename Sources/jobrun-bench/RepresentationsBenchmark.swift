@@ -1,0 +1,191 @@
+import ArgumentParser
+import CloudServer
+import Foundation
+import Jobs
+import MediaBox
+
+/// `jobrun-bench representations`: album thumbnails (200×200) and blurred placeholders (10×10)
+/// of cloudd's photos, made by `generate-representations`' generator into a MediaBox, against
+/// `vipsthumbnail` over the same files (one process per core, each over its share, once per
+/// size). The product runs in a child process per photo count, so its peak RSS is its own.
+struct RepresentationsBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "representations",
+        abstract: "Photo representations per second vs vipsthumbnail over the same JPEGs; peak RSS as the photo count grows.")
+    @Option(help: "Photos (the RSS check also runs a quarter of them).") var photos = 1000
+    @Option(help: "Photos made at once (default: the cores).") var concurrency = ProcessInfo.processInfo.activeProcessorCount
+    @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-representations"
+
+    func run() throws {
+        defer { WorkDirectory.remove(workDir) }
+        try RepresentationsBenchmark(photos: photos, concurrency: max(1, concurrency), workDir: workDir).run()
+    }
+}
+
+/// One product pass in a process of its own: `representations-pass <photos dir> <media dir>
+/// <count> <concurrency>` prints `seconds made rssMiB`.
+struct RepresentationsPassCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "representations-pass", abstract: "Internal: the product side of `representations`.", shouldDisplay: false)
+    @Argument var photosDir: String
+    @Argument var mediaDir: String
+    @Argument var count: Int
+    @Argument var concurrency: Int
+
+    func run() throws {
+        let (photosDir, mediaDir, count, concurrency) = (photosDir, mediaDir, count, concurrency)
+        let outcome = BlockingResult()
+        Task {
+            do {
+                try await Self.pass(photosDir: photosDir, mediaDir: mediaDir, count: count, concurrency: concurrency)
+                outcome.set(nil)
+            } catch {
+                outcome.set("\(error)")
+            }
+        }
+        if let failure = outcome.wait() { throw BenchError("representations-pass failed: \(failure)") }
+    }
+
+    static func pass(photosDir: String, mediaDir: String, count: Int, concurrency: Int) async throws {
+        let box = try MediaBox(basePath: mediaDir, options: MediaBox.Options(completionSync: .none))
+        let ids = (0..<count).map { MediaResourceId("bench-photo-\($0)") }
+        // Stored untimed, as prefetch would have left them.
+        for (i, id) in ids.enumerated() {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: photosDir + "/\(i).jpg"))
+            try box.store(bytes, id: id, info: MediaResourceStorageInfo(contentType: .photo))
+        }
+        let generator = try VipsRepresentationGenerator()
+        let policy = [
+            PhotoRepresentation(kind: .thumbnail, box: 200, keepDuration: .general),
+            PhotoRepresentation(kind: .placeholder, box: 10, keepDuration: .general),
+        ]
+        let next = Counter()
+        let seconds = try await measureAsync {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<concurrency {
+                    group.addTask {
+                        while let i = next.take(below: ids.count) {
+                            for representation in policy {
+                                _ = try await box.representation(
+                                    of: ids[i], representation, info: MediaResourceStorageInfo(contentType: .photo), generator: generator)
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        let made = try box.stats().byTier[.general].map { $0.count - Int64(count) } ?? 0
+        print("\(seconds) \(made) \(peakRSSMiB())")
+    }
+
+    /// The next photo index, shared by the workers.
+    final class Counter: @unchecked Sendable {
+        // @unchecked Sendable: `value` is only touched under `lock`.
+        private let lock = NSLock()
+        private var value = 0
+        func take(below limit: Int) -> Int? {
+            lock.withLock {
+                guard value < limit else { return nil }
+                value += 1
+                return value - 1
+            }
+        }
+    }
+}
+
+struct RepresentationsBenchmark {
+    var photos: Int
+    var concurrency: Int
+    var workDir: String
+
+    /// Photo sizes as cloudd serves them ("x" and "y"), alternating.
+    static let sizes = [(800, 600), (1280, 960)]
+
+    func run() throws {
+        let photosDir = workDir + "/photos"
+        try FileManager.default.createDirectory(atPath: photosDir, withIntermediateDirectories: true)
+        var bytes = 0
+        let written = try measure {
+            for i in 0..<photos {
+                let (w, h) = Self.sizes[i % Self.sizes.count]
+                let jpeg = ClouddPhotos.jpeg(seed: 42, fileId: Int64(i + 1), width: w, height: h)
+                bytes += jpeg.count
+                try jpeg.write(to: URL(fileURLWithPath: photosDir + "/\(i).jpg"))
+            }
+        }
+        print("set: \(photos) JPEGs (800×600 and 1280×960, \(fmt(Double(bytes) / 1e6, 1)) MB), written in \(fmt(written, 1)) s")
+        var table = BenchTable(
+            title: "Thumbnail 200×200 + placeholder 10×10 of \(photos) photos, \(concurrency) at a time",
+            columns: ["tool", "photos", "seconds", "representations/s", "peak RSS (MiB)"])
+        let quarter = max(1, photos / 4)
+        let small = try productPass(photosDir: photosDir, count: quarter, tag: "quarter")
+        table.add(["jobrun (libvips in process)", "\(quarter)", fmt(small.seconds), fmt(Double(small.made) / small.seconds, 1), fmt(small.rss, 1)])
+        let full = try productPass(photosDir: photosDir, count: photos, tag: "full")
+        table.add(["jobrun (libvips in process)", "\(photos)", fmt(full.seconds), fmt(Double(full.made) / full.seconds, 1), fmt(full.rss, 1)])
+        let peer = try vipsthumbnail(photosDir: photosDir)
+        table.add(["vipsthumbnail (\(concurrency) processes)", "\(photos)", fmt(peer.seconds), fmt(Double(2 * photos) / peer.seconds, 1), fmt(peer.rss, 1)])
+        table.print()
+        guard full.made == Int64(2 * photos) else { throw BenchError("made \(full.made) representations of \(photos) photos, expected \(2 * photos)") }
+        let ratio = (Double(full.made) / full.seconds) / (Double(2 * photos) / peer.seconds)
+        print("representations/s: \(fmt(ratio))× vipsthumbnail's; peak RSS \(fmt(small.rss, 1)) MiB at \(quarter) photos, \(fmt(full.rss, 1)) MiB at \(photos)")
+        BenchRatios.record(
+            "representations", "representations/s, \(photos) photos", product: fmt(Double(full.made) / full.seconds, 1) + "/s",
+            peer: fmt(Double(2 * photos) / peer.seconds, 1) + "/s (vipsthumbnail)", ratio: ratio, target: 1.0)
+        BenchRatios.record(
+            "representations", "peak RSS at \(quarter) ÷ at \(photos) photos (flat = 1)", product: fmt(full.rss, 1) + " MiB",
+            peer: fmt(small.rss, 1) + " MiB", ratio: small.rss / full.rss, target: nil)
+    }
+
+    func productPass(photosDir: String, count: Int, tag: String) throws -> (seconds: Double, made: Int64, rss: Double) {
+        let child = Process()
+        child.executableURL = thisExecutable
+        child.arguments = ["representations-pass", photosDir, workDir + "/media-\(tag)", "\(count)", "\(concurrency)"]
+        let out = Pipe()
+        child.standardOutput = out
+        try child.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        child.waitUntilExit()
+        let fields = text.split(whereSeparator: \.isWhitespace)
+        guard child.terminationStatus == 0, fields.count == 3, let s = Double(fields[0]), let m = Int64(fields[1]), let r = Double(fields[2]) else {
+            throw BenchError("representations-pass failed: \(text)")
+        }
+        return (s, m, r)
+    }
+
+    /// `vipsthumbnail` over the same files: for each size, `concurrency` processes at once, each
+    /// over its share of the files. Its placeholder pass does not blur (vipsthumbnail cannot),
+    /// so the peer does slightly less work than the product. Its peak RSS is the largest of its
+    /// processes' (GNU time's `%M`).
+    func vipsthumbnail(photosDir: String) throws -> (seconds: Double, rss: Double) {
+        let files = (0..<photos).map { photosDir + "/\($0).jpg" }
+        let outDir = workDir + "/vipsthumbnail"
+        try FileManager.default.createDirectory(atPath: outDir, withIntermediateDirectories: true)
+        var rssFiles: [String] = []
+        let seconds = try measure {
+            for (size, quality) in [(200, 80), (10, 40)] {
+                var running: [Process] = []
+                for share in 0..<concurrency {
+                    let mine = stride(from: share, to: files.count, by: concurrency).map { files[$0] }
+                    let rssFile = workDir + "/vipsthumbnail-\(size)-\(share).rss"
+                    rssFiles.append(rssFile)
+                    let p = Process()
+                    p.executableURL = URL(fileURLWithPath: "/usr/bin/time")
+                    p.arguments =
+                        ["-f", "%M", "-o", rssFile, "/usr/bin/vipsthumbnail", "-s", "\(size)x\(size)", "-o", outDir + "/%s-\(size).jpg[Q=\(quality),strip]"]
+                        + mine
+                    try p.run()
+                    running.append(p)
+                }
+                for p in running {
+                    p.waitUntilExit()
+                    guard p.terminationStatus == 0 else { throw BenchError("vipsthumbnail exited \(p.terminationStatus)") }
+                }
+            }
+        }
+        let kib = rssFiles.compactMap {
+            (try? String(contentsOfFile: $0, encoding: .utf8)).flatMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        return (seconds, (kib.max() ?? 0) / 1024)
+    }
+}
