@@ -59,19 +59,37 @@ public final class PostgresSession {
         try? connection.close().wait()
     }
 
-    /// Runs one statement and returns its rows.
+    /// Runs one statement and returns its rows. With `timeout` (seconds), a server that has not
+    /// answered by then — a cut link, a dead host, which TCP alone reports only after many
+    /// minutes — fails the call with SQLSTATE 57014 and closes the connection (the next call on
+    /// it fails; `reconnectIfClosed` opens another).
     @discardableResult
-    public func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws -> [PostgresRow] {
+    public func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings(), timeout: Double? = nil) throws -> [PostgresRow] {
         guard let connection else { throw PostboxError.server(store: name, code: "08003", message: "connection is closed") }
         // A query written to a channel the server already closed may never be answered.
         if connection.isClosed { throw PostboxError.server(store: name, code: "08006", message: "connection to the database server lost") }
         try Self.refuseOnEventLoop()
+        let answer = connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger)
+        if let timeout {
+            let answered = DispatchSemaphore(value: 0)
+            answer.whenComplete { _ in answered.signal() }
+            if answered.wait(timeout: .now() + max(0.001, timeout)) == .timedOut {
+                // Closing the channel fails the pending query; its answer, if it ever comes, is dropped.
+                connection.close().whenComplete { _ in }
+                throw PostboxError.server(
+                    store: name, code: "57014", message: "no answer from the database server within \(Self.seconds(timeout)) (connection closed)")
+            }
+        }
         do {
-            let result = try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger).wait()
+            let result = try answer.wait()
             return Array(result.rows)
         } catch {
             throw Self.describe(error, name: name)
         }
+    }
+
+    private static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? "\(Int(value)) s" : String(format: "%.1f s", value)
     }
 
     /// The advisory lock class under which hosts create shared schema objects.

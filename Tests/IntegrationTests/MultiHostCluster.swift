@@ -179,4 +179,14 @@ extension XCTestCase {
         if let reason = cluster.network.fallbackReason { print("MultiHostCluster: \(reason)") }
         return cluster
     }
+
+    /// Polls `condition` every 0.25 s for up to `seconds`; whether it came true.
+    func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            Thread.sleep(forTimeInterval: 0.25)
+        }
+        return condition()
+    }
 }

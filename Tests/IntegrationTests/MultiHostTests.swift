@@ -273,13 +273,4 @@ final class MultiHostTests: XCTestCase {
             print("MultiHostTests: \(sends) sendMedia calls for \(digests.count) files")
         }
     }
-
-    private func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.25)
-        }
-        return condition()
-    }
 }

@@ -25,9 +25,10 @@ final class UploadBucketStagingIntegrationTests: XCTestCase {
         }
     }
 
-    func setUpFleet() async throws -> Setup {
+    /// `authenticated`: moto checks signatures, refusing a wrong key or secret as S3 does.
+    func setUpFleet(authenticated: Bool = false) async throws -> Setup {
         let h = JobrunHarness()
-        let moto = try MotoServer.start(logDirectory: URL(fileURLWithPath: h.dir.file(".")))
+        let moto = try MotoServer.start(logDirectory: URL(fileURLWithPath: h.dir.file(".")), authenticated: authenticated)
         let cloud: UploadCloudd
         do { cloud = try UploadCloudd(uploadDirectory: h.dir.file("cloudd")) } catch {
             moto.stop()

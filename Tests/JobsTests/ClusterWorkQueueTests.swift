@@ -46,15 +46,15 @@ final class ClusterWorkQueueTests: XCTestCase {
         XCTAssertNil(none, "only the named jobs' items are claimed")
         XCTAssertEqual(try items(), "1:running:1:1,2:running:2:1,3:pending:-:0")
 
-        let renewed = try await a.renew(first!.item)
+        let renewed = try await a.renew(first!)
         XCTAssertTrue(renewed)
-        let foreignRenew = try await b.renew(first!.item)
+        let foreignRenew = try await b.renew(first!)
         XCTAssertFalse(foreignRenew, "a host cannot renew another's item")
-        let foreignFinish = try await b.finish(first!.item, outcome: "succeeded")
+        let foreignFinish = try await b.finish(first!, outcome: "succeeded")
         XCTAssertFalse(foreignFinish)
-        let finished = try await a.finish(first!.item, outcome: "succeeded")
+        let finished = try await a.finish(first!, outcome: "succeeded")
         XCTAssertTrue(finished)
-        let twice = try await a.finish(first!.item, outcome: "failed")
+        let twice = try await a.finish(first!, outcome: "failed")
         XCTAssertFalse(twice, "a done item stays done with its outcome")
         XCTAssertEqual(try server.psql("SELECT outcome FROM jobrun_cluster.work_items WHERE account = 1", database: database), "succeeded")
 
@@ -75,13 +75,62 @@ final class ClusterWorkQueueTests: XCTestCase {
         let taken = try await live.claim(jobs: ["sync"])
         XCTAssertEqual(taken?.item, held?.item)
         XCTAssertEqual(taken?.previousHolder, .init(host: "host-a", pid: 10))
-        let lateRenew = try await dead.renew(held!.item)
+        let lateRenew = try await dead.renew(held!)
         XCTAssertFalse(lateRenew, "the old holder learns it lost the item")
-        let lateFinish = try await dead.finish(held!.item, outcome: "succeeded")
+        let lateFinish = try await dead.finish(held!, outcome: "succeeded")
         XCTAssertFalse(lateFinish)
-        let done = try await live.finish(taken!.item, outcome: "succeeded")
+        let done = try await live.finish(taken!, outcome: "succeeded")
         XCTAssertTrue(done)
         XCTAssertEqual(try items(), "0:done:20:2")
+    }
+
+    func testAStaleClaimOfTheSameHolderIsFencedByItsGeneration() async throws {
+        // The same process claims the item again after its first lease ran out (a paused
+        // process, a slow renewal): the first claim's writes must not touch the second's.
+        let holder = try queue(pid: 10, leaseSeconds: 2)
+        try await holder.enqueue(job: "sync", accounts: [0], fire: Date())
+        let staleClaim = try await holder.claim(jobs: ["sync"])
+        let stale = try XCTUnwrap(staleClaim)
+        try await Task.sleep(for: .milliseconds(2500))
+        let currentClaim = try await holder.claim(jobs: ["sync"])
+        let current = try XCTUnwrap(currentClaim)
+        XCTAssertEqual(current.item, stale.item)
+        XCTAssertEqual(current.generation, stale.generation + 1, "each claim raises the fencing token")
+        let staleRenew = try await holder.renew(stale)
+        XCTAssertFalse(staleRenew, "the old claim's renewal is refused")
+        let staleRelease = try await holder.release(stale)
+        XCTAssertFalse(staleRelease, "the old claim cannot hand back what the new one holds")
+        let staleFinish = try await holder.finish(stale, outcome: "cancelled")
+        XCTAssertFalse(staleFinish, "the old claim cannot finish it")
+        let renewed = try await holder.renew(current)
+        XCTAssertTrue(renewed)
+        let done = try await holder.finish(current, outcome: "succeeded")
+        XCTAssertTrue(done)
+        XCTAssertEqual(try items(), "0:done:10:2")
+        XCTAssertEqual(try server.psql("SELECT outcome FROM jobrun_cluster.work_items", database: database), "succeeded")
+    }
+
+    func testATakeoverOverTCPWaitsUntilTheCutHoldersRunLockIsFree() throws {
+        // Over TCP the server frees a silent holder's run lock `boundSeconds` after its last
+        // packet; its lease, renewed last up to a renewal interval before it went silent, may run
+        // out sooner. The takeover waits long enough for every allowed lease, and a holder stops
+        // its own run before its lease can run out.
+        let keepalive = PostgresEndpoint.Keepalive()
+        for lease in [2, 3, 10, 20, 30, 45, 60, 300, 3600] {
+            let q = try ClusterWorkQueue(
+                cluster: PostgresClusterConfig(address: .tcp(host: "127.0.0.1", port: 5432), username: "u", database: "d", leaseSeconds: lease),
+                holder: .init(host: "h", pid: 1))
+            let renewal = Double(q.renewalInterval.components.seconds) + Double(q.renewalInterval.components.attoseconds) / 1e18
+            let earliestExpiry = Double(lease) - renewal  // after the holder went silent
+            XCTAssertGreaterThanOrEqual(
+                earliestExpiry + Double(q.takeoverGraceSeconds), Double(keepalive.boundSeconds) + 2, "lease \(lease): the lock is free first")
+            let fence = Double(q.fenceInterval.components.seconds) + Double(q.fenceInterval.components.attoseconds) / 1e18
+            XCTAssertLessThanOrEqual(fence, Double(lease) - 1, "lease \(lease): the holder stops at least 1 s before its lease ends")
+            XCTAssertGreaterThan(fence, renewal, "lease \(lease): one missed renewal does not stop the run")
+            XCTAssertLessThanOrEqual(q.queryTimeout, max(1, Double(lease) / 3))
+        }
+        let local = try queue(pid: 1)
+        XCTAssertEqual(local.takeoverGraceSeconds, 0, "over a Unix socket a dead holder's lock is freed with its socket")
     }
 
     func testARenewedLeaseIsNotTakenOver() async throws {
@@ -91,7 +140,7 @@ final class ClusterWorkQueueTests: XCTestCase {
         let held = try await holder.claim(jobs: ["sync"])
         for _ in 0..<4 {
             try await Task.sleep(for: holder.renewalInterval)
-            let renewed = try await holder.renew(held!.item)
+            let renewed = try await holder.renew(held!)
             XCTAssertTrue(renewed)
         }
         let taken = try await other.claim(jobs: ["sync"])
@@ -103,7 +152,7 @@ final class ClusterWorkQueueTests: XCTestCase {
         let other = try queue(pid: 20)
         try await stopping.enqueue(job: "sync", accounts: [0], fire: Date())
         let held = try await stopping.claim(jobs: ["sync"])
-        let released = try await stopping.release(held!.item)
+        let released = try await stopping.release(held!)
         XCTAssertTrue(released)
         let next = try await other.claim(jobs: ["sync"])
         XCTAssertEqual(next?.item, held?.item)

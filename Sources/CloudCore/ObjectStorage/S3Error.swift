@@ -51,6 +51,23 @@ public struct S3Error: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The service's codes for a request it will refuse however often it is sent: the
+    /// credentials, the signature, the permissions or the bucket are wrong. Fixing them is the
+    /// operator's job, and no item is at fault.
+    public static let configurationCodes: Set<String> = [
+        "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "NoSuchBucket", "InvalidBucketName",
+        "AuthorizationHeaderMalformed", "InvalidToken", "ExpiredToken", "InvalidSecurity", "AccountProblem",
+        "AllAccessDisabled", "PermanentRedirect", "NotSignedUp",
+    ]
+
+    /// Whether the call was refused for the caller's credentials or configuration (see
+    /// `configurationCodes`; any other 401 or 403 counts too unless it is retryable, such as
+    /// `RequestTimeTooSkewed`), not for the object or a passing fault.
+    public var isConfigurationError: Bool {
+        guard case .service(let status, let code, _) = reason, !isRetryable else { return false }
+        return Self.configurationCodes.contains(code) || status == 401 || status == 403
+    }
+
     public var description: String {
         let target = "bucket \(bucket)" + (key.map { ", key \($0)" } ?? "")
         switch reason {

@@ -115,10 +115,13 @@ public struct S3UploadStaging: UploadStageSource {
         _ = try await S3StagingSweep(client: client, prefix: prefix).run(olderThan: cutoff, referenced: referenced)
     }
 
-    /// An unreachable bucket is an outage (the item stays queued); a refusal is the item's problem.
+    /// An unreachable bucket is an outage (the item stays queued); refused credentials or a
+    /// missing bucket are this host's configuration (the item stays queued, the run stops); any
+    /// other refusal is the item's problem.
     static func mapped(_ error: any Error, item: Int64, place: String) -> any Error {
         guard let s3 = error as? S3Error else { return error }
         if s3.isRetryable { return MultipartUploadError.cloudUnavailable(item: item, reason: "cannot fetch \(place): \(s3)") }
+        if s3.isConfigurationError { return MultipartUploadError.misconfigured(item: item, reason: "cannot fetch \(place): \(s3)") }
         if s3.code == "NoSuchKey" { return MultipartUploadError.stagedFileMissing(item: item, path: place) }
         return MultipartUploadError.transient(item: item, reason: "cannot fetch \(place): \(s3)")
     }

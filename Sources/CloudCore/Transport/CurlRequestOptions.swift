@@ -90,7 +90,10 @@ enum CurlRequestOptions {
 
         // Timeouts.
         easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(c.connectTimeout * 1000))
-        if let total = request.timeout ?? c.requestTimeout { easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(total * 1000))) }
+        // A paced transfer (a bandwidth limit) takes as long as the pacing makes it: a total
+        // timeout would fail a slow, steady transfer, so only a stall (the idle timeout) ends it.
+        let paced = c.maxReceiveBytesPerSecond != nil || c.maxSendBytesPerSecond != nil
+        if !paced, let total = request.timeout ?? c.requestTimeout { easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(total * 1000))) }
         if c.idleTimeout > 0 {
             easy.set(CURLOPT_LOW_SPEED_LIMIT, max(1, c.lowSpeedLimit))
             easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(c.idleTimeout.rounded(.up))))

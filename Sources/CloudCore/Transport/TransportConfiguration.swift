@@ -43,6 +43,9 @@ public struct TransportConfiguration: Sendable, Equatable {
     /// See ``idleTimeout``.
     public var lowSpeedLimit: Int = 1
     /// Default total time allowed for one request; a request may override it. `nil`: none.
+    /// Under a bandwidth limit (``maxReceiveBytesPerSecond``, ``maxSendBytesPerSecond``) no
+    /// total time applies: a paced transfer ends with its bytes, or with a stall of
+    /// ``idleTimeout`` (libcurl does not count time paused by the limit as a stall).
     public var requestTimeout: Double? = nil
     /// Global receive limit in bytes per second, shared by all running transfers of this transport:
     /// a token bucket charged in the write callback pauses transfers when it runs dry (see

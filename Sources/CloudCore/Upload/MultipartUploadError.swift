@@ -31,11 +31,14 @@ public enum MultipartUploadError: Error, Sendable, Equatable, CustomStringConver
     case cloudUnavailable(item: Int64, reason: String)
     /// Staging the file into the data root failed.
     case staging(path: String, reason: String)
+    /// A store the upload needs refused this host's credentials or configuration (a wrong
+    /// secret, a missing bucket): no item is at fault, and none can be sent until it is fixed.
+    case misconfigured(item: Int64, reason: String)
 
     /// True when trying again cannot help (the item should end as failed).
     public var isPermanent: Bool {
         switch self {
-        case .transient, .leaseLost, .cloudUnavailable: return false
+        case .transient, .leaseLost, .cloudUnavailable, .misconfigured: return false
         default: return true
         }
     }
@@ -57,6 +60,7 @@ public enum MultipartUploadError: Error, Sendable, Equatable, CustomStringConver
         case let .transient(item, reason): return "item \(item): \(reason)"
         case let .cloudUnavailable(item, reason): return "item \(item): \(reason)"
         case let .staging(path, reason): return "cannot stage \(path): \(reason)"
+        case let .misconfigured(item, reason): return "item \(item): \(reason)"
         }
     }
 }

@@ -18,8 +18,10 @@ import PostgresNIO
 /// The holder writes who it is (host, pid, backend) per account in
 /// `<prefix>_cluster.run_locks`, so a skipped run names it and `Replace` can end its session
 /// (`pg_terminate_backend`). A holder watches its own session every few seconds: once the locks
-/// are gone (replaced, or the server restarted), it calls its `whenLost` action, which cancels
-/// the run, so it never goes on believing it holds a lock it lost.
+/// are gone (replaced, or the server restarted), or the server does not answer the check within
+/// the keepalive interval (a cut link), it calls its `whenLost` action, which cancels the run, so
+/// it never goes on believing it holds a lock it lost. Releasing has the same deadline: a cut
+/// holder does not hang on locks that only the server's keepalives can free.
 public final class ClusterRunLock: RunLock, @unchecked Sendable {
     /// The advisory lock class of run locks (two-key form, apart from store writer locks).
     public static let lockClass: Int32 = 0x524C_0001
@@ -150,14 +152,19 @@ public final class ClusterRunLock: RunLock, @unchecked Sendable {
         return backends.allSatisfy { (try? s.query("SELECT pg_terminate_backend(\($0))")) != nil }
     }
 
-    /// Checks the lock's session every keepalive interval; a lost session means a lost lock.
+    /// How long the watchdog's check and the release wait for the server: the keepalive interval.
+    private var answerTimeout: Double { Double(max(1, endpoint.keepalive.intervalSeconds)) }
+
+    /// Checks the lock's session every keepalive interval; a lost session, or one the server
+    /// does not answer within the interval, means a lost lock.
     private func startWatchdog() {
         let timer = DispatchSource.makeTimerSource(queue: watchQueue)
         let interval = max(1, endpoint.keepalive.intervalSeconds)
+        let timeout = answerTimeout
         timer.schedule(deadline: .now() + .seconds(interval), repeating: .seconds(interval))
         timer.setEventHandler { [weak self] in
             guard let self, self.held, let s = self.session else { return }
-            if s.isClosed || (try? s.query("SELECT 1")) == nil {
+            if s.isClosed || (try? s.query("SELECT 1", timeout: timeout)) == nil {
                 self.held = false
                 self.watchdog?.cancel()
                 self.lostAction?()
@@ -179,8 +186,11 @@ public final class ClusterRunLock: RunLock, @unchecked Sendable {
         if held, let s = session {
             var binds = PostgresBindings()
             binds.append(job)
-            _ = try? s.query("DELETE FROM \"\(schema)\".run_locks WHERE job = $1 AND backend = pg_backend_pid()", binds)
-            for key in keys { _ = try? s.query("SELECT pg_advisory_unlock(\(Self.lockClass), \(key))") }
+            let timeout = answerTimeout
+            // A query that times out closes the session, which frees the locks server-side anyway.
+            if (try? s.query("DELETE FROM \"\(schema)\".run_locks WHERE job = $1 AND backend = pg_backend_pid()", binds, timeout: timeout)) != nil {
+                for key in keys where (try? s.query("SELECT pg_advisory_unlock(\(Self.lockClass), \(key))", timeout: timeout)) == nil { break }
+            }
         }
         held = false
         session?.close()

@@ -13,6 +13,14 @@ import PostgresNIO
 /// host, which holds it under a lease it renews while the run lasts and marks it done at the
 /// end. An item whose lease ran out (its host died or was cut off) is claimed again by another
 /// host: that is the takeover. Done items older than a week are pruned as new ones are added.
+///
+/// Fencing: each claim raises the item's `claims` count, and the claim's `generation` is that
+/// count. Renewing, finishing and handing back check it with the holder, so a holder whose item
+/// has been taken over since — even by the same process — has its writes refused. A holder that
+/// cannot renew stops its run by itself before the lease can run out (`fenceInterval`), and a
+/// takeover waits `takeoverGraceSeconds` past the lease, until the server has also let go of the
+/// cut holder's run lock. Every call has a deadline (`queryTimeout`): a cut link fails it
+/// instead of hanging.
 public actor ClusterWorkQueue {
     /// One scheduled fire of one job for one account.
     public struct Item: Sendable, Hashable, CustomStringConvertible {
@@ -45,10 +53,12 @@ public actor ClusterWorkQueue {
     }
 
     /// An item this host now holds; `previousHolder` is set when it was taken over from a holder
-    /// whose lease had run out.
+    /// whose lease had run out. `generation` is the fencing token of this claim: the item's claim
+    /// count, which the next claim of the item raises.
     public struct Claim: Sendable {
         public var item: Item
         public var previousHolder: Holder?
+        public var generation: Int
     }
 
     /// Items of a fire claimed by another holder.
@@ -60,6 +70,9 @@ public actor ClusterWorkQueue {
     public let holder: Holder
     /// How long a claim holds without renewal.
     public let leaseSeconds: Int
+    /// After how long the server ends the session of a silent peer (its run locks with it); nil
+    /// over a Unix socket, where no peer goes silent without its socket closing.
+    public let keepaliveBoundSeconds: Int?
     private let endpoint: PostgresEndpoint
     private let table: String
     private var session: PostgresSession?
@@ -67,24 +80,51 @@ public actor ClusterWorkQueue {
     private let queue = DispatchQueue(label: "jobrun.cluster-work-queue")
 
     public init(cluster: PostgresClusterConfig, holder: Holder = Holder(host: ProcessInfo.processInfo.hostName, pid: getpid())) throws(JobError) {
-        self.endpoint = try cluster.endpoint()
+        let endpoint = try cluster.endpoint()
+        self.endpoint = endpoint
         self.table = "\"\(cluster.schemaPrefix)_cluster\".work_items"
         self.holder = holder
         self.leaseSeconds = cluster.leaseSeconds
+        // Over a Unix socket the server sees a dead holder's socket close at once.
+        if case .tcp = endpoint.address { self.keepaliveBoundSeconds = endpoint.keepalive.boundSeconds } else { self.keepaliveBoundSeconds = nil }
     }
 
     /// The lease renewal period: a third of the lease, so two renewals can be lost before it runs out.
     public nonisolated var renewalInterval: Duration { .milliseconds(leaseSeconds * 1000 / 3) }
 
     /// How often a host looks for items to take over: a third of the lease, at most 5 s. A dead
-    /// host's item is taken over within `leaseSeconds` plus this.
+    /// host's item is taken over within `leaseSeconds + takeoverGraceSeconds` plus this.
     public nonisolated var pollInterval: Duration { .milliseconds(min(5000, max(1000, leaseSeconds * 1000 / 3))) }
+
+    /// How long a holder may go on acting after sending the last renewal that succeeded: the
+    /// lease less a margin for clock drift and scheduling delays (a sixth of the lease, at least
+    /// 1 s). Past it the holder stops its run (self-fencing): the lease, counted by the server
+    /// from when it received that renewal, has not run out yet.
+    public nonisolated var fenceInterval: Duration { .milliseconds(leaseSeconds * 1000 - Self.driftMarginMs(leaseSeconds: leaseSeconds)) }
+
+    static func driftMarginMs(leaseSeconds: Int) -> Int { max(1000, leaseSeconds * 1000 / 6) }
+
+    /// How long past an expired lease a takeover waits, so that it always finds the cut
+    /// holder's run lock free. That lock's session is ended by the server's keepalives at most
+    /// `keepalive.boundSeconds` after the holder's last packet, while its lease can have been
+    /// renewed last a renewal interval before it went silent and so run out
+    /// `leaseSeconds − renewal interval` after: the grace covers the difference, plus 3 s for the
+    /// kernel's timers. None over a Unix socket.
+    public nonisolated var takeoverGraceSeconds: Int {
+        guard let bound = keepaliveBoundSeconds else { return 0 }
+        return max(0, bound - (leaseSeconds - (leaseSeconds + 2) / 3)) + 3
+    }
+
+    /// The deadline of every call: the renewal interval, at least 1 s. A call that has no answer
+    /// by then fails (and its connection is closed), so a cut link never holds up the renewal or
+    /// the fence.
+    public nonisolated var queryTimeout: Double { max(1, Double(leaseSeconds) / 3) }
 
     /// Adds the items of `job`'s fire at `fire` for `accounts` (those another host added are
     /// left as they are); returns how many this call added. Prunes done items older than a week.
     @discardableResult
     public func enqueue(job: String, accounts: [Int64], fire: Date) async throws -> Int {
-        let table = self.table
+        let (table, timeout) = (self.table, self.queryTimeout)
         var bindings = PostgresBindings()
         bindings.append(job)
         bindings.append(Self.milliseconds(fire))
@@ -93,9 +133,9 @@ public actor ClusterWorkQueue {
         return try await perform { session in
             let rows = try session.query(
                 "INSERT INTO \(table) (job, account, fire_ms, state, created_at) SELECT $1, a, $2, 'pending', now() FROM unnest($3::int8[]) AS a ON CONFLICT DO NOTHING RETURNING 1",
-                binds)
+                binds, timeout: timeout)
             if !rows.isEmpty {
-                try session.query("DELETE FROM \(table) WHERE state = 'done' AND finished_at < now() - interval '7 days'")
+                try session.query("DELETE FROM \(table) WHERE state = 'done' AND finished_at < now() - interval '7 days'", timeout: timeout)
             }
             return rows.count
         }
@@ -104,74 +144,81 @@ public actor ClusterWorkQueue {
     /// Claims the oldest item of one of `jobs` that is pending or whose lease ran out, or nil when
     /// there is none. Items other hosts are claiming at this instant are skipped, not waited for.
     public func claim(jobs: [String]) async throws -> Claim? {
-        let (table, holder, lease) = (self.table, self.holder, self.leaseSeconds)
+        let (table, holder, lease, timeout) = (self.table, self.holder, self.leaseSeconds, self.queryTimeout)
         var bindings = PostgresBindings()
         bindings.append(jobs)
         bindings.append(holder.host)
         bindings.append(Int(holder.pid))
         bindings.append(lease)
+        bindings.append(takeoverGraceSeconds)
         let binds = bindings
         return try await perform { session in
             let rows = try session.query(
                 """
                 WITH next AS (
                   SELECT job, account, fire_ms, state AS was, holder_host AS previous_host, holder_pid AS previous_pid FROM \(table)
-                  WHERE job = ANY($1::text[]) AND (state = 'pending' OR (state = 'running' AND lease_until < now()))
+                  WHERE job = ANY($1::text[])
+                    AND (state = 'pending' OR (state = 'running' AND lease_until < now() - make_interval(secs => $5)))
                   ORDER BY fire_ms, job, account LIMIT 1 FOR UPDATE SKIP LOCKED)
                 UPDATE \(table) AS w SET state = 'running', holder_host = $2, holder_pid = $3,
                   lease_until = now() + make_interval(secs => $4), claimed_at = now(), claims = w.claims + 1
                 FROM next WHERE w.job = next.job AND w.account = next.account AND w.fire_ms = next.fire_ms
-                RETURNING w.job, w.account, w.fire_ms, next.was, next.previous_host, next.previous_pid
+                RETURNING w.job, w.account, w.fire_ms, next.was, next.previous_host, next.previous_pid, w.claims
                 """,
-                binds)
+                binds, timeout: timeout)
             guard let row = rows.first else { return nil }
-            let (job, account, fireMs, was, previousHost, previousPid) = try row.decode((String, Int64, Int64, String, String?, Int?).self)
+            let (job, account, fireMs, was, previousHost, previousPid, generation) = try row.decode(
+                (String, Int64, Int64, String, String?, Int?, Int).self)
             let previous = was == "running" ? previousHost.map { Holder(host: $0, pid: Int32(previousPid ?? 0)) } : nil
-            return Claim(item: Item(job: job, account: account, fireMs: fireMs), previousHolder: previous)
+            return Claim(item: Item(job: job, account: account, fireMs: fireMs), previousHolder: previous, generation: generation)
         }
     }
 
-    /// Extends this host's lease on `item`; false when the item is no longer this host's (its
-    /// lease ran out and another host took it over).
-    public func renew(_ item: Item) async throws -> Bool {
-        let (table, lease) = (self.table, self.leaseSeconds)
-        var bindings = holding(item)
+    /// Extends this claim's lease; false when the item is no longer held under it (its lease ran
+    /// out and it was claimed again).
+    public func renew(_ claim: Claim) async throws -> Bool {
+        let (table, lease, timeout) = (self.table, self.leaseSeconds, self.queryTimeout)
+        var bindings = holding(claim)
         bindings.append(lease)
         let binds = bindings
         return try await perform { session in
             !(try session.query(
-                "UPDATE \(table) SET lease_until = now() + make_interval(secs => $6) WHERE \(Self.heldByMe) RETURNING 1", binds)).isEmpty
+                "UPDATE \(table) SET lease_until = now() + make_interval(secs => $7) WHERE \(Self.heldByMe) RETURNING 1", binds, timeout: timeout)).isEmpty
         }
     }
 
-    /// Marks `item` done with the run's outcome; false when it was no longer this host's.
+    /// Marks the claimed item done with the run's outcome; false when it was no longer held
+    /// under this claim.
     @discardableResult
-    public func finish(_ item: Item, outcome: String) async throws -> Bool {
-        let table = self.table
-        var bindings = holding(item)
+    public func finish(_ claim: Claim, outcome: String) async throws -> Bool {
+        let (table, timeout) = (self.table, self.queryTimeout)
+        var bindings = holding(claim)
         bindings.append(outcome)
         let binds = bindings
         return try await perform { session in
             !(try session.query(
-                "UPDATE \(table) SET state = 'done', outcome = $6, finished_at = now(), lease_until = NULL WHERE \(Self.heldByMe) RETURNING 1", binds)).isEmpty
+                "UPDATE \(table) SET state = 'done', outcome = $7, finished_at = now(), lease_until = NULL WHERE \(Self.heldByMe) RETURNING 1", binds,
+                timeout: timeout)).isEmpty
         }
     }
 
-    /// Hands `item` back unfinished (this host is stopping): another host claims it at once.
+    /// Hands the claimed item back unfinished (this host is stopping, or fenced itself): another
+    /// host claims it at once. False, and nothing changed, when it was no longer held under
+    /// this claim.
     @discardableResult
-    public func release(_ item: Item) async throws -> Bool {
-        let table = self.table
-        let binds = holding(item)
+    public func release(_ claim: Claim) async throws -> Bool {
+        let (table, timeout) = (self.table, self.queryTimeout)
+        let binds = holding(claim)
         return try await perform { session in
             !(try session.query(
                 "UPDATE \(table) SET state = 'pending', holder_host = NULL, holder_pid = NULL, lease_until = NULL WHERE \(Self.heldByMe) RETURNING 1",
-                binds)).isEmpty
+                binds, timeout: timeout)).isEmpty
         }
     }
 
     /// The items of `job`'s fire at `fireMs` that another holder has claimed (running or done).
     public func claimedElsewhere(job: String, fireMs: Int64) async throws -> [ElsewhereClaim] {
-        let (table, holder) = (self.table, self.holder)
+        let (table, holder, timeout) = (self.table, self.holder, self.queryTimeout)
         var bindings = PostgresBindings()
         bindings.append(job)
         bindings.append(fireMs)
@@ -181,7 +228,7 @@ public actor ClusterWorkQueue {
         return try await perform { session in
             try session.query(
                 "SELECT account, holder_host, holder_pid FROM \(table) WHERE job = $1 AND fire_ms = $2 AND state <> 'pending' AND NOT (holder_host = $3 AND holder_pid = $4) ORDER BY account",
-                binds
+                binds, timeout: timeout
             ).map { row in
                 let (account, host, pid) = try row.decode((Int64, String, Int).self)
                 return ElsewhereClaim(account: account, holder: Holder(host: host, pid: Int32(pid)))
@@ -189,16 +236,19 @@ public actor ClusterWorkQueue {
         }
     }
 
-    /// The condition on an item's key ($1 job, $2 account, $3 fire) and its holder ($4 host, $5 pid).
-    private static let heldByMe = "job = $1 AND account = $2 AND fire_ms = $3 AND state = 'running' AND holder_host = $4 AND holder_pid = $5"
+    /// The condition on an item's key ($1 job, $2 account, $3 fire), its holder ($4 host, $5 pid)
+    /// and the claim's fencing token ($6 generation).
+    private static let heldByMe =
+        "job = $1 AND account = $2 AND fire_ms = $3 AND state = 'running' AND holder_host = $4 AND holder_pid = $5 AND claims = $6"
 
-    private func holding(_ item: Item) -> PostgresBindings {
+    private func holding(_ claim: Claim) -> PostgresBindings {
         var binds = PostgresBindings()
-        binds.append(item.job)
-        binds.append(item.account)
-        binds.append(item.fireMs)
+        binds.append(claim.item.job)
+        binds.append(claim.item.account)
+        binds.append(claim.item.fireMs)
         binds.append(holder.host)
         binds.append(Int(holder.pid))
+        binds.append(claim.generation)
         return binds
     }
 

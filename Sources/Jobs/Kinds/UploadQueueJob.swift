@@ -15,7 +15,8 @@ import Synchronization
 /// The run succeeds when the queue was worked through; failed items show in the counters
 /// (`items_failed`), the summary, the details and an `upload.failed` log line. When the cloud is
 /// unreachable the run stops claiming items, leaves them queued (their attempts unspent) and
-/// exits 69.
+/// exits 69; when a store refuses this host's credentials or configuration (a wrong S3 secret,
+/// a missing bucket) it does the same and exits 78.
 public struct UploadQueueJob: JobKind {
     public static let name = "upload-queue"
     public static let summary = "drain the persistent multipart upload queue: resumable, each item sent once"
@@ -54,6 +55,8 @@ public struct UploadQueueJob: JobKind {
     final class Tally: Sendable {
         struct Values {
             var cloudDown = false
+            /// Why a store refused this host's credentials or configuration, once one did.
+            var misconfigured: String?
             var claimed = 0, sent = 0, failed = 0, retried = 0, alreadySent = 0, unavailable = 0, attempts = 0, restarts = 0
             var partsSent = 0, partsSkipped = 0
             var bytesSent: Int64 = 0
@@ -117,6 +120,11 @@ public struct UploadQueueJob: JobKind {
         let v = tally.values
         let remaining = try await queue.openItems().count
         let report = Self.report(v, remaining: remaining)
+        if let reason = v.misconfigured {
+            throw JobError(
+                "account \(account.id): \(reason); fix the credentials or the configuration — \(remaining) items stay queued, their attempts unspent",
+                exitCode: .config, retryable: false, report: report)
+        }
         if v.cloudDown {
             throw JobError.cloudUnavailable(
                 "account \(account.id): the cloud is unreachable (\(v.sent) items sent before that); \(remaining) items stay queued for the next run",
@@ -170,7 +178,7 @@ public struct UploadQueueJob: JobKind {
         func work() async throws {
             while true {
                 try Task.checkCancellation()
-                if tally.values.cloudDown { return }
+                if tally.values.cloudDown || tally.values.misconfigured != nil { return }
                 guard tally.reserve(maxItems) else { return }
                 let claim = try await queue.claim(lease: lease)
                 if case .item = claim {} else { tally.unreserve() }
@@ -245,6 +253,14 @@ public struct UploadQueueJob: JobKind {
                     $0.unavailable += 1; $0.cloudDown = true
                 }
                 log.warning("upload.cloud_unavailable", ["item": .int(item.id), "error": .string(error.description)])
+                return .requeued
+            }
+            if case .misconfigured = error {
+                // Every item would be refused the same way: give the attempt back, as a crash
+                // would, and stop the run until the operator fixes the setup.
+                try await queue.settle(item.id, lease: lease, outcome: .interrupted)
+                tally.update { $0.misconfigured = $0.misconfigured ?? error.description }
+                log.error("upload.misconfigured", ["item": .int(item.id), "error": .string(error.description)])
                 return .requeued
             }
             if error.isPermanent {

@@ -7,6 +7,11 @@ import Synchronization
 /// marks it done. A host thus holds at most one item per job at a time, so the accounts of a
 /// fire spread over the hosts that see it. It also reports, once per (account, fire), the items
 /// another host claimed (`scheduler.claimed_elsewhere`).
+///
+/// A worker that cannot renew its lease fences itself: once `ClusterWorkQueue.fenceInterval`
+/// has passed since it sent the last renewal that succeeded (or a renewal finds the item taken
+/// over), it cancels the run — its transfers and file writes stop — logs `scheduler.fenced`, and
+/// hands the item back only if the claim's fencing token still holds it.
 final class ClusterWork: Sendable {
     let queue: ClusterWorkQueue
     /// The jobs whose worker runs on this host.
@@ -38,6 +43,7 @@ final class ClusterWork: Sendable {
             let log = logger.with(job: job.name, run: nil)
             while !Task.isCancelled {
                 let claim: ClusterWorkQueue.Claim?
+                let claimSentAt = ContinuousClock.now  // the lease counts from no earlier than this
                 do { claim = try await queue.claim(jobs: [job.name]) } catch {
                     log.warning("scheduler.claim_failed", ["error": .string("\(error)")])
                     return
@@ -55,15 +61,25 @@ final class ClusterWork: Sendable {
                 var single = job
                 single.accounts = [item.account]
                 await tracker.started(job.name)
-                let renewal = Task { await Self.renew(item, queue: queue, log: log.with(["account": .int(item.account)])) }
-                let result = await runner.run(single, fire: item.fire)
-                renewal.cancel()
+                // The run is a task of its own so that the lease's fence can cancel it alone.
+                let running = Task { await runner.run(single, fire: item.fire) }
+                let holding = Task {
+                    await Self.hold(claim, sentAt: claimSentAt, queue: queue, log: log.with(["account": .int(item.account)])) { running.cancel() }
+                }
+                let result = await withTaskCancellationHandler {
+                    await running.value
+                } onCancel: {
+                    running.cancel()
+                }
+                holding.cancel()
+                let fenced = await holding.value
                 await tracker.finished(result)
                 do {
-                    if result.outcome == .cancelled && Task.isCancelled {
-                        // This host is stopping: another host runs the item now, not after the lease.
-                        try await queue.release(item)
-                    } else if !(try await queue.finish(item, outcome: result.outcome.rawValue)) {
+                    if result.outcome == .cancelled && (fenced || Task.isCancelled) {
+                        // Fenced, or this host is stopping: another host runs the item now, not
+                        // after the lease — if it is still this claim's to hand back.
+                        if !(try await queue.release(claim)) && !fenced { log.warning("scheduler.lease_lost", fields) }
+                    } else if !(try await queue.finish(claim, outcome: result.outcome.rawValue)) {
                         log.warning("scheduler.lease_lost", fields)
                     }
                 } catch {
@@ -93,23 +109,69 @@ final class ClusterWork: Sendable {
         }
     }
 
-    /// Renews `item`'s lease every third of it until cancelled, or until the item is lost.
-    private static func renew(_ item: ClusterWorkQueue.Item, queue: ClusterWorkQueue, log: JobLogger) async {
-        while true {
-            do { try await Task.sleep(for: queue.renewalInterval) } catch { return }
-            do {
-                if !(try await queue.renew(item)) {
-                    log.warning("scheduler.lease_lost", ["due": .string(time(item.fire))])
-                    return
+    /// Renews the claim's lease every third of it until cancelled; calls `fence` and returns
+    /// true when the holder must stop acting: the item was taken over, or no renewal has
+    /// succeeded for `fenceInterval` (counted from when the last good one was sent, so the lease
+    /// the server extended then has not yet run out).
+    private static func hold(
+        _ claim: ClusterWorkQueue.Claim, sentAt: ContinuousClock.Instant, queue: ClusterWorkQueue, log: JobLogger,
+        fence: @escaping @Sendable () -> Void
+    ) async -> Bool {
+        let item = claim.item
+        let clock = ContinuousClock()
+        let lease = LeaseState(claimedAt: sentAt)
+        let renewal = Task {
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: queue.renewalInterval) } catch { return }
+                let sent = clock.now
+                do {
+                    if try await queue.renew(claim) {
+                        lease.renewed(sentAt: sent)
+                    } else {
+                        lease.lost("the item was taken over")
+                        return
+                    }
+                } catch {
+                    // The next renewal tries again; the fence below stops the run before the
+                    // lease can run out if none succeeds.
+                    log.warning("scheduler.renew_failed", ["error": .string("\(error)")])
                 }
-            } catch {
-                // The next renewal tries again; the lease outlasts two missed renewals.
-                log.warning("scheduler.renew_failed", ["error": .string("\(error)")])
             }
+        }
+        defer { renewal.cancel() }
+        while true {
+            let (renewedAt, lostReason) = lease.current
+            let deadline = renewedAt + queue.fenceInterval
+            let reason = lostReason ?? (clock.now >= deadline ? "no lease renewal succeeded for \(queue.fenceInterval)" : nil)
+            if let reason {
+                fence()
+                log.error(
+                    "scheduler.fenced",
+                    [
+                        "due": .string(time(item.fire)), "reason": .string(reason),
+                        "msg": .string("stopped the run of \(item) before its lease could run out: \(reason)"),
+                    ])
+                return true
+            }
+            // Wakes at the deadline, or sooner to notice a lost item.
+            let wake = min(deadline, clock.now + .milliseconds(250))
+            do { try await Task.sleep(until: wake, clock: clock) } catch { return false }
         }
     }
 
     static func time(_ date: Date) -> String { ISO8601DateFormatter().string(from: date) }
+}
+
+/// When the last renewal of a claim that succeeded was sent (the claim itself at first), and
+/// why the claim was lost, if it was: written by the renewing task, read by the fence.
+final class LeaseState: Sendable {
+    private let state: Mutex<(renewedAt: ContinuousClock.Instant, lost: String?)>
+
+    init(claimedAt: ContinuousClock.Instant) { state = Mutex((claimedAt, nil)) }
+
+    var current: (renewedAt: ContinuousClock.Instant, lost: String?) { state.withLock { $0 } }
+    func renewed(sentAt: ContinuousClock.Instant) { state.withLock { $0.renewedAt = max($0.renewedAt, sentAt) } }
+    func lost(_ reason: String) { state.withLock { $0.lost = $0.lost ?? reason } }
 }
 
 /// (job, fire) → the accounts whose items are not yet accounted for; fires older than an hour
