@@ -24,8 +24,6 @@ final class PostgresStoreIntegrationTests: XCTestCase {
           url: postgresql://\(server.user)@/\(database)?host=\(server.socketDirectory)&port=\(server.port)
           passwordFile: \(passwordFile)
           schemaPrefix: fleet
-        objectStorage:
-          bucket: left-to-its-own-reader
         """.write(toFile: cluster, atomically: true, encoding: .utf8)
         try h.writeSyncJob(initialMessages: 5)
 

@@ -17,11 +17,19 @@ enum StoreFile {
     }
 
     /// The descriptor of `path` opened for `access`, or nil when the file does not exist and
-    /// `access` does not create it. The caller closes the descriptor.
+    /// `access` does not create it. A file that may not be written (a read-only file system, a
+    /// file without write permission) is opened for reading instead, as SQLite's own VFS does:
+    /// a reader of a read-only mount still reads the `-wal` through its `-shm`. The caller closes
+    /// the descriptor.
     static func open(_ path: String, _ access: FileAccess, policy: ConfinementPolicy) throws(PostboxError) -> Int32? {
         let (directory, name) = split(path)
         do {
-            return try ConfinedDirectory.open(path: directory, policy: policy).openFile(name, access)
+            let folder = try ConfinedDirectory.open(path: directory, policy: policy)
+            do {
+                return try folder.openFile(name, access)
+            } catch .system(_, _, let code) where access.writes && (code == EROFS || code == EACCES) {
+                return try folder.openFile(name, .read)
+            }
         } catch {
             if case .system(_, _, let code) = error, code == ENOENT { return nil }
             throw PostboxError.unsafeFile(path: error.path, reason: error.description)
