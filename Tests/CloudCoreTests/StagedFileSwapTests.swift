@@ -30,7 +30,8 @@ final class StagedFileSwapTests: XCTestCase {
             XCTAssertEqual(unlink(item.stagedPath), 0)
             XCTAssertEqual(swap == "symbolic link" ? symlink(secret, item.stagedPath) : link(secret, item.stagedPath), 0)
             if swap == "hard link" { copyModificationTime(from: secret, to: item.stagedPath) }
-            let upload = f.upload { _ in } observer: { event in
+            let upload = f.upload { _ in
+            } observer: { event in
                 if case .partSent = event { sent.withLock { $0 += 1 } }
             }
             await XCTAssertThrowsUploadError(try await upload.upload(itemId: item.id)) { error in
