@@ -139,7 +139,11 @@ public final class ConfinedDirectory: @unchecked Sendable {
     }
 
     /// The names in this directory, without `.` and `..`.
-    public func entries() -> [String] {
+    public func entries() -> [String] { Self.entries(of: descriptor) }
+
+    /// The names in the open directory `descriptor`, without `.` and `..` (the descriptor stays
+    /// open and its position unchanged: the listing reads a copy).
+    public static func entries(of descriptor: Int32) -> [String] {
         let copy = openat(descriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard copy >= 0, let dir = fdopendir(copy) else { return [] }
         defer { closedir(dir) }

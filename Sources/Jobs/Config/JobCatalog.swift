@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 /// The job files of a jobs directory (`*.yaml`, `*.yml`), validated, with job names unique
@@ -35,7 +36,7 @@ public struct JobCatalog: Sendable {
                         expected: "a directory of *.yaml job files")
                 ], directory: directory, kinds: kinds)
         }
-        let names = DataRoot.entries(of: fd)
+        let names = ConfinedDirectory.entries(of: fd)
         close(fd)
         let files = names.filter { ($0.hasSuffix(".yaml") || $0.hasSuffix(".yml")) && !$0.hasPrefix(".") }.sorted()
         var jobs: [JobFile] = []

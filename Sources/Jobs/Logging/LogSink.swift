@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 /// The shared, thread-safe destination of a process's log events: JSON lines appended to
@@ -218,7 +219,7 @@ public final class LogSink: @unchecked Sendable {
         guard let url = fileURL else { return }
         let base = url.lastPathComponent + "."
         let now = Date()
-        for name in DataRoot.entries(of: dirFD) where name.hasPrefix(base) {
+        for name in ConfinedDirectory.entries(of: dirFD) where name.hasPrefix(base) {
             guard let index = Int(name.dropFirst(base.count)) else { continue }
             var info = stat()
             let tooOld: Bool

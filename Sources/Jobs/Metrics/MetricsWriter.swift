@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 /// Writes `<root>/metrics/jobrun_<job>.prom` for node_exporter's textfile collector, atomically:
@@ -259,7 +260,7 @@ public struct MetricsWriter: Sendable {
     /// directory's lock held: every writer makes its temp file under that lock, so any temp file
     /// seen then belongs to a writer that died.
     static func sweepTemporaryFiles(in dirFD: Int32) {
-        for name in DataRoot.entries(of: dirFD) where name.hasPrefix(".") && name.contains(".prom.tmp-") {
+        for name in ConfinedDirectory.entries(of: dirFD) where name.hasPrefix(".") && name.contains(".prom.tmp-") {
             unlinkat(dirFD, name, 0)
         }
     }

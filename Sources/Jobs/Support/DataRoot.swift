@@ -226,21 +226,6 @@ public struct DataRoot: Sendable, Hashable {
         }
     }
 
-    /// The names in the directory `fd` (without `.` and `..`).
-    public static func entries(of fd: Int32) -> [String] {
-        let dup = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dup >= 0, let dir = fdopendir(dup) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name != ".", name != ".." { names.append(name) }
-        }
-        return names
-    }
-
     static func fileType(_ path: String) -> mode_t? {
         var st = stat()
         return lstat(path, &st) == 0 ? st.st_mode & S_IFMT : nil

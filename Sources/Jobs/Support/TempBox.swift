@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -131,7 +132,7 @@ public final class TempBox: @unchecked Sendable {
 
     static func sweepStale(parentFD: Int32, parentPath: String) -> [URL] {
         var removed: [URL] = []
-        for name in DataRoot.entries(of: parentFD) {
+        for name in ConfinedDirectory.entries(of: parentFD) {
             let url = URL(fileURLWithPath: parentPath).appendingPathComponent(name, isDirectory: true)
             var st = stat()
             guard fstatat(parentFD, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
@@ -163,7 +164,7 @@ public final class TempBox: @unchecked Sendable {
         guard let tempFD = try? root.openDirectory(["temp"], create: false) else { return [] }
         defer { Foundation.close(tempFD) }
         var removed: [URL] = []
-        for name in DataRoot.entries(of: tempFD) {
+        for name in ConfinedDirectory.entries(of: tempFD) {
             let fd = openat(tempFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else { continue }
             removed += sweepStale(parentFD: fd, parentPath: root.temp(process: name).path)
@@ -180,7 +181,7 @@ public final class TempBox: @unchecked Sendable {
         guard errno == EISDIR || errno == EPERM, depth < 64 else { return errno == ENOENT }
         let fd = openat(parentFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return false }
-        for child in DataRoot.entries(of: fd) { removeTree(parentFD: fd, name: child, depth: depth + 1) }
+        for child in ConfinedDirectory.entries(of: fd) { removeTree(parentFD: fd, name: child, depth: depth + 1) }
         Foundation.close(fd)
         return unlinkat(parentFD, name, AT_REMOVEDIR) == 0 || errno == ENOENT
     }
