@@ -36,7 +36,7 @@ final class FileBytes: Sendable {
     /// Photos drawn so far (a few hundred at most: any is drawn again identically).
     private let photos = Locked<[Int64: PhotoJPEG?]>([:])
 
-    /// The JPEG a photo file serves, drawn once from the seed and the file id.
+    /// The JPEG a photo file serves, drawn once from the dataset seed (`--seed`) and the file id.
     func photo(_ file: ServerFile, width: Int, height: Int) -> PhotoJPEG? {
         if let cached = photos.withLock({ $0[file.id] }) { return cached }
         let jpeg = PhotoJPEG.make(width: width, height: height, generator: generator, fileId: file.id, size: file.size)
