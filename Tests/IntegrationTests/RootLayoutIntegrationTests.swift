@@ -21,21 +21,11 @@ import XCTest
 /// across the cases: every check happens before a command opens anything, so any command sees
 /// every planted object), and cases run on four copies of the root at once.
 final class RootLayoutIntegrationTests: XCTestCase {
-    private static let kinds = ["sync-history", "prefetch-chat-media", "revalidate-references", "upload-queue", "time-based-cleanup"]
+    /// Every shipped kind: a kind added to the registry is run against the planted paths too.
+    private static let kinds = JobKindRegistry.shipped.names
     private static let workers = 4
 
-    private enum Plant: CaseIterable, CustomStringConvertible {
-        case linkToVictim, danglingLink, fifo, hardLinkToVictim, unsafeMode
-        var description: String {
-            switch self {
-            case .linkToVictim: return "a link to a victim outside"
-            case .danglingLink: return "a dangling link"
-            case .fifo: return "a FIFO"
-            case .hardLinkToVictim: return "a hard link to a victim"
-            case .unsafeMode: return "mode 0777/0666"
-            }
-        }
-    }
+    private typealias Plant = PlantedObject
 
     private struct Case: Sendable {
         let path: DataRootPath

@@ -1,5 +1,6 @@
 import Foundation
 import Postbox
+import TestSupport
 import XCTest
 
 @testable import Jobs
@@ -81,19 +82,7 @@ final class DataRootLayoutTests: XCTestCase {
         XCTAssertNoThrow(try root.verifyLayout(), "a clean root passes")
     }
 
-    /// What is planted at a path of the layout.
-    private enum Plant: CaseIterable, CustomStringConvertible {
-        case linkToVictim, danglingLink, fifo, hardLinkToVictim, unsafeMode
-        var description: String {
-            switch self {
-            case .linkToVictim: return "a link to a victim outside"
-            case .danglingLink: return "a dangling link"
-            case .fifo: return "a FIFO"
-            case .hardLinkToVictim: return "a hard link to a victim"
-            case .unsafeMode: return "mode 0777/0666"
-            }
-        }
-    }
+    private typealias Plant = PlantedObject
 
     func testEveryPathOfTheLayoutRefusesEveryPlantedObject() throws {
         let root = try populatedRoot()

@@ -35,41 +35,21 @@ struct SecretStagedContainer: Sendable {
     }
 
     /// Writes the container of the `size` plaintext bytes of `input` (`source` names it in
-    /// errors) to a new 0600 file at `temporary`, synced, under a fresh random key.
+    /// errors) to a new 0600 file named `name` in `uploads`, synced, under a fresh random key.
     static func write(input: Int32, source: String, size: Int64, to name: String, in uploads: ConfinedDirectory) throws -> SecretStagedContainer {
         let key = SecretUploadKey.random(plaintextSize: size)
         guard let plan = UploadPlan(size: key.containerSize) else { throw MultipartUploadError.fileTooLarge(path: source, size: size) }
-        let temporary = uploads.display(name)
-        let out: Int32
-        do { out = try uploads.openFile(name, .createNew) } catch {
-            throw MultipartUploadError.staging(path: source, reason: "cannot create \(error.description)")
-        }
-        var ok = false
-        defer {
-            close(out)
-            if !ok { _ = try? uploads.removeFile(name) }
-        }
+        let file = try StagingFile(name, in: uploads, for: source)
         let encryptor = SecretPartEncryptor(fd: input, key: key, plan: plan)
         var sha = SHA256()
         while encryptor.nextPart < plan.totalParts {
             let (_, data) = try encryptor.next()
             data.withUnsafeBytes { sha.update($0) }
-            try data.withUnsafeBytes { raw in
-                var written = 0
-                while written < raw.count {
-                    let w = Glibc.write(out, raw.baseAddress! + written, raw.count - written)
-                    if w < 0 {
-                        if errno == EINTR { continue }
-                        throw MultipartUploadError.staging(path: source, reason: "cannot write \(temporary): \(UploadIO.describe(errno))")
-                    }
-                    written += w
-                }
-            }
+            try data.withUnsafeBytes { try file.write($0) }
         }
-        guard fsync(out) == 0 else { throw MultipartUploadError.staging(path: source, reason: "fsync: \(UploadIO.describe(errno))") }
-        let st = try UploadIO.stat(fd: out)
+        let st = try file.sync()
         guard st.size == key.containerSize else { throw MultipartUploadError.fileChanged(item: 0, reason: "\(source) changed size while being staged") }
-        ok = true
+        file.keep()
         return SecretStagedContainer(
             key: key, plaintextSHA256: encryptor.plaintextSHA256(), containerSHA256: sha.finalize().hexString, mtimeNs: st.mtimeNs)
     }

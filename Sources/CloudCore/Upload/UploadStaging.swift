@@ -137,39 +137,23 @@ enum UploadStager {
 
     /// Copies `size` bytes into a new 0600 file, hashing as it goes, and fsyncs it.
     private static func copy(input: Int32, source: String, size: Int64, to name: String, in uploads: ConfinedDirectory) throws -> StagedCopy {
-        let temporary = uploads.display(name)
-        let out: Int32
-        do { out = try uploads.openFile(name, .createNew) } catch {
-            throw MultipartUploadError.staging(path: source, reason: "cannot create \(error.description)")
-        }
-        var ok = false
-        defer {
-            close(out)
-            if !ok { _ = try? uploads.removeFile(name) }
-        }
+        let file = try StagingFile(name, in: uploads, for: source)
         var sha = SHA256()
         var offset: Int64 = 0
         try UploadIO.withReadBuffer(forLength: size) { raw in
             while true {
                 let r = try UploadIO.readFully(fd: input, into: raw, offset: offset)
-                sha.update(UnsafeRawBufferPointer(rebasing: raw[0..<r]))
-                var written = 0
-                while written < r {
-                    let w = write(out, raw.baseAddress! + written, r - written)
-                    if w < 0 {
-                        if errno == EINTR { continue }
-                        throw MultipartUploadError.staging(path: source, reason: "cannot write \(temporary): \(UploadIO.describe(errno))")
-                    }
-                    written += w
-                }
+                let chunk = UnsafeRawBufferPointer(rebasing: raw[0..<r])
+                sha.update(chunk)
+                try file.write(chunk)
                 offset += Int64(r)
                 if r < raw.count { break }
             }
         }
         guard offset == size else { throw MultipartUploadError.fileChanged(item: 0, reason: "\(source) changed size while being copied") }
-        guard fsync(out) == 0 else { throw MultipartUploadError.staging(path: source, reason: "fsync: \(UploadIO.describe(errno))") }
-        let st = try UploadIO.stat(fd: out)
-        ok = true
+        let st = try file.sync()
+        file.keep()
+        let temporary = file.path
         return StagedCopy(path: temporary, size: size, sha256: sha.finalize().hexString, mtimeNs: st.mtimeNs, linked: false)
     }
 }
