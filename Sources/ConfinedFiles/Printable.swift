@@ -3,32 +3,36 @@
 #endif
 
 /// Text that came from outside (a file name, a value) made safe to print on one line: control
-/// characters, including newline and ESC, become `\n`, `\t` or `\u{1B}`; a backslash is doubled.
+/// characters become `\n`, `\r`, `\t`, `\e` or `\u{…}`, and so do the bidirectional overrides
+/// that reorder what a terminal shows, so a name cannot forge a line or drive the terminal.
 public enum Printable {
     /// `text` escaped; longer texts are cut to `limit` characters with `…`.
     public static func escaped(_ text: String, limit: Int = 512) -> String {
+        if text.unicodeScalars.count <= limit, !text.unicodeScalars.contains(where: needsEscape) { return text }
         var out = ""
-        var count = 0
-        for scalar in text.unicodeScalars {
+        for (count, scalar) in text.unicodeScalars.enumerated() {
             if count == limit {
                 out += "…"
                 break
             }
-            count += 1
             switch scalar {
             case "\n": out += "\\n"
-            case "\t": out += "\\t"
             case "\r": out += "\\r"
-            case "\\": out += "\\\\"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value) {
-                    out += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
+            case "\t": out += "\\t"
+            case "\u{1B}": out += "\\e"
+            case _ where needsEscape(scalar): out += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            default: out.unicodeScalars.append(scalar)
             }
         }
         return out
+    }
+
+    /// Control characters, and the bidirectional overrides that reorder what a terminal shows.
+    public static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0..<0x20, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069, 0xFEFF: return true
+        default: return false
+        }
     }
 
     /// A path for a message: escaped, never cut.

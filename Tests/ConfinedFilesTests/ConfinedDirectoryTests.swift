@@ -141,7 +141,7 @@ final class ConfinedDirectoryTests: XCTestCase {
     func testMessagesEscapeControlCharacters() {
         let error = ConfinedFileError.symbolicLink(path: "/r/evil\nname\u{1B}[31m")
         XCTAssertEqual(error.description.contains("\n"), false)
-        XCTAssertTrue(error.description.contains("/r/evil\\nname\\u{1B}[31m"), error.description)
+        XCTAssertTrue(error.description.contains("/r/evil\\nname\\e[31m"), error.description)
         XCTAssertTrue(ConfinedFileError.system(path: "/x", operation: "write", errno: ENOSPC).description.contains("ENOSPC"))
     }
 }
