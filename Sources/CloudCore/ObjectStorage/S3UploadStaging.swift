@@ -1,4 +1,5 @@
 import CloudCrypto
+import ConfinedFiles
 import Foundation
 import Postbox
 
@@ -35,27 +36,28 @@ public struct S3UploadStaging: UploadStageSource {
 
     public func holds(_ item: UploadItem) -> Bool { item.extra[Self.keyField] != nil }
 
-    public func store(file path: String, scratchDirectory: String) async throws -> StagedObject {
+    public func store(file fd: Int32, path: String, scratch: ConfinedDirectory) async throws -> StagedObject {
         // A repeated enqueue of the same unchanged file resumes the multipart upload its journal
         // describes (the journal is named by a digest of the file's identity, not its name).
         var st = stat()
-        guard stat(path, &st) == 0 else { throw MultipartUploadError.fileNotFound(path: path) }
+        guard fstat(fd, &st) == 0 else { throw MultipartUploadError.fileUnreadable(path: path, reason: UploadIO.describe(errno)) }
         let identity = "\(path)\u{0}\(st.st_dev)\u{0}\(st.st_ino)\u{0}\(st.st_size)\u{0}\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec)"
         let journalName = ".s3-enqueue-" + CloudCrypto.SHA256.hash(Data(identity.utf8)).hexString.prefix(32) + ".journal"
-        let journalPath = (scratchDirectory as NSString).appendingPathComponent(String(journalName))
+        let journal = S3UploadJournal.Location(String(journalName), in: scratch)
         let key: String
-        if let previous = S3UploadJournal.load(journalPath), previous.key.hasPrefix(prefix) {
+        if let previous = S3UploadJournal.load(journal), previous.key.hasPrefix(prefix) {
             key = previous.key
         } else {
             key = prefix + SecureRandom.bytes(16).hexString
         }
-        let result = try await upload.upload(file: path, to: key, journalPath: journalPath)
+        let result = try await upload.upload(descriptor: fd, to: key, journal: journal)
         return StagedObject(
             size: result.size, sha256: result.sha256.hexString,
             extra: [Self.keyField: key, Self.bucketField: client.bucket.name, "staging": "bucket"])
     }
 
-    public func fetch(_ item: UploadItem, to path: String) async throws {
+    public func fetch(_ item: UploadItem, to name: String, in directory: ConfinedDirectory) async throws {
+        let path = directory.display(name)
         guard let key = item.extra[Self.keyField] else { throw MultipartUploadError.stagedFileMissing(item: item.id, path: path) }
         let place = "the object \(key) in bucket \(client.bucket.name)"
         let info: S3ObjectInfo?
@@ -64,15 +66,15 @@ public struct S3UploadStaging: UploadStageSource {
         guard info.size == item.stagedByteCount else {
             throw MultipartUploadError.fileChanged(item: item.id, reason: "\(place) is \(info.size) bytes, the item recorded \(item.stagedByteCount)")
         }
-        let temporary = path + ".fetching"
-        let fd = open(temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw MultipartUploadError.staging(path: temporary, reason: "cannot create: \(UploadIO.describe(errno))")
+        let temporary = name + ".fetching"
+        let fd: Int32
+        do { fd = try directory.openFile(temporary, .rewrite) } catch {
+            throw MultipartUploadError.staging(path: directory.display(temporary), reason: "cannot create: \(error.description)")
         }
         var kept = false
         defer {
             close(fd)
-            if !kept { unlink(temporary) }
+            if !kept { _ = try? directory.removeFile(temporary) }
         }
         var offset: Int64 = 0
         while offset < item.stagedByteCount {
@@ -98,8 +100,11 @@ public struct S3UploadStaging: UploadStageSource {
         }
         // The copy is made durable under its final name off the cooperative pool.
         try await UploadIO.run {
-            guard fsync(fd) == 0, rename(temporary, path) == 0 else {
+            guard fsync(fd) == 0 else {
                 throw MultipartUploadError.staging(path: path, reason: "cannot keep the fetched copy: \(UploadIO.describe(errno))")
+            }
+            do throws(ConfinedFileError) { try directory.rename(temporary, to: name) } catch {
+                throw MultipartUploadError.staging(path: path, reason: "cannot keep the fetched copy: \(error.description)")
             }
         }
         kept = true

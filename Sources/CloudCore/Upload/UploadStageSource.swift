@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import Postbox
 
@@ -20,16 +21,17 @@ public struct StagedObject: Sendable, Equatable {
 /// item). ``UploadQueue`` stores through it at enqueue, fetches a local copy before sending, and
 /// removes the stored bytes once the item is sent.
 public protocol UploadStageSource: Sendable {
-    /// Stores the (already validated) file at `path`. `scratchDirectory` (0700) may hold
-    /// progress records that let a repeated call resume.
-    func store(file path: String, scratchDirectory: String) async throws -> StagedObject
+    /// Stores the (already validated) open file `fd`, the file at `path` (for messages and to
+    /// recognise a repeated call). `scratch` (0700, held open) may hold progress records that
+    /// let a repeated call resume.
+    func store(file fd: Int32, path: String, scratch: ConfinedDirectory) async throws -> StagedObject
     /// Whether `item`'s bytes are kept by this source.
     func holds(_ item: UploadItem) -> Bool
-    /// Writes `item`'s bytes to a new file at `path` (0600) and checks them against the item's
-    /// size and SHA-256. Throws `MultipartUploadError`: `.fileChanged` for bytes that do not
+    /// Writes `item`'s bytes to a new file `name` (0600) in `directory`, created beneath its
+    /// descriptor, and checks them against the item's size and SHA-256. Throws `MultipartUploadError`: `.fileChanged` for bytes that do not
     /// match, `.stagedFileMissing` when they are gone, `.cloudUnavailable` when the source cannot
-    /// be reached; nothing is left at `path` after a failure.
-    func fetch(_ item: UploadItem, to path: String) async throws
+    /// be reached; nothing is left at `name` after a failure.
+    func fetch(_ item: UploadItem, to name: String, in directory: ConfinedDirectory) async throws
     /// Removes the stored bytes of `item` (removing bytes already gone succeeds).
     func remove(_ item: UploadItem) async throws
     /// Removes stored bytes that none of `items` refers to and that are older than `cutoff` (an
