@@ -11,12 +11,7 @@ extension PostgresValueBox: ValueBoxSpaceMeasuring {
 
     public func tableSpace() throws -> [ValueBoxTableSpace] {
         try flushPendingWrites()
-        var binds = PostgresBindings()
-        binds.append(schema)
-        let names = try session.query(
-            "SELECT tablename::text FROM pg_tables WHERE schemaname = $1 AND tablename ~ '^t[0-9]+$' ORDER BY 1", binds
-        ).compactMap { try? $0.first?.decode(String.self) }
-        return try names.map { name in
+        return try storeTables().map { name in
             let table = "\(quotedSchema).\(name)"
             let row = try session.query(
                 "SELECT count(*)::int8, coalesce(sum(pg_column_size(t.*)), 0)::int8, pg_total_relation_size('\(table)')::int8 FROM \(table) t")
