@@ -32,7 +32,7 @@ final class S3UploadStagingTests: XCTestCase {
         var item = UploadItem(
             id: id, peerId: PeerId(1), stagedPath: "/elsewhere/\(id)", originalName: "a.bin", size: stored.size, sha256: stored.sha256,
             randomId: 1, enqueuedAt: 0)
-        item.extra = stored.extra
+        item.staging = stored.location
         return item
     }
 
@@ -48,7 +48,7 @@ final class S3UploadStagingTests: XCTestCase {
         let stored = try await store(s, source, scratch: dir)
         XCTAssertEqual(stored.size, Int64(bytes.count))
         XCTAssertEqual(stored.sha256, CloudCrypto.SHA256.hash(bytes).hexString)
-        let key = try unwrap(stored.extra[S3UploadStaging.keyField])
+        let key = try unwrap(stored.location.bucketObject?.key)
         XCTAssertTrue(key.hasPrefix("jobrun/uploads/account-7/") && !key.contains("private"), key)
         XCTAssertTrue(s.holds(item(1, stored)))
 
@@ -73,7 +73,7 @@ final class S3UploadStagingTests: XCTestCase {
         let source = dir.file("a.bin")
         try Data(repeating: 9, count: 10_000).write(to: URL(fileURLWithPath: source))
         let stored = try await store(s, source, scratch: dir)
-        let key = try unwrap(stored.extra[S3UploadStaging.keyField])
+        let key = try unwrap(stored.location.bucketObject?.key)
         try await s.upload.client.putObject(key, body: .data(Data(repeating: 9, count: 9_999)))
 
         do {
@@ -104,7 +104,7 @@ final class S3UploadStagingTests: XCTestCase {
         try Data(repeating: 1, count: 1000).write(to: URL(fileURLWithPath: source))
         let kept = try await store(s, source, scratch: dir)
         let orphan = try await store(s, source, scratch: dir)
-        XCTAssertNotEqual(kept.extra[S3UploadStaging.keyField], orphan.extra[S3UploadStaging.keyField], "a random key per enqueue")
+        XCTAssertNotEqual(kept.location.bucketObject?.key, orphan.location.bucketObject?.key, "a random key per enqueue")
 
         try await s.sweep(keeping: [item(3, kept)], olderThan: Date().addingTimeInterval(-3600))
         let young = try await s.upload.client.listAllObjects(prefix: s.prefix)
@@ -112,7 +112,7 @@ final class S3UploadStagingTests: XCTestCase {
 
         try await s.sweep(keeping: [item(3, kept)], olderThan: Date().addingTimeInterval(60))
         let left = try await s.upload.client.listAllObjects(prefix: s.prefix)
-        XCTAssertEqual(left.map(\.key), [kept.extra[S3UploadStaging.keyField]!])
+        XCTAssertEqual(left.map(\.key), [kept.location.bucketObject!.key])
     }
 
     func testAFetchNeverWritesThroughALinkPlantedAtItsNames() async throws {

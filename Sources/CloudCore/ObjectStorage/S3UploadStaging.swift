@@ -14,11 +14,6 @@ import Postbox
 /// Object keys are `<prefix><32 random hex digits>`: the prefix names the account, the rest is
 /// random — never the file's name or path.
 public struct S3UploadStaging: UploadStageSource {
-    /// `extra` field holding the object key of an item staged in the bucket.
-    public static let keyField = "staging.s3Key"
-    /// `extra` field holding the bucket's name (for messages).
-    public static let bucketField = "staging.s3Bucket"
-
     public let upload: S3FileUpload
     /// Prefix of every object key (e.g. `jobrun/uploads/account-1/`).
     public let prefix: String
@@ -32,9 +27,7 @@ public struct S3UploadStaging: UploadStageSource {
     }
 
     var client: S3Client { upload.client }
-    public var fields: [String] { [Self.keyField, Self.bucketField] }
-
-    public func holds(_ item: UploadItem) -> Bool { item.extra[Self.keyField] != nil }
+    public func holds(_ item: UploadItem) -> Bool { item.staging?.bucketObject != nil }
 
     public func store(file fd: Int32, path: String, scratch: ConfinedDirectory) async throws -> StagedObject {
         // A repeated enqueue of the same unchanged file resumes the multipart upload its journal
@@ -53,12 +46,12 @@ public struct S3UploadStaging: UploadStageSource {
         let result = try await upload.upload(descriptor: fd, to: key, journal: journal)
         return StagedObject(
             size: result.size, sha256: result.sha256.hexString,
-            extra: [Self.keyField: key, Self.bucketField: client.bucket.name, "staging": "bucket"])
+            location: .bucket(S3StagedObject(key: key, bucket: client.bucket.name)))
     }
 
     public func fetch(_ item: UploadItem, to name: String, in directory: ConfinedDirectory) async throws {
         let path = directory.display(name)
-        guard let key = item.extra[Self.keyField] else { throw MultipartUploadError.stagedFileMissing(item: item.id, path: path) }
+        guard let key = item.staging?.bucketObject?.key else { throw MultipartUploadError.stagedFileMissing(item: item.id, path: path) }
         let place = "the object \(key) in bucket \(client.bucket.name)"
         let info: S3ObjectInfo?
         do { info = try await client.headObject(key) } catch { throw Self.mapped(error, item: item.id, place: place) }
@@ -111,12 +104,12 @@ public struct S3UploadStaging: UploadStageSource {
     }
 
     public func remove(_ item: UploadItem) async throws {
-        guard let key = item.extra[Self.keyField] else { return }
+        guard let key = item.staging?.bucketObject?.key else { return }
         try await client.deleteObject(key)
     }
 
     public func sweep(keeping items: [UploadItem], olderThan cutoff: Date) async throws {
-        let referenced = Set(items.compactMap { $0.extra[Self.keyField] })
+        let referenced = Set(items.compactMap { $0.staging?.bucketObject?.key })
         _ = try await S3StagingSweep(client: client, prefix: prefix).run(olderThan: cutoff, referenced: referenced)
     }
 

@@ -128,8 +128,8 @@ public final class UploadQueue: Sendable {
                             size: copy.size, sha256: copy.sha256, caption: request.caption, isSecret: request.secret,
                             randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
                         item.extra[MultipartUpload.mtimeField] = String(copy.mtimeNs)
-                        item.extra["staging"] = copy.linked ? "link" : "copy"
-                        copy.container?.record(into: &item.extra)
+                        item.staging = copy.linked ? .link : .copy
+                        copy.container?.record(into: &item)
                         if let mime = request.mimeType { item.extra[MultipartUpload.mimeTypeField] = mime }
                         try queue.set(item)
                         items.append(item)
@@ -211,8 +211,8 @@ public final class UploadQueue: Sendable {
                 originalName: name, size: staged?.key.decryptedSize ?? stored.size,
                 sha256: staged?.plaintextSHA256 ?? stored.sha256, caption: request.caption,
                 isSecret: request.secret, randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
-            item.extra.merge(stored.extra) { _, new in new }
-            staged?.record(into: &item.extra)
+            item.staging = stored.location
+            staged?.record(into: &item)
             if let mime = request.mimeType { item.extra[MultipartUpload.mimeTypeField] = mime }
             try queue.set(item)
             return item
@@ -247,7 +247,7 @@ public final class UploadQueue: Sendable {
         _ = try? await postbox.transaction { tx in
             let queue = try tx.uploadQueue
             guard var stored = try queue.get(item.id) else { return }
-            for field in source.fields { stored.extra[field] = nil }
+            stored.staging = stored.staging?.released
             try queue.set(stored)
         }
     }

@@ -2,17 +2,17 @@ import ConfinedFiles
 import Foundation
 import Postbox
 
-/// What a stage source kept of an enqueued file: its size, its SHA-256 (hex) and the fields it
-/// needs later, recorded in the queue item's `extra`.
+/// What a stage source kept of an enqueued file: its size, its SHA-256 (hex) and where it is,
+/// recorded as the queue item's `staging`.
 public struct StagedObject: Sendable, Equatable {
     public var size: Int64
     public var sha256: String
-    public var extra: [String: String]
+    public var location: UploadStagingLocation
 
-    public init(size: Int64, sha256: String, extra: [String: String]) {
+    public init(size: Int64, sha256: String, location: UploadStagingLocation) {
         self.size = size
         self.sha256 = sha256
-        self.extra = extra
+        self.location = location
     }
 }
 
@@ -37,6 +37,4 @@ public protocol UploadStageSource: Sendable {
     /// Removes stored bytes that none of `items` refers to and that are older than `cutoff` (an
     /// enqueue that died before recording its item), and unfinished stores begun before it.
     func sweep(keeping items: [UploadItem], olderThan cutoff: Date) async throws
-    /// The `extra` fields that name the stored bytes, cleared once they are removed.
-    var fields: [String] { get }
 }
