@@ -191,6 +191,20 @@ final class DataRootLayoutTests: XCTestCase {
         XCTAssertLessThan(ContinuousClock.now - start, .seconds(30), "refused at once, never blocked in open")
     }
 
+    func testTheSchedulersMetricsEndpointServesNoFileALinkPointsAt() throws {
+        let root = try populatedRoot()
+        try Data("jobrun_own_total 1\n".utf8).write(to: root.metrics.appendingPathComponent("jobrun_j.prom"))
+        let host = scratch.appendingPathComponent("host-file")
+        try Data("host_secret_total 42\n".utf8).write(to: host)
+        XCTAssertEqual(symlink(host.path, root.metrics.appendingPathComponent("jobrun_planted.prom").path), 0)
+        XCTAssertEqual(mkfifo(root.metrics.appendingPathComponent("jobrun_fifo.prom").path, 0o600), 0)
+        let start = ContinuousClock.now
+        let served = SchedulerEndpoint(root: root).metricsText()
+        XCTAssertTrue(served.contains("jobrun_own_total 1"), served)
+        XCTAssertFalse(served.contains("host_secret_total"), "a file outside the root is never served: \(served)")
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(30), "a FIFO is skipped at once, never opened blocking")
+    }
+
     func testTemporaryFilesOfAKilledMetricsWriterAreSwept() throws {
         let root = try populatedRoot()
         let stale = root.metrics.appendingPathComponent(".jobrun_j.prom.tmp-abc123")
