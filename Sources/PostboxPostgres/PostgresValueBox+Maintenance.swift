@@ -31,9 +31,9 @@ extension PostgresValueBox: ValueBoxMaintenance {
     @discardableResult
     public func compact() throws -> Int64 {
         try flushPendingWrites()
-        let before = try tableSpace().reduce(0) { $0 + $1.diskBytes }
+        let before = try tableSpace().reduce(0) { $0 + $1.bytes }
         for name in try storeTables() { _ = try session.query("VACUUM \(quotedSchema).\(name)") }
-        let after = try tableSpace().reduce(0) { $0 + $1.diskBytes }
+        let after = try tableSpace().reduce(0) { $0 + $1.bytes }
         return max(0, before - after)
     }
 
@@ -45,20 +45,34 @@ extension PostgresValueBox: ValueBoxMaintenance {
     /// No pages to show: sizes are in bytes.
     public func pageSize() throws -> Int64 { 1 }
 
-    /// Per table: `bytes` on the server's disk, `payload` the live rows; no pages or log.
+    /// Per table: `bytes` on the server's disk (`pg_total_relation_size`: its indexes and the
+    /// space autovacuum keeps for reuse included), `payload` the live rows (`pg_column_size` of
+    /// each, which is what a delete takes back at once); no pages or log.
     public func usage() throws -> ValueBoxUsage {
-        let tables = try tableSpace().map {
-            DatabaseUsage.TableUsage(name: $0.name, sqliteName: $0.name, pages: 0, bytes: $0.diskBytes, payload: $0.liveBytes, rows: $0.rows)
-        }
+        let tables = try tableSpace()
         return ValueBoxUsage(
             source: .server, pageSize: 1, pageCount: tables.reduce(0) { $0 + $1.payload }, freePages: 0,
             fileBytes: tables.reduce(0) { $0 + $1.bytes }, walBytes: 0, tables: tables)
     }
 
+    private func tableSpace() throws -> [DatabaseUsage.TableUsage] {
+        try flushPendingWrites()
+        return try storeTables().map { name in
+            let table = "\(quotedSchema).\(name)"
+            let row = try session.query(
+                "SELECT count(*)::int8, coalesce(sum(pg_column_size(t.*)), 0)::int8, pg_total_relation_size('\(table)')::int8 FROM \(table) t")
+            guard let cells = row.first, let values = try? cells.decode((Int64, Int64, Int64).self) else {
+                throw PostboxError.server(store: "postgres:\(schema)", code: "XX000", message: "no size for table \(name)")
+            }
+            return DatabaseUsage.TableUsage(name: name, sqliteName: name, pages: 0, bytes: values.2, payload: values.1, rows: values.0)
+        }
+    }
+
     /// No file on this host.
     public func storedBytes() -> Int64 { 0 }
-    /// The live rows: what a size limit bounds on a server (`ValueBoxSpaceMeasuring`).
-    public func measuredBytes() throws -> Int64 { try liveBytes() }
+    /// The live rows: what a size limit bounds on a server, where the space a delete frees is
+    /// kept for reuse and falls only with maintenance the server runs.
+    public func measuredBytes() throws -> Int64 { try tableSpace().reduce(0) { $0 + $1.payload } }
     /// A commit is durable when the server acknowledges it.
     public func syncCommitted() throws {}
     /// The server sizes its own log.

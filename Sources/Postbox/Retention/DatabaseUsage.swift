@@ -8,7 +8,7 @@ public struct DatabaseUsage: Sendable {
         case dbstat
         /// Key and value bytes counted row by row (this SQLite has no `dbstat`): a lower bound.
         case estimate
-        /// A server engine's own figures (`ValueBoxSpaceMeasuring`): `bytes` on its disk,
+        /// A server engine's own figures (`ValueBoxMaintenance.usage`): `bytes` on its disk,
         /// `payload` the live rows; no pages, free pages or WAL of a file.
         case server
     }
@@ -95,7 +95,7 @@ extension Postbox {
 
     /// Bytes of the database in pages (free ones included), whatever the WAL still holds: the
     /// size the file has once the WAL is checkpointed. On a server engine, the bytes of the live
-    /// rows (`ValueBoxSpaceMeasuring`): what a size limit bounds there.
+    /// rows (`ValueBoxMaintenance.measuredBytes`): what a size limit bounds there.
     public func databaseBytes() throws -> Int64 {
         try queue.sync { try valueBox.measuredBytes() }
     }
