@@ -24,11 +24,27 @@ extension ConfinedDirectory {
         }
     }
 
-    /// Replaces `relative` with `bytes` (mode `mode`): written to a new file beside it, synced,
-    /// then renamed over it, so a reader sees the old contents or the new, never a mix.
-    public func replaceContents(_ relative: String, with bytes: [UInt8], mode: mode_t = 0o600) throws(ConfinedFileError) {
-        let temporary = relative + ".tmp"
-        let fd = try openFile(temporary, .replaceContents, mode: mode)
+    /// Replaces `relative` with `bytes` (mode `mode`, whatever the umask): written to a new file
+    /// `.<name>.tmp-<random>` beside it (`<name>.tmp-<random>` for a name that is hidden already) (created exclusively, so nothing planted there is
+    /// written through), synced, then renamed over the name, which replaces whatever is there (a
+    /// link included) without following it. A reader sees the old contents or the new, never a
+    /// mix. Without `syncDirectory` the rename is atomic but not yet durable: a power loss may
+    /// leave the previous file (never a partial one).
+    public func replaceContents(_ relative: String, with bytes: [UInt8], mode: mode_t = 0o600, syncDirectory: Bool = true) throws(ConfinedFileError) {
+        let (folder, name) = try split(relative)
+        var fd: Int32 = -1
+        var temporary = ""
+        let hidden = name.hasPrefix(".") ? name : "." + name
+        for attempt in 0..<16 {
+            temporary = "\(hidden).tmp-\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
+            do {
+                fd = try folder.openFile(temporary, .createNew, mode: 0o600)
+                break
+            } catch {
+                if case .system(_, _, EEXIST) = error, attempt < 15 { continue }
+                throw error
+            }
+        }
         var failure: ConfinedFileError?
         bytes.withUnsafeBytes { raw in
             var done = 0
@@ -36,18 +52,22 @@ extension ConfinedDirectory {
                 let n = Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
                 if n < 0 {
                     if errno == EINTR { continue }
-                    failure = .system(path: display(temporary), operation: "write", errno: errno)
+                    failure = .system(path: folder.display(temporary), operation: "write", errno: errno)
                     return
                 }
                 done += n
             }
         }
-        if failure == nil, fsync(fd) != 0 { failure = .system(path: display(temporary), operation: "fsync", errno: errno) }
+        fchmod(fd, mode)
+        if failure == nil, fsync(fd) != 0 { failure = .system(path: folder.display(temporary), operation: "fsync", errno: errno) }
         close(fd)
+        if failure == nil, renameat(folder.descriptor, temporary, folder.descriptor, name) != 0 {
+            failure = .system(path: folder.display(name), operation: "rename \(Printable.path(temporary)) to", errno: errno)
+        }
         if let failure {
-            _ = try? removeFile(temporary)
+            _ = try? folder.removeFile(temporary)
             throw failure
         }
-        try rename(temporary, to: relative)
+        if syncDirectory { fsync(folder.descriptor) }
     }
 }
