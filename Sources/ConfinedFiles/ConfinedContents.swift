@@ -6,21 +6,48 @@
 /// beneath its descriptor like every other name, and replaced atomically.
 extension ConfinedDirectory {
     /// The bytes of the regular file `relative`, or nil when nothing is there. Refuses what
-    /// `openFile` refuses, and a file larger than `limit` bytes.
+    /// `openFile` refuses, and a file larger than `limit` bytes (`EFBIG`).
     public func readContents(_ relative: String, limit: Int) throws(ConfinedFileError) -> [UInt8]? {
         guard let fd = try openFileIfExists(relative, .read) else { return nil }
         defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw .system(path: display(relative), operation: "inspect", errno: errno) }
+        guard st.st_size <= limit else { throw .system(path: display(relative), operation: "read", errno: EFBIG) }
+        switch Self.readAll(descriptor: fd, limit: limit, expectedSize: Int(st.st_size)) {
+        case .success(let bytes): return bytes
+        case .failure(.errno(let code)): throw .system(path: display(relative), operation: "read", errno: code)
+        case .failure(.tooLarge): throw .system(path: display(relative), operation: "read", errno: EFBIG)
+        }
+    }
+
+    /// Why `readAll` stopped: a failed `read`, or more than the limit.
+    public enum ReadFailure: Error, Equatable {
+        case errno(Int32)
+        case tooLarge
+    }
+
+    /// At most `limit` bytes of the open `fd` from its offset, read whole: usually one `read` of
+    /// the expected size plus one byte (to see the end, or that the file grew), with no buffer
+    /// zeroed first.
+    public static func readAll(descriptor fd: Int32, limit: Int, expectedSize: Int? = nil) -> Result<[UInt8], ReadFailure> {
+        var bytes = [UInt8]()
+        var capacity = (expectedSize ?? 65_535) + 1
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .system(path: display(relative), operation: "read", errno: errno)
+            var failure: Int32 = 0
+            let chunk = [UInt8](unsafeUninitializedCapacity: capacity - bytes.count) { buffer, count in
+                count = 0
+                while true {
+                    let n = Glibc.read(fd, buffer.baseAddress!, buffer.count)
+                    if n < 0, errno == EINTR { continue }
+                    if n < 0 { failure = errno } else { count = n }
+                    return
+                }
             }
-            if n == 0 { return bytes }
-            bytes += buffer[0..<n]
-            if bytes.count > limit { throw .system(path: display(relative), operation: "read", errno: EFBIG) }
+            if failure != 0 { return .failure(.errno(failure)) }
+            if chunk.isEmpty { return .success(bytes) }
+            if bytes.isEmpty { bytes = chunk } else { bytes += chunk }
+            if bytes.count > limit { return .failure(.tooLarge) }
+            if bytes.count == capacity { capacity *= 2 }
         }
     }
 
