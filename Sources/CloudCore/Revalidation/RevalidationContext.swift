@@ -124,6 +124,12 @@ public actor RevalidationContext: ReferenceRevalidator {
         return out
     }
 
+    /// Whether another process is calling the cloud for any of `parents` right now (it holds
+    /// their Postbox lease). False when Postbox cannot say: the caller then simply joins.
+    public nonisolated func heldElsewhere(_ parents: [MediaParent]) async -> Bool {
+        (try? await leases.heldElsewhere(parents)) ?? false
+    }
+
     // MARK: Flights
 
     /// The flight to wait on, or nil when the answer is already known (cache, backoff).
