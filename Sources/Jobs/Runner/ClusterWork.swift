@@ -18,8 +18,37 @@ final class ClusterWork: Sendable {
     private let workers = Mutex<Set<String>>([])
     /// The items of recent fires not yet claimed here nor reported as claimed elsewhere.
     private let watched = WatchedFires()
+    /// Set when the queue announces items added or handed back; taken by the scheduler's loop.
+    private let news = Mutex(false)
+    /// Whether the last attempt to listen for news succeeded (a failure is logged once).
+    private let listening = Mutex(true)
 
     init(queue: ClusterWorkQueue) { self.queue = queue }
+
+    /// How often the scheduler's loop looks for news: the longest a new item waits for a host
+    /// with nothing to do, beside the claim itself.
+    static let newsCheckInterval: TimeInterval = 0.1
+
+    /// Keeps the queue's news connection open; a failure is logged once, and the poll remains.
+    func listen(log: JobLogger) async {
+        do {
+            try await queue.listen { [weak self] in self?.news.withLock { $0 = true } }
+            listening.withLock { $0 = true }
+        } catch {
+            if listening.withLock({
+                let was = $0; $0 = false; return was
+            }) {
+                log.warning("scheduler.listen_failed", ["error": .string("\(error)"), "poll_s": .double(pollSeconds)])
+            }
+        }
+    }
+
+    /// True once after the queue announced news.
+    func takeNews() -> Bool {
+        news.withLock {
+            let arrived = $0; $0 = false; return arrived
+        }
+    }
 
     var pollSeconds: TimeInterval { Double(queue.pollInterval.components.seconds) + Double(queue.pollInterval.components.attoseconds) / 1e18 }
 
@@ -44,7 +73,7 @@ final class ClusterWork: Sendable {
             while !Task.isCancelled {
                 let claim: ClusterWorkQueue.Claim?
                 let claimSentAt = ContinuousClock.now  // the lease counts from no earlier than this
-                do { claim = try await queue.claim(jobs: [job.name]) } catch {
+                do { claim = try await queue.claim(job: job.name) } catch {
                     log.warning("scheduler.claim_failed", ["error": .string("\(error)")])
                     return
                 }
