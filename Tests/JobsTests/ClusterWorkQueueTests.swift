@@ -189,6 +189,29 @@ final class ClusterWorkQueueTests: XCTestCase {
         await listening.stopListening()
     }
 
+    func testFinishingAnItemClaimsTheNextInTheSameStatement() async throws {
+        let host = try queue(pid: 50)
+        let other = try queue(pid: 60)
+        let fire = Date(timeIntervalSince1970: 1_800_000_000)
+        try await host.enqueue(job: "sync", accounts: [1, 2, 3], fire: fire)
+        let first = try await host.claim(job: "sync")
+        let (finished, second) = try await host.finishAndClaimNext(first!, outcome: "succeeded")
+        XCTAssertTrue(finished)
+        XCTAssertEqual(second?.item.account, 2, "the next oldest item")
+        XCTAssertNil(second?.previousHolder)
+        let third = try await other.claim(job: "sync")
+        XCTAssertEqual(third?.item.account, 3)
+        XCTAssertEqual(try items(), "1:done:50:1,2:running:50:1,3:running:60:1")
+        let (lastFinished, none) = try await host.finishAndClaimNext(second!, outcome: "failed")
+        XCTAssertTrue(lastFinished)
+        XCTAssertNil(none, "nothing left to claim: the item is still finished")
+        XCTAssertEqual(try server.psql("SELECT outcome FROM jobrun_cluster.work_items WHERE account = 2", database: database), "failed")
+        let (stale, nothing) = try await host.finishAndClaimNext(first!, outcome: "failed")
+        XCTAssertFalse(stale, "a claim no longer held finishes nothing")
+        XCTAssertNil(nothing)
+        XCTAssertEqual(try server.psql("SELECT outcome FROM jobrun_cluster.work_items WHERE account = 1", database: database), "succeeded")
+    }
+
     func testConcurrentClaimersTakeEachItemExactlyOnce() async throws {
         let claimers = try (1...8).map { try queue(pid: Int32($0)) }
         let accounts = (0..<60).map(Int64.init)

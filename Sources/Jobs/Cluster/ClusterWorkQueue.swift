@@ -154,37 +154,64 @@ public actor ClusterWorkQueue {
     /// Claims the oldest item of `job` that is pending or whose lease ran out, or nil when there
     /// is none. Items other hosts are claiming at this instant are skipped, not waited for.
     public func claim(job: String) async throws -> Claim? {
-        let (table, holder, lease, timeout) = (self.table, self.holder, self.leaseSeconds, self.queryTimeout)
+        let (table, timeout) = (self.table, self.queryTimeout)
         var bindings = PostgresBindings()
         bindings.append(job)
-        bindings.append(holder.host)
-        bindings.append(Int(holder.pid))
-        bindings.append(lease)
-        bindings.append(takeoverGraceSeconds)
-        let binds = bindings
+        let binds = claiming(after: bindings)
         return try await perform { session in
             let rows = try session.query(
-                """
-                WITH pending AS (
-                  SELECT job, account, fire_ms, state AS was, holder_host AS previous_host, holder_pid AS previous_pid FROM \(table)
-                  WHERE job = $1 AND state = 'pending' ORDER BY fire_ms, account LIMIT 1 FOR UPDATE SKIP LOCKED),
-                expired AS (
-                  SELECT job, account, fire_ms, state AS was, holder_host AS previous_host, holder_pid AS previous_pid FROM \(table)
-                  WHERE job = $1 AND state = 'running' AND lease_until < now() - make_interval(secs => $5)
-                  ORDER BY fire_ms, account LIMIT 1 FOR UPDATE SKIP LOCKED),
-                next AS (SELECT * FROM pending UNION ALL SELECT * FROM expired ORDER BY fire_ms, account LIMIT 1)
-                UPDATE \(table) AS w SET state = 'running', holder_host = $2, holder_pid = $3,
-                  lease_until = now() + make_interval(secs => $4), claimed_at = now(), claims = w.claims + 1
-                FROM next WHERE w.job = next.job AND w.account = next.account AND w.fire_ms = next.fire_ms
-                RETURNING w.job, w.account, w.fire_ms, next.was, next.previous_host, next.previous_pid, w.claims
-                """,
-                binds, timeout: timeout)
-            guard let row = rows.first else { return nil }
-            let (job, account, fireMs, was, previousHost, previousPid, generation) = try row.decode(
-                (String, Int64, Int64, String, String?, Int?, Int).self)
-            let previous = was == "running" ? previousHost.map { Holder(host: $0, pid: Int32(previousPid ?? 0)) } : nil
-            return Claim(item: Item(job: job, account: account, fireMs: fireMs), previousHolder: previous, generation: generation)
+                "WITH \(Self.claimingSQL(table: table, job: 1, from: 2)) SELECT * FROM claimed", binds, timeout: timeout)
+            return try rows.first.map { try Self.claim(from: $0, at: 0) }
         }
+    }
+
+    /// The common table expressions that claim the oldest claimable item of job `$<job>` for this
+    /// holder and return it as `claimed`, with parameters `$<from>`… the holder's host and pid,
+    /// the lease and the takeover grace (`claiming(after:)`). `excluding` names the parameters
+    /// of an item (account, fire) the same statement finishes, which is not claimed again.
+    private static func claimingSQL(table: String, job: Int, from first: Int, excluding: (account: Int, fire: Int)? = nil) -> String {
+        let (host, pid, lease, grace) = (first, first + 1, first + 2, first + 3)
+        let excluded = excluding.map { "  AND NOT (account = $\($0.account) AND fire_ms = $\($0.fire))" } ?? ""
+        return """
+            pending AS (
+              SELECT job, account, fire_ms, state AS was, holder_host AS previous_host, holder_pid AS previous_pid FROM \(table)
+              WHERE job = $\(job) AND state = 'pending' ORDER BY fire_ms, account LIMIT 1 FOR UPDATE SKIP LOCKED),
+            expired AS (
+              SELECT job, account, fire_ms, state AS was, holder_host AS previous_host, holder_pid AS previous_pid FROM \(table)
+              WHERE job = $\(job) AND state = 'running' AND lease_until < now() - make_interval(secs => $\(grace))
+            \(excluded)
+              ORDER BY fire_ms, account LIMIT 1 FOR UPDATE SKIP LOCKED),
+            next AS (SELECT * FROM pending UNION ALL SELECT * FROM expired ORDER BY fire_ms, account LIMIT 1),
+            claimed AS (
+              UPDATE \(table) AS w SET state = 'running', holder_host = $\(host), holder_pid = $\(pid),
+                lease_until = now() + make_interval(secs => $\(lease)), claimed_at = now(), claims = w.claims + 1
+              FROM next WHERE w.job = next.job AND w.account = next.account AND w.fire_ms = next.fire_ms
+              RETURNING w.job, w.account, w.fire_ms, next.was, next.previous_host, next.previous_pid, w.claims)
+            """
+    }
+
+    /// `bindings` followed by the parameters of `claimingSQL`.
+    private func claiming(after bindings: PostgresBindings) -> PostgresBindings {
+        var binds = bindings
+        binds.append(holder.host)
+        binds.append(Int(holder.pid))
+        binds.append(leaseSeconds)
+        binds.append(takeoverGraceSeconds)
+        return binds
+    }
+
+    /// The claim in `row`'s columns from `first` on (those `claimingSQL` returns).
+    private static func claim(from row: PostgresRow, at first: Int) throws -> Claim {
+        let cells = Array(row)
+        let job = try cells[first].decode(String.self)
+        let account = try cells[first + 1].decode(Int64.self)
+        let fireMs = try cells[first + 2].decode(Int64.self)
+        let was = try cells[first + 3].decode(String.self)
+        let previousHost = try cells[first + 4].decode(String?.self)
+        let previousPid = try cells[first + 5].decode(Int?.self)
+        let generation = try cells[first + 6].decode(Int.self)
+        let previous = was == "running" ? previousHost.map { Holder(host: $0, pid: Int32(previousPid ?? 0)) } : nil
+        return Claim(item: Item(job: job, account: account, fireMs: fireMs), previousHolder: previous, generation: generation)
     }
 
     /// Extends this claim's lease; false when the item is no longer held under it (its lease ran
@@ -212,6 +239,29 @@ public actor ClusterWorkQueue {
             !(try session.query(
                 "UPDATE \(table) SET state = 'done', outcome = $7, finished_at = now(), lease_until = NULL WHERE \(Self.heldByMe) RETURNING 1", binds,
                 timeout: timeout)).isEmpty
+        }
+    }
+
+    /// Marks the claimed item done with the run's outcome and claims the next item of its job in
+    /// the same statement (one round trip per item instead of two): whether the item was still
+    /// held under this claim, and the next claim, nil when the job has nothing claimable.
+    public func finishAndClaimNext(_ claim: Claim, outcome: String) async throws -> (finished: Bool, next: Claim?) {
+        let (table, timeout) = (self.table, self.queryTimeout)
+        var bindings = holding(claim)
+        bindings.append(outcome)
+        let binds = claiming(after: bindings)
+        return try await perform { session in
+            let rows = try session.query(
+                """
+                WITH finished AS (
+                  UPDATE \(table) SET state = 'done', outcome = $7, finished_at = now(), lease_until = NULL WHERE \(Self.heldByMe) RETURNING 1),
+                \(Self.claimingSQL(table: table, job: 1, from: 8, excluding: (account: 2, fire: 3)))
+                SELECT (SELECT count(*) FROM finished), claimed.* FROM (VALUES (1)) AS one LEFT JOIN claimed ON true
+                """, binds, timeout: timeout)
+            guard let row = rows.first else { return (false, nil) }
+            let finished = try row.first?.decode(Int.self) == 1
+            let claimed = try Array(row)[1].decode(String?.self) != nil
+            return (finished, claimed ? try Self.claim(from: row, at: 1) : nil)
         }
     }
 

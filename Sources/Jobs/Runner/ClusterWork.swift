@@ -70,14 +70,25 @@ final class ClusterWork: Sendable {
             defer { self.workers.withLock { _ = $0.remove(job.name) } }
             let queue = self.queue
             let log = logger.with(job: job.name, run: nil)
-            while !Task.isCancelled {
-                let claim: ClusterWorkQueue.Claim?
-                let claimSentAt = ContinuousClock.now  // the lease counts from no earlier than this
-                do { claim = try await queue.claim(job: job.name) } catch {
-                    log.warning("scheduler.claim_failed", ["error": .string("\(error)")])
-                    return
+            // The next item, claimed by the statement that finished the previous one.
+            var carried: (claim: ClusterWorkQueue.Claim, sentAt: ContinuousClock.Instant)?
+            var drained = false
+            while !Task.isCancelled, !drained {
+                let claim: ClusterWorkQueue.Claim
+                let claimSentAt: ContinuousClock.Instant  // the lease counts from no earlier than this
+                if let next = carried {
+                    (claim, claimSentAt) = next
+                    carried = nil
+                } else {
+                    claimSentAt = ContinuousClock.now
+                    let found: ClusterWorkQueue.Claim?
+                    do { found = try await queue.claim(job: job.name) } catch {
+                        log.warning("scheduler.claim_failed", ["error": .string("\(error)")])
+                        return
+                    }
+                    guard let found else { break }
+                    claim = found
                 }
-                guard let claim else { break }
                 let item = claim.item
                 _ = await self.watched.remove(job: item.job, fireMs: item.fireMs, account: item.account)
                 var fields: [String: LogValue] = ["account": .int(item.account), "due": .string(Self.time(item.fire))]
@@ -108,8 +119,13 @@ final class ClusterWork: Sendable {
                         // Fenced, or this host is stopping: another host runs the item now, not
                         // after the lease — if it is still this claim's to hand back.
                         if !(try await queue.release(claim)) && !fenced { log.warning("scheduler.lease_lost", fields) }
-                    } else if !(try await queue.finish(claim, outcome: result.outcome.rawValue)) {
-                        log.warning("scheduler.lease_lost", fields)
+                    } else if Task.isCancelled {
+                        if !(try await queue.finish(claim, outcome: result.outcome.rawValue)) { log.warning("scheduler.lease_lost", fields) }
+                    } else {
+                        let sentAt = ContinuousClock.now
+                        let (finished, next) = try await queue.finishAndClaimNext(claim, outcome: result.outcome.rawValue)
+                        if !finished { log.warning("scheduler.lease_lost", fields) }
+                        if let next { carried = (next, sentAt) } else { drained = true }
                     }
                 } catch {
                     log.warning("scheduler.finish_failed", fields.merging(["error": .string("\(error)")]) { a, _ in a })
