@@ -4,9 +4,11 @@ import Synchronization
 /// A scheduler's share of the cluster's work (`ClusterWorkQueue`): at a due fire it adds the
 /// job's items, and one worker per job on this host claims the job's items one at a time, runs
 /// each as a run of the job over that one account, renews the item's lease while it runs and
-/// marks it done. A host thus holds at most one item per job at a time, so the accounts of a
-/// fire spread over the hosts that see it. It also reports, once per (account, fire), the items
-/// another host claimed (`scheduler.claimed_elsewhere`).
+/// marks it done, claiming the job's next item in the same statement. A host thus holds at most
+/// one item per job at a time, so the accounts of a fire spread over the hosts that see it. It
+/// also reports, once per (account, fire), the items another host claimed
+/// (`scheduler.claimed_elsewhere`). Items added or handed back by any host are announced
+/// (`listen`), so an idle host's loop starts the job's worker within `newsCheckInterval`.
 ///
 /// A worker that cannot renew its lease fences itself: once `ClusterWorkQueue.fenceInterval`
 /// has passed since it sent the last renewal that succeeded (or a renewal finds the item taken
@@ -131,6 +133,8 @@ final class ClusterWork: Sendable {
                     log.warning("scheduler.finish_failed", fields.merging(["error": .string("\(error)")]) { a, _ in a })
                 }
             }
+            // Stopping with an item claimed for the next turn: it goes back at once.
+            if let carried { _ = try? await queue.release(carried.claim) }
             await self.report(job.name, log: log)
         }
     }
