@@ -287,6 +287,12 @@ public actor RevalidationContext: ReferenceRevalidator {
                 break
             }
             try? await Task.sleep(for: .seconds(options.pollInterval))
+            // Looks (a read) until the other process has let go, and only then classifies again
+            // (a write transaction, under the store's writer lock, which that process needs to
+            // store its answer).
+            while !Task.isCancelled, ContinuousClock.now < deadline, await heldElsewhere(remaining) {
+                try? await Task.sleep(for: .seconds(options.pollInterval))
+            }
         }
         return results
     }
