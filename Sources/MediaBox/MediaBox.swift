@@ -263,6 +263,8 @@ public final class MediaBox: Sendable {
             repeat {
                 let generation = demand.generation
                 try await runStream(resource, partial: partial, writer: writer, fetcher: fetcher, demand: demand)
+                // Every caller left: the stream ended early, and nothing it left is an entry.
+                try Task.checkCancellation()
                 if demand.closeIfSatisfied() || partial.isComplete { break }
                 // Ranges added while the stream ran may have come too late for it: run another.
                 guard demand.generation != generation else {
@@ -514,6 +516,23 @@ public final class MediaBox: Sendable {
 
     /// Cache usage from StorageBox's totals (no file-system walk).
     public func stats() throws -> StorageStats { try storageBox.stats() }
+
+    /// Entries that stand for a partial file (a prefix fetched on purpose, counted with the
+    /// bytes it holds), from a look at each row's files that changes nothing.
+    public func partialEntries() throws -> StorageUsage {
+        var usage = StorageUsage()
+        var cursor: MediaStorageKey?
+        while true {
+            let rows = try storageBox.entries(after: cursor, limit: 1024)
+            guard let last = rows.last else { return usage }
+            cursor = last.key
+            for row in rows where completeData(paths(for: row.key)) == nil {
+                if try PosixFile.lstat(paths(for: row.key).relativePartial, in: directory) != nil {
+                    usage += StorageUsage(bytes: row.size, count: 1)
+                }
+            }
+        }
+    }
 
     /// What is on disk that the index does not count — complete files without a row and
     /// foreign entries — from a walk of the media folders that changes nothing.

@@ -198,7 +198,9 @@ public final class MediaResourceFetchRanges: Sendable {
         state.withLock { s in Self.allHeld(s, headerSize: headerSize) }
     }
 
+    /// Every wanted byte held; never when nobody wants anything (every caller left).
     private static func allHeld(_ s: State, headerSize: Int64) -> Bool {
+        guard !s.wants.isEmpty else { return false }
         let limit = s.size ?? Int64.max
         return ordered(s.wants, headerSize: headerSize).allSatisfy { s.held.contains($0.range.clamped(to: 0..<limit)) }
     }
