@@ -43,10 +43,11 @@ final class FetchCoordinator: Sendable {
             return try await withTaskCancellationHandler {
                 if ranges == nil { return try await flight.wait(waiter) }
                 try await flight.demand.wait(ticket)
-                // When nothing else is wanted the flight ends at once (indexing the partial
-                // file): return after it, so the caller sees the entry. Otherwise return now,
+                // When nothing else is wanted here the flight ends once it has served what other
+                // processes asked of it (and indexed the partial file): return after it, so the
+                // caller sees the entry and the others get their bytes. Otherwise return now,
                 // while the flight goes on for lower priorities.
-                if flight.demand.isSatisfied { _ = try? await flight.wait(waiter) }
+                if flight.demand.onlyForeignWantsLeft { _ = try? await flight.wait(waiter) }
                 flight.done(waiter)
                 return nil
             } onCancel: {

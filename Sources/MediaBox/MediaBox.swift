@@ -217,8 +217,10 @@ public final class MediaBox: Sendable {
         paths: ResourceStorePaths, fetcher: any MediaResourceFetcher, demand: MediaResourceFetchRanges
     ) async throws -> (MediaResourceData, fetched: Bool) {
         // Across processes: wait for the partial file's lock, for the other writer's result, or
-        // for the other writer to hold the ranges wanted here (read from its meta).
+        // for the other writer to hold the ranges wanted here (read from its meta), having asked
+        // it for them (`ForeignWants`): the bytes are downloaded once, by whoever writes.
         var acquired: MediaBoxPartialFile?
+        var askedGeneration: Int?
         while acquired == nil {
             if let d = completeData(paths) {
                 try storageBox.touch([key], at: Self.now())
@@ -226,6 +228,14 @@ public final class MediaBox: Sendable {
             }
             acquired = try MediaBoxPartialFile.open(paths: paths, in: directory, wait: false, durability: options.partialDurability)
             if acquired == nil {
+                if askedGeneration != demand.generation {
+                    askedGeneration = demand.generation
+                    let wanted = demand.wanted
+                    for p in MediaFetchPriority.allCases {
+                        let ranges = wanted.filter { $0.priority == p }.map(\.range)
+                        if !ranges.isEmpty { try? ForeignWants.request(ranges, priority: p, paths: paths, in: directory) }
+                    }
+                }
                 // (A partial that holds everything is about to be completed: wait for that.)
                 if let meta = partialMeta(paths), let size = meta.totalSize ?? resource.size, !RangeMap(meta.ranges).contains(0..<size) {
                     demand.setSize(size)
@@ -236,7 +246,11 @@ public final class MediaBox: Sendable {
             }
         }
         let partial = acquired!
-        defer { partial.close() }
+        var foreign = ForeignWants(paths: paths, media: directory)
+        defer {
+            foreign.remove()
+            partial.close()
+        }
         // Completion will sync: start each part's disk write as it lands, so the final sync only
         // waits for the tail of the file.
         partial.eagerWriteback = options.completionSync != .none
@@ -250,6 +264,7 @@ public final class MediaBox: Sendable {
         demand.setSize(partial.knownSize)
         demand.setHeld(partial.ranges)
         let heldBefore = partial.ranges.totalBytes
+        for (range, priority) in foreign.pull() { _ = demand.add([range], priority: priority, foreign: true) }
         var fetched = false
         if !demand.closeIfSatisfied() && !partial.isComplete {
             fetched = true
@@ -262,7 +277,7 @@ public final class MediaBox: Sendable {
             defer { writer.revoke() }
             repeat {
                 let generation = demand.generation
-                try await runStream(resource, partial: partial, writer: writer, fetcher: fetcher, demand: demand)
+                try await runStream(resource, partial: partial, writer: writer, fetcher: fetcher, demand: demand, foreign: &foreign)
                 // Every caller left: the stream ended early, and nothing it left is an entry.
                 try Task.checkCancellation()
                 if demand.closeIfSatisfied() || partial.isComplete { break }
@@ -313,9 +328,13 @@ public final class MediaBox: Sendable {
     /// range there and in `demand`.
     private func runStream(
         _ resource: any MediaResource, partial: MediaBoxPartialFile, writer: MediaResourcePartWriter,
-        fetcher: any MediaResourceFetcher, demand: MediaResourceFetchRanges
+        fetcher: any MediaResourceFetcher, demand: MediaResourceFetchRanges, foreign: inout ForeignWants
     ) async throws {
-        defer { demand.streamEnded() }
+        defer {
+            demand.streamEnded()
+            // What other processes asked for meanwhile: the next stream serves it.
+            for (range, priority) in foreign.pull() { _ = demand.add([range], priority: priority, foreign: true) }
+        }
         var request = MediaResourceFetchRequest(resource: resource, missingRanges: partial.missingRanges, knownSize: partial.knownSize)
         request.partWriter = writer
         request.ranges = demand
@@ -347,6 +366,8 @@ public final class MediaBox: Sendable {
                 try partial.setSize(size)
                 demand.setSize(size)
             }
+            // Part by part, what other processes ask for joins the wanted ranges.
+            for (range, priority) in foreign.pull() { _ = demand.add([range], priority: priority, foreign: true) }
         }
         // A stream that ends without a size delivered the whole resource from offset 0.
         if partial.knownSize == nil, partial.ranges.ranges.count == 1, partial.ranges.contiguousPrefix > 0 {

@@ -27,6 +27,8 @@ public final class MediaResourceFetchRanges: Sendable {
         var closed = false
         var failure: (any Error)?
         var nextTicket: UInt64 = 0
+        /// Tickets of ranges other processes asked for (`ForeignWants`): nobody here waits on them.
+        var foreign: Set<UInt64> = []
         var generation = 0
         var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
         var listener: (@Sendable () -> Void)?
@@ -103,12 +105,14 @@ public final class MediaResourceFetchRanges: Sendable {
         return nil
     }
 
-    /// Adds a caller's ranges; nil once the fetch has closed (start a new one).
-    func add(_ ranges: [Range<Int64>], priority: MediaFetchPriority) -> UInt64? {
+    /// Adds a caller's ranges (`foreign`: another process's); nil once the fetch has closed
+    /// (start a new one).
+    func add(_ ranges: [Range<Int64>], priority: MediaFetchPriority, foreign: Bool = false) -> UInt64? {
         let (ticket, listener) = state.withLock { s -> (UInt64?, (@Sendable () -> Void)?) in
             guard !s.closed else { return (nil, nil) }
             let ticket = s.nextTicket
             s.nextTicket += 1
+            if foreign { s.foreign.insert(ticket) }
             s.generation += 1
             for r in ranges where !r.isEmpty { s.wants.append(Want(ticket: ticket, range: r, priority: priority)) }
             return (ticket, s.listener)
@@ -190,6 +194,16 @@ public final class MediaResourceFetchRanges: Sendable {
         state.withLock { s in
             s.inFlight = RangeMap()
             s.listener = nil
+        }
+    }
+
+    /// Whether what is still missing was asked for by other processes only: the fetch then
+    /// ends once it has served them, and a caller here waits for that rather than leave them
+    /// half-fetched.
+    var onlyForeignWantsLeft: Bool {
+        state.withLock { s in
+            let limit = s.size ?? Int64.max
+            return s.wants.allSatisfy { s.foreign.contains($0.ticket) || s.held.contains($0.range.clamped(to: 0..<limit)) }
         }
     }
 

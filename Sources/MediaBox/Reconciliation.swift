@@ -121,8 +121,8 @@ public enum Reconciliation {
                         return try misplaced(path, name: name, st)
                     }
                     let mtime = Int64(st.st_mtim.tv_sec)
-                    if name.hasSuffix(ResourceStorePaths.metaSuffix) {
-                        let base = String(name.dropLast(ResourceStorePaths.metaSuffix.count))
+                    if let suffix = [ResourceStorePaths.metaSuffix, ResourceStorePaths.wantsSuffix].first(where: name.hasSuffix) {
+                        let base = String(name.dropLast(suffix.count))
                         let partial = relative(directory, base + ResourceStorePaths.partialSuffix)
                         if !PosixFile.exists(partial, in: media) && mtime < now - options.settleTime {
                             if !dryRun { try PosixFile.unlinkIfExists(path, in: media) }

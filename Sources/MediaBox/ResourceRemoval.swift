@@ -30,7 +30,10 @@ enum ResourceRemoval {
         let outcome = remove(paths.relativeComplete, in: media, dryRun: dryRun)
         guard outcome == .missing else { return outcome }
         let partial = remove(paths.relativePartial, in: media, dryRun: dryRun)
-        if case .removed = partial, !dryRun { _ = try? PosixFile.unlinkIfExists(paths.relativeMeta, in: media) }
+        if case .removed = partial, !dryRun {
+            _ = try? PosixFile.unlinkIfExists(paths.relativeMeta, in: media)
+            _ = try? PosixFile.unlinkIfExists(paths.relativeWants, in: media)
+        }
         return partial
     }
 

@@ -65,9 +65,6 @@ final class ClouddProcess: @unchecked Sendable {
         return try send(request)
     }
 
-    /// Part answers of one file by offset (`GET /admin/counters/files/<id>`).
-    func partCounters(_ id: Int64) throws -> FilePartCounters { try admin("counters/files/\(id)", as: FilePartCounters.self) }
-
     /// Gives a streamable video a new header (`POST /admin/files/<id>/revise-header`).
     func reviseHeader(_ id: Int64) throws -> HeaderRevision {
         try admin("files/\(id)/revise-header", method: "POST", body: Data("{}".utf8), as: HeaderRevision.self)

@@ -81,7 +81,7 @@ final class VideoPrefixIntegrationTests: XCTestCase {
         XCTAssertEqual(grown.status, 0, grown.stdout + grown.stderr)
         for p in partials {
             let id = try XCTUnwrap(Self.fileId(p.entry.resourceId))
-            let counters = try cloud.partCounters(id)
+            let counters = try cloud.filePartCounters(id)
             XCTAssertTrue(counters.offsets.keys.allSatisfy { Int64($0)! >= p.held.contiguousPrefix }, "\(p.entry.resourceId): \(counters.offsets)")
             XCTAssertTrue(counters.offsets.values.allSatisfy { $0 == 1 })
         }
