@@ -27,7 +27,7 @@ public struct PrefetchChatMediaJob: JobKind {
     public static let summary = "download media of recent messages by chat category, media type and size caps, within budgets"
     public static let reportEvent = "prefetch.report"
     public static let usesCloud = true
-    public static let demo = KindDemo(params: ["budget: 64MiB"])
+    public static let demo = KindDemo(params: ["budget: 64MiB", "videoPrefix: 512KiB"])
 
     public static let peerCategories = Param<Set<PrefetchPeerCategory>>(
         "peerCategories", default: Set(PrefetchPeerCategory.allCases), doc: "chats whose media is prefetched")
