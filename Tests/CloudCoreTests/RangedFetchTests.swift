@@ -16,26 +16,23 @@ final class EventOrderFetcher: MediaResourceFetcher {
 
     var order: [Int64] { offsets.withLock { $0 } }
 
+    private final class Upstream: @unchecked Sendable {
+        // @unchecked Sendable: read by one consumer at a time (MediaBox's fetch loop).
+        var iterator: AsyncThrowingStream<MediaResourceFetchEvent, any Error>.AsyncIterator
+        init(_ s: AsyncThrowingStream<MediaResourceFetchEvent, any Error>) { iterator = s.makeAsyncIterator() }
+    }
+
     func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error> {
-        let upstream = inner.fetch(request)
-        let (stream, continuation) = AsyncThrowingStream<MediaResourceFetchEvent, any Error>.makeStream()
-        let pump = Task {
-            do {
-                for try await event in upstream {
-                    switch event {
-                    case let .dataPart(offset, _), let .dataWritten(offset, _): offsets.withLock { $0.append(offset) }
-                    case .replaceHeader: offsets.withLock { $0.append(0) }
-                    case .resourceSizeUpdated: break
-                    }
-                    continuation.yield(event)
-                }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
+        let upstream = Upstream(inner.fetch(request))
+        return AsyncThrowingStream(unfolding: { [self] in
+            guard let event = try await upstream.iterator.next() else { return nil }
+            switch event {
+            case let .dataPart(offset, _), let .dataWritten(offset, _): offsets.withLock { $0.append(offset) }
+            case .replaceHeader: offsets.withLock { $0.append(0) }
+            case .resourceSizeUpdated: break
             }
-        }
-        continuation.onTermination = { _ in pump.cancel() }
-        return stream
+            return event
+        })
     }
 }
 
