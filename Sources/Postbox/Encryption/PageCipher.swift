@@ -1,5 +1,9 @@
 import COpenSSL
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// SQLCipher 4's page format with a raw key (`PRAGMA key = "x'<64 hex>'"`, defaults untouched):
 /// - pages of 4096 bytes whose last 80 are reserved: a 16-byte random IV, then the 64-byte
 ///   HMAC-SHA512 of the page's ciphertext, its IV and its page number (4 bytes, little endian);
@@ -55,8 +59,8 @@ final class PageCipher {
 
     /// Takes `salt` as the file's salt, deriving the HMAC key when it changed.
     func use(salt new: UnsafeRawPointer) {
+        if hmacReady, let salt, salt.withUnsafeBytes({ memcmp($0.baseAddress!, new, Self.saltSize) }) == 0 { return }
         let bytes = [UInt8](UnsafeRawBufferPointer(start: new, count: Self.saltSize))
-        if hmacReady, bytes == salt { return }
         var masked = bytes.map { $0 ^ Self.hmacSaltMask }
         var hmacKey = [UInt8](repeating: 0, count: StoreKey.byteCount)
         key.withBytes { raw in
@@ -86,7 +90,8 @@ final class PageCipher {
         if page == 1, let salt { salt.withUnsafeBytes { out.copyMemory(from: $0.baseAddress!, byteCount: Self.saltSize) } }
         let size = Self.usableSize - offset
         let reserve = out + Self.usableSize
-        guard RAND_bytes(reserve.assumingMemoryBound(to: UInt8.self), Int32(Self.reserveSize)) == 1 else { return false }
+        // The reserve is the IV and then the HMAC, which `mac` writes: only the IV is drawn.
+        guard RAND_bytes(reserve.assumingMemoryBound(to: UInt8.self), Int32(Self.ivSize)) == 1 else { return false }
         let iv = UnsafePointer(reserve.assumingMemoryBound(to: UInt8.self))
         var written: Int32 = 0
         guard EVP_CipherInit_ex(encryptor, nil, nil, nil, iv, 1) == 1,
