@@ -18,6 +18,9 @@ public struct ValueCipher: Sendable {
     static let info = Array("jobrun postgres values v1".utf8)
 
     private let key: [UInt8]
+    /// AES-256-GCM, fetched from libcrypto's provider once: naming it `EVP_aes_256_gcm()` made
+    /// libcrypto look the implementation up again for every value.
+    nonisolated(unsafe) private static let gcm: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil)
 
     /// The cipher of the store key `storeKey`.
     public init(storeKey: StoreKey) throws {
@@ -89,7 +92,7 @@ public struct ValueCipher: Sendable {
         defer { EVP_CIPHER_CTX_free(ctx) }
         var written: Int32 = 0
         let initialized = key.withUnsafeBufferPointer { k in
-            EVP_CipherInit_ex(ctx, EVP_aes_256_gcm(), nil, k.baseAddress, nonce, encrypt ? 1 : 0) == 1
+            EVP_CipherInit_ex(ctx, Self.gcm ?? EVP_aes_256_gcm(), nil, k.baseAddress, nonce, encrypt ? 1 : 0) == 1
         }
         guard initialized else { throw Self.failure("EVP_CipherInit_ex") }
         let aadOK = aad.withUnsafeBufferPointer { EVP_CipherUpdate(ctx, nil, &written, $0.baseAddress, Int32($0.count)) == 1 }
