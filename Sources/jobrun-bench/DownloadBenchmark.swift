@@ -179,16 +179,23 @@ private func benchmarkBody(
         "set: \(small.count) small files (\(fmt(Double(smallBytes) / 1e6, 1)) MB), \(large.count) × \(largeBytes / 1_000_000) MB"
             + (huge != nil ? ", 1 × \(rssBytes >> 30) GiB for RSS" : ""))
     var rssLines: [String] = []
-    for roundTrip in axis {
-        try await roundTrip.apply(base: cloud.dcURLs[0], transport: transport)
-        // A fetcher per setting, as a process started on that network would have: each one
-        // finds its own number of parts in flight.
-        let phases = DownloadPhases(
-            cloud: cloud, fetch: MultipartFetch(transport: transport, configuration: configuration), api: api, workDir: workDir,
-            roundTrip: roundTrip)
-        if let huge { rssLines.append("\(roundTrip): " + (try await phases.peakRSS(huge, rssBytes: rssBytes))) }
-        if !small.isEmpty { try await phases.smallFiles(small, rounds: smallRounds) }
-        if !large.isEmpty { try await phases.largeFiles(large, largeBytes: largeBytes, rounds: largeRounds) }
+    // Peak RSS at every round trip first, so that no phase before it sets the peak; then the
+    // small and large files at every round trip.
+    for measuresRSS in [true, false] where measuresRSS ? huge != nil : !(small.isEmpty && large.isEmpty) {
+        for roundTrip in axis {
+            try await roundTrip.apply(base: cloud.dcURLs[0], transport: transport)
+            // A fetcher per setting, as a process started on that network would have: each one
+            // finds its own number of parts in flight.
+            let phases = DownloadPhases(
+                cloud: cloud, fetch: MultipartFetch(transport: transport, configuration: configuration), api: api, workDir: workDir,
+                roundTrip: roundTrip)
+            if measuresRSS, let huge {
+                rssLines.append("\(roundTrip): " + (try await phases.peakRSS(huge, rssBytes: rssBytes)))
+                continue
+            }
+            if !small.isEmpty { try await phases.smallFiles(small, rounds: smallRounds) }
+            if !large.isEmpty { try await phases.largeFiles(large, largeBytes: largeBytes, rounds: largeRounds) }
+        }
     }
     print("\nPeak RSS (MultipartFetch, one file):")
     for line in rssLines { print("  " + line) }

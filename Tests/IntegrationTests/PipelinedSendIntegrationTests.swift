@@ -42,7 +42,8 @@ final class PipelinedSendIntegrationTests: XCTestCase {
                 XCTAssertGreaterThanOrEqual(took, .milliseconds(2000), "ordinary: the parts, then sendMedia")
             }
             XCTAssertEqual(try cloud.fileInfo(result.documentId).sha256, SHA256.hash(bytes).hexString)
-            XCTAssertEqual(try cloud.messageCount(peer: peer, randomId: try await postbox.read { try $0.uploadQueue.get(item.id)!.randomId }), 1)
+            let randomId = try await postbox.read { try $0.uploadQueue.get(item.id)!.randomId }
+            XCTAssertEqual(try cloud.messageCount(peer: peer, randomId: randomId), 1)
         }
     }
 }
