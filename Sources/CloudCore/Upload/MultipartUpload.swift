@@ -115,7 +115,12 @@ public final class MultipartUpload: Sendable {
             let pipelines = configuration.pipelinesSendMedia && key == nil && !plan.isBig && ackedSet.count < plan.totalParts
             let plaintextSHA = try await sendParts(item: item, plan: plan, key: key, file: file, acked: ackedSet, tally: tally) {
                 guard pipelines else { return }
-                early = Task { try await self.send(item: item, plan: plan, key: nil, partsWaitMs: SendMediaRequest.maxPartsWaitMs) }
+                early = Task {
+                    // As the ordinary send follows acknowledgements that checked the lease, the
+                    // pipelined one goes out only while this uploader still holds it.
+                    try await self.checkLease(itemId)
+                    return try await self.send(item: item, plan: plan, key: nil, partsWaitMs: SendMediaRequest.maxPartsWaitMs)
+                }
             }
             try Task.checkCancellation()
             if let plaintextSHA, plaintextSHA != item.sha256 {
@@ -296,6 +301,14 @@ public final class MultipartUpload: Sendable {
                 }
                 try queue.acknowledge(item: itemId, part: Int32(part))
             })
+    }
+
+    /// Throws `leaseLost` when another uploader holds the item's lease now.
+    private func checkLease(_ itemId: Int64) async throws {
+        guard let lease = configuration.lease else { return }
+        let holder = try await postbox.read { try $0.uploadQueue.get(itemId)?.leaseHolder }
+        guard let holder else { throw MultipartUploadError.itemNotFound(itemId) }
+        guard holder == lease.holder else { throw MultipartUploadError.leaseLost(item: itemId, holder: holder) }
     }
 
     /// The answer of a pipelined `sendMedia`; nil when there was none, or when it found a part
