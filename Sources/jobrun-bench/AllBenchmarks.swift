@@ -67,6 +67,7 @@ struct AllBench: ParsableCommand {
                 ("representations", ["--photos", "200"]),
                 ("cleanup", ["--files", "20000"]),
                 ("fuzz", ["--seconds", "10"]),
+                ("cluster", ["--quick"]),
             ]
         }
         return [
@@ -82,6 +83,7 @@ struct AllBench: ParsableCommand {
             ("representations", []),
             ("cleanup", ["--files", full ? "1000000" : "200000"]),
             ("fuzz", []),
+            ("cluster", []),
         ]
     }
 

@@ -60,7 +60,7 @@ public struct StoreInspection: Sendable {
     /// "never run" or "0 B" where there are runs and files.
     func checkReadable() throws(JobError) {
         do throws(DataRootError) {
-            try root.verifyLayout()
+            try root.verifyLayoutWarning()
             let top = try root.rootDirectory(create: false)
             guard faccessat(top.descriptor, ".", R_OK | X_OK, AT_EACCESS) == 0 else {
                 throw DataRootError.cannotCreate(path: root.path, errno: errno, holder: DataRoot.holder(fd: top.descriptor, path: root.path))
