@@ -415,17 +415,21 @@ actor FileDownload {
             let route = try await self.route()
             let outcome: PartOutcome
             do {
-                outcome = try await context.limiter.withSlot {
+                let limiter = context.limiter
+                outcome = try await limiter.withSlot {
+                    let answer: PartOutcome
                     switch route {
                     case let .master(base, location, reference):
-                        return try await requests.getFile(baseURL: base, location: location, reference: reference, part: part, writer: writer)
+                        answer = try await requests.getFile(baseURL: base, location: location, reference: reference, part: part, writer: writer)
                     case let .cdn(session, generation):
-                        return try await requests.getCdnFile(session: session, part: part, generation: generation) { range in
+                        answer = try await requests.getCdnFile(session: session, part: part, generation: generation) { range in
                             try await self.hashes(for: range, session: session)
                         }
                     case .plain(let url):
-                        return try await requests.plainGet(url: url, part: part)
+                        answer = try await requests.plainGet(url: url, part: part)
                     }
+                    if case .data(let d) = answer { limiter.completed(bytes: d.written + Int64(d.data.count)) }
+                    return answer
                 }
             } catch let e as TransportError {
                 guard TransportErrorText.isRetryable(e) else {

@@ -7,7 +7,8 @@ import MediaBox
 /// partial file at their offsets.
 ///
 /// - Parts: sized by file size (`FilePartRules`), several in flight per file
-///   (`maxPartsPerFile`) and a shared limit over all files (`maxConcurrentParts`).
+///   (`maxPartsPerFile`) and a shared limit over all files that follows the measured
+///   throughput up to `maxConcurrentParts` (`AdaptiveConcurrency`).
 /// - Resume: only the ranges MediaBox reports missing are requested.
 /// - Routing: the location's DC, `FILE_MIGRATE_<n>`, CDN redirects (AES-256-CTR decryption,
 ///   SHA-256 per 128 KiB against the master DC's hashes, `FILE_REUPLOAD_NEEDED` → reupload).
@@ -37,7 +38,7 @@ public final class MultipartFetch: MediaResourceFetcher {
         self.configuration = configuration
         self.context = FetchContext(
             transport: transport, configuration: configuration,
-            limiter: PartLimiter(limit: configuration.maxConcurrentParts), revalidator: revalidator, client: nil)
+            limiter: PartLimiter(configuration.adaptivePartLimit()), revalidator: revalidator, client: nil)
     }
 
     /// A fetcher on a `CloudClient`'s account: its DCs, auth token and transport (connections
@@ -54,8 +55,11 @@ public final class MultipartFetch: MediaResourceFetcher {
         self.configuration = configuration
         self.context = FetchContext(
             transport: client.transport, configuration: configuration,
-            limiter: PartLimiter(limit: configuration.maxConcurrentParts), revalidator: revalidator, client: client)
+            limiter: PartLimiter(configuration.adaptivePartLimit()), revalidator: revalidator, client: client)
     }
+
+    /// The shared part limit as it stands (how many parts in flight this fetcher settled on).
+    public var concurrency: AdaptiveConcurrency.Snapshot { context.limiter.concurrency.snapshot }
 
     public func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error> {
         guard let resource = request.resource as? any CloudFetchableResource else {
