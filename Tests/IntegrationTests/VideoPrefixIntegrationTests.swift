@@ -109,4 +109,45 @@ final class VideoPrefixIntegrationTests: XCTestCase {
             XCTAssertFalse(FileManager.default.fileExists(atPath: e.path + ".meta") && e.path.hasSuffix("_partial"), "its meta too")
         }
     }
+
+    /// The cloud revises the headers of prefetched videos: a larger prefix then fetches each
+    /// header again (once) and replaces it, fetches only the missing bytes after the prefix, and
+    /// every byte held equals the cloud's current file.
+    func testRevisedHeadersAreReplacedWhenAPrefixGrows() throws {
+        let cloud = try startCloudd(["--seed", "37", "--dcs", "2", "--peers", "4", "--messages-per-peer", "16", "--cdn-fraction", "0"])
+        defer { cloud.stop() }
+        let h = JobrunHarness()
+        try h.configureAccount(for: cloud)
+        try h.syncOnce(initialMessages: 16)
+        try h.writePrefetchJob("  mediaTypes: [video]\n  videoPrefix: 256KiB\n  budget: 1GiB\n")
+        let first = try h.run(["run", "prefetch", "--json"])
+        XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
+        let partials = try videoEntries(h).filter { e in e.size.map { !e.held.contains(0..<$0) } ?? true }
+        XCTAssertGreaterThan(partials.count, 1, first.stdout)
+        for p in partials {
+            let revised = try cloud.reviseHeader(try XCTUnwrap(Self.fileId(p.entry.resourceId)))
+            XCTAssertEqual(revised.revision, 1)
+        }
+
+        try cloud.resetCounters()
+        try h.writePrefetchJob("  mediaTypes: [video]\n  videoPrefix: 1MiB\n  budget: 1GiB\n")
+        let grown = try h.run(["run", "prefetch", "--json"])
+        XCTAssertEqual(grown.status, 0, grown.stdout + grown.stderr)
+        let box = try MediaBox(basePath: h.root + "/account-0/postbox/media", readOnly: true)
+        for p in partials {
+            let id = try XCTUnwrap(Self.fileId(p.entry.resourceId))
+            let counters = try cloud.filePartCounters(id)
+            XCTAssertEqual(counters.offsets["0"], 1, "\(p.entry.resourceId): the revised header fetched again, once")
+            XCTAssertTrue(
+                counters.offsets.keys.allSatisfy { $0 == "0" || Int64($0)! >= p.held.contiguousPrefix },
+                "\(p.entry.resourceId): only the header and the missing ranges: \(counters.offsets)")
+            XCTAssertTrue(counters.offsets.values.allSatisfy { $0 == 1 }, "\(counters.offsets)")
+            let meta = FileManager.default.contents(atPath: box.paths(for: MediaResourceId(p.entry.resourceId)).partialMeta)
+            if let meta { XCTAssertEqual(PartialFileMeta.decode(meta)?.headerRevision, 1, p.entry.resourceId) }
+        }
+        let ids = Set(partials.map(\.entry.resourceId))
+        let now = try videoEntries(h).filter { ids.contains($0.entry.resourceId) }
+        XCTAssertEqual(now.count, partials.count)
+        try assertHeldBytesMatch(now, cloud: cloud)
+    }
 }
