@@ -37,15 +37,29 @@ final class VideoPrefixIntegrationTests: XCTestCase {
         }
     }
 
+    /// A cloudd (stopped by the caller) and an account whose first prefetch run took 256 KiB
+    /// prefixes of its videos.
+    func prefetchPrefixes(
+        seed: Int, peers: Int
+    ) throws -> (cloud: ClouddProcess, h: JobrunHarness, first: (status: Int32, stdout: String, stderr: String)) {
+        let cloud = try startCloudd(["--seed", "\(seed)", "--dcs", "2", "--peers", "\(peers)", "--messages-per-peer", "16", "--cdn-fraction", "0"])
+        do {
+            let h = JobrunHarness()
+            try h.configureAccount(for: cloud)
+            try h.syncOnce(initialMessages: 16)
+            try h.writePrefetchJob("  mediaTypes: [video]\n  videoPrefix: 256KiB\n  budget: 1GiB\n")
+            let first = try h.run(["run", "prefetch", "--json"])
+            XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
+            return (cloud, h, first)
+        } catch {
+            cloud.stop()
+            throw error
+        }
+    }
+
     func testHeaderFirstPrefixesAreCacheEntriesThatGrowAndGetEvicted() throws {
-        let cloud = try startCloudd(["--seed", "31", "--dcs", "2", "--peers", "6", "--messages-per-peer", "16", "--cdn-fraction", "0"])
+        let (cloud, h, first) = try prefetchPrefixes(seed: 31, peers: 6)
         defer { cloud.stop() }
-        let h = JobrunHarness()
-        try h.configureAccount(for: cloud)
-        try h.syncOnce(initialMessages: 16)
-        try h.writePrefetchJob("  mediaTypes: [video]\n  videoPrefix: 256KiB\n  budget: 1GiB\n")
-        let first = try h.run(["run", "prefetch", "--json"])
-        XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
         let c1 = JobrunHarness.counters(first.stdout)
         let prefixes = try XCTUnwrap(c1["video_prefixes"])
         XCTAssertGreaterThan(prefixes, 1, first.stdout)
@@ -114,14 +128,8 @@ final class VideoPrefixIntegrationTests: XCTestCase {
     /// header again (once) and replaces it, fetches only the missing bytes after the prefix, and
     /// every byte held equals the cloud's current file.
     func testRevisedHeadersAreReplacedWhenAPrefixGrows() throws {
-        let cloud = try startCloudd(["--seed", "37", "--dcs", "2", "--peers", "4", "--messages-per-peer", "16", "--cdn-fraction", "0"])
+        let (cloud, h, first) = try prefetchPrefixes(seed: 37, peers: 4)
         defer { cloud.stop() }
-        let h = JobrunHarness()
-        try h.configureAccount(for: cloud)
-        try h.syncOnce(initialMessages: 16)
-        try h.writePrefetchJob("  mediaTypes: [video]\n  videoPrefix: 256KiB\n  budget: 1GiB\n")
-        let first = try h.run(["run", "prefetch", "--json"])
-        XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
         let partials = try videoEntries(h).filter { e in e.size.map { !e.held.contains(0..<$0) } ?? true }
         XCTAssertGreaterThan(partials.count, 1, first.stdout)
         for p in partials {
