@@ -31,11 +31,24 @@ final class RevisedHeaderFetchTests: XCTestCase {
     }
 
     func testRevisedHeaderIsFetchedAgainAndReplacedWithOnlyTheMissingRanges() async throws {
-        let f = try await FetchFixture.start()
+        try await checkRevisedHeader(cdn: false) { _ in }
+    }
+
+    /// The same through CDN redirects: the CDN's parts carry the revision too.
+    func testRevisedHeaderFromTheCdn() async throws {
+        try await checkRevisedHeader(cdn: true) {
+            $0.cdnFraction = 1
+            $0.cdnReuploadFraction = 0
+        }
+    }
+
+    private func checkRevisedHeader(cdn: Bool, _ configure: (inout CloudServerConfig) -> Void) async throws {
+        let f = try await FetchFixture.start(configure)
         defer { Task { await f.stop() } }
         let doc = try await f.largestVideo()
         let resource = CloudDocumentMediaResource(document: doc, reference: .standalone)
         XCTAssertGreaterThan(resource.headerSize, 0)
+        XCTAssertEqual(try f.server.fileInfo(id: doc.id)?.cdn, cdn, "served through the CDN or not, as meant")
         let headerPart = min(FilePartRules.preferredPartSize(fileSize: doc.size), doc.size)
         // Three growing prefixes of whole parts, all short of the file's end.
         let quarter = doc.size / 4 / headerPart * headerPart
