@@ -70,7 +70,7 @@ public final class MultipartFetch: MediaResourceFetcher {
         do {
             download = try FileDownload(
                 resource: resource, missing: request.missingRanges, knownSize: request.knownSize, writer: request.partWriter,
-                ranges: request.ranges, context: context)
+                ranges: request.ranges, headerRevision: request.headerRevision, context: context)
         } catch {
             return AsyncThrowingStream { $0.finish(throwing: error) }
         }
@@ -93,9 +93,15 @@ public final class MultipartFetch: MediaResourceFetcher {
             switch event {
             case .resourceSizeUpdated(let s):
                 if size != Int(s) { size = Int(s); data = nil; written = 0 }
-            case .replaceHeader:
-                // Only a download that serves MediaBox's live ranges replaces a header.
-                throw MultipartFetchError.badAnswer(resourceId: resource.id, offset: 0, reason: "header replaced outside MediaBox")
+            case .replaceHeader(let header):
+                // The header was revised during the download: its bytes were counted once already.
+                guard header.count <= size else {
+                    throw MultipartFetchError.badAnswer(resourceId: resource.id, offset: 0, reason: "header beyond the file's end")
+                }
+                if data == nil { data = Data(count: size) }
+                data!.replaceSubrange(0..<header.count, with: header)
+            case .headerRevision:
+                break
             case let .dataPart(offset, part):
                 guard offset >= 0, offset + Int64(part.count) <= Int64(size) else {
                     throw MultipartFetchError.badAnswer(resourceId: resource.id, offset: offset, reason: "part beyond the file's end")
