@@ -117,7 +117,8 @@ let package = Package(
         .testTarget(name: "PostboxTests", dependencies: ["Postbox", "PostboxPostgres", "CSQLite", "TestSupport"]),
         .testTarget(name: "MediaBoxTests", dependencies: ["ConfinedFiles", "MediaBox", "Postbox", "TestSupport"]),
         .testTarget(
-            name: "CloudCoreTests", dependencies: ["CloudCore", "CloudProtocol", "CloudCrypto", "CloudServer", "MediaBox", "Postbox", "TestSupport"]),
+            name: "CloudCoreTests",
+            dependencies: ["CloudCore", "CloudProtocol", "CloudCrypto", "CloudServer", "ConfinedFiles", "MediaBox", "Postbox", "TestSupport"]),
         .testTarget(
             name: "CloudServerTests",
             dependencies: ["CloudServer", "CloudProtocol", "CloudCrypto", "TestSupport", .product(name: "NIOCore", package: "swift-nio")]),

@@ -257,3 +257,19 @@ public struct PlainUploadInfo: Codable, Hashable, Sendable {
         self.sha256 = sha256
     }
 }
+
+/// `POST /admin/files/<id>/revise-header`: a streamable video's header was given new bytes
+/// (same size); `sha256` is the whole file's new hash.
+public struct HeaderRevision: Codable, Hashable, Sendable {
+    public var fileId: Int64
+    public var headerSize: Int64
+    public var revision: Int
+    public var sha256: String
+
+    public init(fileId: Int64, headerSize: Int64, revision: Int, sha256: String) {
+        self.fileId = fileId
+        self.headerSize = headerSize
+        self.revision = revision
+        self.sha256 = sha256
+    }
+}

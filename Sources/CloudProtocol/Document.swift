@@ -27,12 +27,16 @@ public struct Document: Codable, Hashable, Sendable {
     public var date: Int64
     public var location: FileLocation
     public var fileReference: Data
+    /// For a streamable video: the bytes at its start a player needs first (its `moov` atom),
+    /// which a client fetches before anything else. Absent for other documents.
+    public var headerSize: Int64?
 
     public init(
         id: Int64, accessHash: Int64, dcId: Int, kind: DocumentKind, size: Int64, mimeType: String,
         fileName: String? = nil, duration: Int? = nil, stickerSetId: Int64? = nil, date: Int64,
-        location: FileLocation, fileReference: Data
+        location: FileLocation, fileReference: Data, headerSize: Int64? = nil
     ) {
+        self.headerSize = headerSize
         self.id = id
         self.accessHash = accessHash
         self.dcId = dcId

@@ -46,6 +46,11 @@ extension ServerCore {
         case "GET files/*":
             guard let id = Int64(p[1]), let info = try fileInfo(id) else { throw CloudError(.locationInvalid) }
             return HTTPSupport.json(info)
+        case "POST files/*/*" where p[2] == "revise-header":
+            guard let revised = try Int64(p[1]).flatMap(reviseHeader) else {
+                throw CloudError(.locationInvalid, message: "no streamable video \(p[1])")
+            }
+            return HTTPSupport.json(revised)
         case "POST messages/add":
             let body = try await HTTPSupport.decode(AddMessagesRequest.self, from: &request)
             guard let msgs = addMessages(body) else { throw CloudError(.peerIdInvalid) }
@@ -76,6 +81,13 @@ extension ServerCore {
         default:
             throw CloudError(.methodInvalid, message: "no admin route \(request.method) /admin/\(path.joined(separator: "/"))")
         }
+    }
+
+    /// Gives a streamable video a revised header; nil for a file that is not one.
+    func reviseHeader(_ id: Int64) throws -> HeaderRevision? {
+        guard let f = file(id), case .video(let headerSize) = f.source else { return nil }
+        let revision = bytes.reviseHeader(f)
+        return HeaderRevision(fileId: id, headerSize: headerSize, revision: revision, sha256: try bytes.sha256(f).served)
     }
 
     func fileInfo(_ id: Int64) throws -> FileInfo? {

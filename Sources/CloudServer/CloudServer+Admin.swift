@@ -11,6 +11,17 @@ extension CloudServer {
 
     public func resetCounters() { core.counters.reset() }
 
+    /// Gives a streamable video a revised header (`POST /admin/files/<id>/revise-header`);
+    /// nil for a file that is not one.
+    public func reviseHeader(fileId: Int64) throws -> HeaderRevision? { try core.reviseHeader(fileId) }
+
+    /// The bytes `upload.getFile` serves for `range` of a file (clamped to its size).
+    public func servedBytes(fileId: Int64, _ range: Range<Int64>) throws -> Data? {
+        guard let f = core.file(fileId) else { return nil }
+        let r = range.clamped(to: 0..<f.size)
+        return try core.bytes.data(f, offset: r.lowerBound, count: r.count)
+    }
+
     /// Expires every reference issued so far, or only those of `parent` (a `ParentEntity`).
     public func expireReferences(parent: ParentEntity? = nil) {
         if let parent { core.references.expire(parentKey: parent.key) } else { core.references.expireAll() }

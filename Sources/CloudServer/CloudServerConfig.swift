@@ -49,6 +49,8 @@ public struct DatasetConfig: Sendable {
     public var bulkFiles: [BulkFileSpec] = []
     /// Extra benchmark files of exact sizes (e.g. 10 × 100 MB, 1 × 2 GiB), in the bench channel.
     public var bigFiles: [Int64] = []
+    /// Streamable videos of these sizes in the benchmark channel, after the other files.
+    public var benchVideos: [Int64] = []
     /// When > 0, one message (in the first group) carries this many document media items.
     public var bundleSize: Int = 0
     /// How many such bundle messages (consecutive, in the same peer; the listing names the

@@ -99,7 +99,10 @@ struct Dataset: Sendable {
         kind: DocumentKind, size: Int64, parent: ParentEntity, date: Int64, name: String? = nil,
         stickerSetId: Int64? = nil, dcId: Int? = nil, allowCdn: Bool = true
     ) -> Document {
-        let loc = addFile(type: .document, size: size, parent: parent, dcId: dcId, allowCdn: allowCdn)
+        let header = kind == .video ? VideoHeader.size(ofVideo: size) : nil
+        let loc = addFile(
+            type: .document, size: size, parent: parent, source: header.map { .video(headerSize: $0) } ?? .generated, dcId: dcId,
+            allowCdn: allowCdn)
         let mime: String
         let ext: String
         switch kind {
@@ -115,7 +118,7 @@ struct Dataset: Sendable {
         return Document(
             id: loc.id, accessHash: loc.accessHash, dcId: loc.dcId, kind: kind, size: size, mimeType: mime,
             fileName: name ?? "\(kind.rawValue)-\(loc.id).\(ext)", duration: duration, stickerSetId: stickerSetId,
-            date: date, location: loc, fileReference: Data())
+            date: date, location: loc, fileReference: Data(), headerSize: header)
     }
 
     mutating func makeSecretFile(parent: ParentEntity, size plainSize: Int64) -> SecretFile {

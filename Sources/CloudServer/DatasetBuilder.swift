@@ -81,7 +81,7 @@ enum DatasetBuilder {
         }
 
         // Benchmark files: one document per message in a dedicated channel, never via CDN.
-        if !config.bulkFiles.isEmpty || !config.bigFiles.isEmpty {
+        if !config.bulkFiles.isEmpty || !config.bigFiles.isEmpty || !config.benchVideos.isEmpty {
             let pid = firstPeerId + Int64(config.peers)
             ds.peers.append(Peer(id: pid, kind: .channel, title: "Bench", username: "bench"))
             ds.messages[pid] = []
@@ -98,6 +98,12 @@ enum DatasetBuilder {
                 let parent = ParentEntity.message(peerId: pid, messageId: mid)
                 let doc = ds.makeDocument(kind: .file, size: size, parent: parent, date: base - Int64(sizes.count - k), name: "bench-\(k).bin", allowCdn: false)
                 ds.appendMessage(peerId: pid, date: base - Int64(sizes.count - k), text: "bench file \(k)", media: [MessageMedia(document: doc)])
+            }
+            for (k, size) in config.benchVideos.enumerated() {
+                let mid = ds.nextMessageId[pid, default: 1]
+                let parent = ParentEntity.message(peerId: pid, messageId: mid)
+                let doc = ds.makeDocument(kind: .video, size: size, parent: parent, date: base, name: "bench-video-\(k).mp4", allowCdn: false)
+                ds.appendMessage(peerId: pid, date: base, text: "bench video \(k)", media: [MessageMedia(document: doc)])
             }
         }
         return ds

@@ -33,6 +33,23 @@ final class FileBytes: Sendable {
 
     init(seed: UInt64) { generator = ByteGenerator(seed: seed) }
 
+    /// How often each video's header was revised (0: never).
+    private let headerRevisions = Locked<[Int64: Int]>([:])
+
+    func headerRevision(_ fileId: Int64) -> Int { headerRevisions.withLock { $0[fileId] ?? 0 } }
+
+    /// Gives a video a new header (same size, other bytes) and forgets every hash of its old one.
+    func reviseHeader(_ file: ServerFile) -> Int {
+        let revision = headerRevisions.withLock { r -> Int in
+            r[file.id, default: 0] += 1
+            return r[file.id]!
+        }
+        partHashes.withLock { c in c = c.filter { $0.key.fileId != file.id } }
+        blockHashes.withLock { $0[file.id] = nil }
+        fileHashes.withLock { $0[file.id] = nil }
+        return revision
+    }
+
     /// Photos drawn so far (a few hundred at most: any is drawn again identically).
     private let photos = Locked<[Int64: PhotoJPEG?]>([:])
 
@@ -103,6 +120,8 @@ final class FileBytes: Sendable {
         switch file.source {
         case .generated:
             generator.fill(buffer, fileId: file.id, offset: offset)
+        case .video(let headerSize):
+            VideoHeader.fill(buffer, file: file, offset: offset, headerSize: headerSize, revision: headerRevision(file.id), generator: generator)
         case let .photo(width, height):
             if let jpeg = photo(file, width: width, height: height) {
                 jpeg.fill(buffer, offset: offset)

@@ -63,7 +63,7 @@ extension ServerCore {
                 try await writer.write(buffer)
                 off += Int64(n)
             }
-            counters.filePart(file.id, bytes: off - range.lowerBound)
+            counters.filePart(file.id, bytes: off - range.lowerBound, offset: range.lowerBound)
             if drop { throw DroppedConnection() }
             try await writer.finish(nil)
         }

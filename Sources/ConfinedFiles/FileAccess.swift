@@ -20,6 +20,8 @@ public struct FileAccess: Sendable, Equatable {
     public static let createNew = FileAccess(flags: O_RDWR | O_CREAT | O_EXCL, truncates: false)
     /// Write from the start, creating the file or emptying the one there.
     public static let replaceContents = FileAccess(flags: O_WRONLY | O_CREAT, truncates: true)
+    /// Read and write from the start, creating the file or emptying the one there.
+    public static let rewrite = FileAccess(flags: O_RDWR | O_CREAT, truncates: true)
     /// Append, creating the file when missing.
     public static let append = FileAccess(flags: O_WRONLY | O_CREAT | O_APPEND, truncates: false)
 

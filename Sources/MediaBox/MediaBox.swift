@@ -139,12 +139,7 @@ public final class MediaBox: Sendable {
     public func resourceData(_ id: MediaResourceId, location: MediaStorageLocation = .resources) -> MediaResourceData? {
         let paths = self.paths(for: id, location: location)
         if let d = completeData(paths) { return d }
-        guard let fd = try? PosixFile.openIfExists(paths.relativeMeta, in: directory, .read) else { return nil }
-        defer { close(fd) }
-        let size = (try? PosixFile.fstat(fd, path: paths.partialMeta).st_size) ?? 0
-        guard size > 0, let bytes = try? PosixFile.preadAll(fd, count: Int(size), offset: 0, path: paths.partialMeta),
-            let meta = PartialFileMeta.decode(bytes)
-        else { return nil }
+        guard let meta = partialMeta(paths) else { return nil }
         let prefix = RangeMap(meta.ranges).contiguousPrefix
         return MediaResourceData(path: paths.partial, offset: 0, size: prefix, complete: false)
     }
@@ -162,37 +157,100 @@ public final class MediaBox: Sendable {
         _ resource: any MediaResource, info: MediaResourceStorageInfo,
         fetcher override: (any MediaResourceFetcher)? = nil
     ) async throws -> MediaResourceData {
+        try await fetch(resource, info: info, ranges: nil, priority: .default, fetcher: override)
+    }
+
+    /// Fetches `ranges` of a resource (nil: all of it) at `priority`, and returns once they are
+    /// held: the complete file when it is complete, otherwise the partial file (its contiguous
+    /// prefix in `size`; `heldRanges` tells exactly what it holds). A resource with a
+    /// `headerSize` gets `0..<headerSize` before anything else. A call joining a fetch in
+    /// progress adds its ranges to it: the fetcher serves the highest priority next. A partial
+    /// file is a cache entry like a complete one: indexed with the bytes it holds.
+    public func fetch(
+        _ resource: any MediaResource, info: MediaResourceStorageInfo, ranges: [Range<Int64>]?,
+        priority: MediaFetchPriority, fetcher override: (any MediaResourceFetcher)? = nil
+    ) async throws -> MediaResourceData {
         let key = MediaStorageKey(location: info.location, id: resource.id)
         let paths = self.paths(for: key)
         if let d = completeData(paths) {
             try storageBox.touch([key], at: Self.now())
             return d
         }
+        if let ranges, let held = heldRanges(resource.id, location: info.location),
+            ranges.allSatisfy({ held.ranges.contains($0.clamped(to: 0..<(held.size ?? .max))) }),
+            held.ranges.contains(0..<min(resource.headerSize, held.size ?? .max))
+        {
+            try storageBox.touch([key], at: Self.now())
+            return resourceData(resource.id, location: info.location) ?? MediaResourceData(path: paths.partial, offset: 0, size: 0, complete: false)
+        }
         guard let fetcher = override ?? fetcher else { throw MediaBoxError.noFetcher }
-        return try await coordinator.run(key) { [self] in
-            let (data, fetched) = try await self.performFetch(resource, info: info, key: key, paths: paths, fetcher: fetcher)
+        let result = try await coordinator.run(key, ranges: ranges, priority: priority, headerSize: resource.headerSize) { [self] demand in
+            let (data, fetched) = try await self.performFetch(resource, info: info, key: key, paths: paths, fetcher: fetcher, demand: demand)
             // After the partial file's lock is released: the complete file is immutable.
-            if fetched { await fetcher.fetchCompleted(resource, data: data) }
+            if fetched, data.complete { await fetcher.fetchCompleted(resource, data: data) }
             return data
         }
+        if let result { return result }
+        return completeData(paths) ?? resourceData(resource.id, location: info.location)
+            ?? MediaResourceData(path: paths.partial, offset: 0, size: 0, complete: false)
+    }
+
+    /// Exactly which bytes of a resource are on disk, and its size when known: every byte of a
+    /// complete file, or the ranges a partial file's meta records. Nil when there is neither.
+    public func heldRanges(_ id: MediaResourceId, location: MediaStorageLocation = .resources) -> (ranges: RangeMap, size: Int64?)? {
+        let paths = self.paths(for: id, location: location)
+        if let d = completeData(paths) { return (RangeMap([0..<d.size]), d.size) }
+        guard let meta = partialMeta(paths) else { return nil }
+        return (RangeMap(meta.ranges), meta.totalSize)
+    }
+
+    private func partialMeta(_ paths: ResourceStorePaths) -> PartialFileMeta? {
+        guard let fd = try? PosixFile.openIfExists(paths.relativeMeta, in: directory, .read) else { return nil }
+        defer { close(fd) }
+        let size = (try? PosixFile.fstat(fd, path: paths.partialMeta).st_size) ?? 0
+        guard size > 0, let bytes = try? PosixFile.preadAll(fd, count: Int(size), offset: 0, path: paths.partialMeta) else { return nil }
+        return PartialFileMeta.decode(bytes)
     }
 
     private func performFetch(
         _ resource: any MediaResource, info: MediaResourceStorageInfo, key: MediaStorageKey,
-        paths: ResourceStorePaths, fetcher: any MediaResourceFetcher
+        paths: ResourceStorePaths, fetcher: any MediaResourceFetcher, demand: MediaResourceFetchRanges
     ) async throws -> (MediaResourceData, fetched: Bool) {
-        // Across processes: wait for the partial file's lock, or for the other writer's result.
+        // Across processes: wait for the partial file's lock, for the other writer's result, or
+        // for the other writer to hold the ranges wanted here (read from its meta), having asked
+        // it for them (`ForeignWants`): the bytes are downloaded once, by whoever writes.
         var acquired: MediaBoxPartialFile?
+        var askedGeneration: Int?
         while acquired == nil {
             if let d = completeData(paths) {
                 try storageBox.touch([key], at: Self.now())
                 return (d, false)
             }
             acquired = try MediaBoxPartialFile.open(paths: paths, in: directory, wait: false, durability: options.partialDurability)
-            if acquired == nil { try await Task.sleep(for: options.lockPollInterval) }
+            if acquired == nil {
+                if askedGeneration != demand.generation {
+                    askedGeneration = demand.generation
+                    let wanted = demand.wanted
+                    for p in MediaFetchPriority.allCases {
+                        let ranges = wanted.filter { $0.priority == p }.map(\.range)
+                        if !ranges.isEmpty { try? ForeignWants.request(ranges, priority: p, paths: paths, in: directory) }
+                    }
+                }
+                // (A partial that holds everything is about to be completed: wait for that.)
+                if let meta = partialMeta(paths), let size = meta.totalSize ?? resource.size, !RangeMap(meta.ranges).contains(0..<size) {
+                    demand.setSize(size)
+                    demand.setHeld(RangeMap(meta.ranges))
+                    if demand.closeIfSatisfied(), let d = resourceData(resource.id, location: info.location) { return (d, false) }
+                }
+                try await Task.sleep(for: options.lockPollInterval)
+            }
         }
         let partial = acquired!
-        defer { partial.close() }
+        var foreign = ForeignWants(paths: paths, media: directory)
+        defer {
+            foreign.remove()
+            partial.close()
+        }
         // Completion will sync: start each part's disk write as it lands, so the final sync only
         // waits for the tail of the file.
         partial.eagerWriteback = options.completionSync != .none
@@ -203,8 +261,13 @@ public final class MediaBox: Sendable {
             return (d, false)
         }
         if let size = resource.size { try partial.setSize(size) }
-        let fetched = !partial.isComplete
-        if fetched {
+        demand.setSize(partial.knownSize)
+        demand.setHeld(partial.ranges)
+        let heldBefore = partial.ranges.totalBytes
+        for (range, priority) in foreign.pull() { _ = demand.add([range], priority: priority, foreign: true) }
+        var fetched = false
+        if !demand.closeIfSatisfied() && !partial.isComplete {
+            fetched = true
             // Revoked before the partial file's lock is released (the `defer` above runs last).
             // A large file whose completion syncs it is written with direct I/O: the sync then
             // has no page-cache write-back to do (see `DirectIO`).
@@ -212,37 +275,28 @@ public final class MediaBox: Sendable {
                 duplicating: partial.descriptor, path: paths.partial,
                 directIO: options.completionSync != .none && (partial.knownSize ?? 0) >= Self.ownSyncThreshold)
             defer { writer.revoke() }
-            var request = MediaResourceFetchRequest(resource: resource, missingRanges: partial.missingRanges, knownSize: partial.knownSize)
-            request.partWriter = writer
-            func checkBounds(_ offset: Int64, _ length: Int) throws {
-                if offset < 0 || (partial.knownSize.map { offset + Int64(length) > $0 } ?? false) {
-                    throw MediaBoxError.invalidDataPart(id: resource.id.stringRepresentation, offset: offset, length: length)
+            repeat {
+                let generation = demand.generation
+                try await runStream(resource, partial: partial, writer: writer, fetcher: fetcher, demand: demand, foreign: &foreign)
+                // Every caller left: the stream ended early, and nothing it left is an entry.
+                try Task.checkCancellation()
+                if demand.closeIfSatisfied() || partial.isComplete { break }
+                // Ranges added while the stream ran may have come too late for it: run another.
+                guard demand.generation != generation else {
+                    throw MediaBoxError.incompleteFetch(
+                        id: resource.id.stringRepresentation, have: partial.ranges.totalBytes, expected: partial.knownSize)
                 }
+            } while true
+        }
+        guard partial.isComplete else {
+            // The wanted ranges are held; the rest stays missing. The partial is a cache entry
+            // counted with the bytes it holds.
+            if try partial.ranges.totalBytes != heldBefore || storageBox.entry(key) == nil {
+                try storageBox.insert(StorageBoxEntry(id: resource.id, info: info, size: partial.ranges.totalBytes, accessTime: Self.now()))
+            } else {
+                try storageBox.touch([key], at: Self.now())
             }
-            for try await event in fetcher.fetch(request) {
-                switch event {
-                case let .dataPart(offset, data):
-                    try checkBounds(offset, data.count)
-                    if writer.prefersWholeParts {
-                        try await writer.writePart(data, at: offset)
-                        try partial.recordWritten(offset: offset, length: data.count)
-                    } else {
-                        try partial.write(offset: offset, data: data)
-                    }
-                case let .dataWritten(offset, length):
-                    try checkBounds(offset, length)
-                    try partial.recordWritten(offset: offset, length: length)
-                case let .resourceSizeUpdated(size):
-                    try partial.setSize(size)
-                }
-            }
-            // A stream that ends without a size delivered the whole resource from offset 0.
-            if partial.knownSize == nil, partial.ranges.ranges.count == 1, partial.ranges.contiguousPrefix > 0 {
-                try partial.setSize(partial.ranges.contiguousPrefix)
-            }
-            guard partial.isComplete else {
-                throw MediaBoxError.incompleteFetch(id: resource.id.stringRepresentation, have: partial.ranges.totalBytes, expected: partial.knownSize)
-            }
+            return (partial.availableData, fetched)
         }
         let mode = options.completionSync
         let group = groupSync
@@ -268,6 +322,58 @@ public final class MediaBox: Sendable {
         let now = Self.now()
         try storageBox.insert(StorageBoxEntry(id: resource.id, info: info, size: size, accessTime: now))
         return (MediaResourceData(path: paths.complete, offset: 0, size: size, complete: true), fetched)
+    }
+
+    /// One stream of the fetcher: writes what it delivers into the partial file and records each
+    /// range there and in `demand`.
+    private func runStream(
+        _ resource: any MediaResource, partial: MediaBoxPartialFile, writer: MediaResourcePartWriter,
+        fetcher: any MediaResourceFetcher, demand: MediaResourceFetchRanges, foreign: inout ForeignWants
+    ) async throws {
+        defer {
+            demand.streamEnded()
+            // What other processes asked for meanwhile: the next stream serves it.
+            for (range, priority) in foreign.pull() { _ = demand.add([range], priority: priority, foreign: true) }
+        }
+        var request = MediaResourceFetchRequest(resource: resource, missingRanges: partial.missingRanges, knownSize: partial.knownSize)
+        request.partWriter = writer
+        request.ranges = demand
+        func checkBounds(_ offset: Int64, _ length: Int) throws {
+            if offset < 0 || (partial.knownSize.map { offset + Int64(length) > $0 } ?? false) {
+                throw MediaBoxError.invalidDataPart(id: resource.id.stringRepresentation, offset: offset, length: length)
+            }
+        }
+        for try await event in fetcher.fetch(request) {
+            switch event {
+            case let .dataPart(offset, data):
+                try checkBounds(offset, data.count)
+                if writer.prefersWholeParts {
+                    try await writer.writePart(data, at: offset)
+                    try partial.recordWritten(offset: offset, length: data.count)
+                } else {
+                    try partial.write(offset: offset, data: data)
+                }
+                demand.held(offset..<(offset + Int64(data.count)))
+            case let .dataWritten(offset, length):
+                try checkBounds(offset, length)
+                try partial.recordWritten(offset: offset, length: length)
+                demand.held(offset..<(offset + Int64(length)))
+            case let .replaceHeader(data):
+                try checkBounds(0, data.count)
+                try partial.replaceHeader(data)
+                demand.held(0..<Int64(data.count))
+            case let .resourceSizeUpdated(size):
+                try partial.setSize(size)
+                demand.setSize(size)
+            }
+            // Part by part, what other processes ask for joins the wanted ranges.
+            for (range, priority) in foreign.pull() { _ = demand.add([range], priority: priority, foreign: true) }
+        }
+        // A stream that ends without a size delivered the whole resource from offset 0.
+        if partial.knownSize == nil, partial.ranges.ranges.count == 1, partial.ranges.contiguousPrefix > 0 {
+            try partial.setSize(partial.ranges.contiguousPrefix)
+            demand.setSize(partial.knownSize)
+        }
     }
 
     /// Files at least this large complete with their own fsync under `.group` (see performFetch).
@@ -431,6 +537,23 @@ public final class MediaBox: Sendable {
 
     /// Cache usage from StorageBox's totals (no file-system walk).
     public func stats() throws -> StorageStats { try storageBox.stats() }
+
+    /// Entries that stand for a partial file (a prefix fetched on purpose, counted with the
+    /// bytes it holds), from a look at each row's files that changes nothing.
+    public func partialEntries() throws -> StorageUsage {
+        var usage = StorageUsage()
+        var cursor: MediaStorageKey?
+        while true {
+            let rows = try storageBox.entries(after: cursor, limit: 1024)
+            guard let last = rows.last else { return usage }
+            cursor = last.key
+            for row in rows where completeData(paths(for: row.key)) == nil {
+                if try PosixFile.lstat(paths(for: row.key).relativePartial, in: directory) != nil {
+                    usage += StorageUsage(bytes: row.size, count: 1)
+                }
+            }
+        }
+    }
 
     /// What is on disk that the index does not count — complete files without a row and
     /// foreign entries — from a walk of the media folders that changes nothing.

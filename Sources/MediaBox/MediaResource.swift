@@ -7,6 +7,13 @@ public protocol MediaResource: Sendable {
     var id: MediaResourceId { get }
     /// Total size in bytes, or nil until the fetcher reports it.
     var size: Int64? { get }
+    /// Bytes at the start that every fetch gets before anything else (a streamable video's
+    /// header, its `moov` atom); 0 when there is none.
+    var headerSize: Int64 { get }
+}
+
+extension MediaResource {
+    public var headerSize: Int64 { 0 }
 }
 
 /// A plain resource: an id and an optional size (tests, local files, cached representations).
@@ -63,19 +70,25 @@ public enum MediaResourceFetchEvent: Sendable {
     /// request's `partWriter`: MediaBox records the range without writing anything.
     case dataWritten(offset: Int64, length: Int)
     case resourceSizeUpdated(Int64)
+    /// A new version of the resource's first `data.count` bytes (a revised header): replaces
+    /// that range of the partial file durably, whatever it held before.
+    case replaceHeader(data: Data)
 
     /// Bytes of the resource this event delivers.
     public var deliveredBytes: Int {
         switch self {
         case .dataPart(_, let data): return data.count
         case .dataWritten(_, let length): return length
+        case .replaceHeader(let data): return data.count
         case .resourceSizeUpdated: return 0
         }
     }
 }
 
 /// What MediaBox asks the fetcher for: the resource and the byte ranges still missing
-/// (the last range ends at `Int64.max` when the size is unknown).
+/// (the last range ends at `Int64.max` when the size is unknown), and — for a fetcher that
+/// serves ranges by priority — the live wanted ranges (`ranges`): such a fetcher takes its
+/// parts from `ranges.nextPart` instead, and ends the stream when that has nothing left.
 public struct MediaResourceFetchRequest: Sendable {
     public let resource: any MediaResource
     public let missingRanges: [Range<Int64>]
@@ -83,6 +96,9 @@ public struct MediaResourceFetchRequest: Sendable {
     /// Where parts may be written directly (then reported with `.dataWritten` once verified);
     /// a fetcher may ignore it and deliver `.dataPart` events instead.
     public var partWriter: MediaResourcePartWriter? = nil
+    /// The ranges wanted now, by priority; they change while the fetch runs (see
+    /// `MediaResourceFetchRanges`). A fetcher that ignores them fetches `missingRanges`.
+    public var ranges: MediaResourceFetchRanges? = nil
 }
 
 /// The injected download function (Telegram-iOS's `fetchResource`): MediaBox knows nothing of the

@@ -145,6 +145,18 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
         try writeMeta()
     }
 
+    /// Rewrites `0..<data.count` with a revised header and records it, durably: the data is
+    /// synced before the meta says it is there, and the meta is synced too, so a crash leaves
+    /// either the old header and its ranges or the new one, never a mix claimed as held.
+    public func replaceHeader(_ data: Data) throws {
+        guard !data.isEmpty else { return }
+        try data.withUnsafeBytes { try PosixFile.pwriteAll(fd, $0, offset: 0, path: paths.partial) }
+        if fdatasync(fd) != 0 { throw PosixFile.fail(paths.partial, "fdatasync") }
+        ranges.insert(0..<Int64(data.count))
+        try writeMeta()
+        if metaFd >= 0, fdatasync(metaFd) != 0 { throw PosixFile.fail(paths.partialMeta, "fdatasync") }
+    }
+
     private func writeMeta() throws {
         guard metaFd >= 0 else { return }  // opened without a meta (whole data in hand)
         let bytes = PartialFileMeta(totalSize: knownSize, ranges: ranges.ranges).encode()

@@ -59,3 +59,26 @@ public struct RangeMap: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { ranges.map { "\($0.lowerBound)..<\($0.upperBound)" }.joined(separator: ",") }
 }
+
+extension RangeMap {
+    /// Removes every byte of `range`.
+    public mutating func remove(_ range: Range<Int64>) {
+        guard !range.isEmpty else { return }
+        var result: [Range<Int64>] = []
+        result.reserveCapacity(ranges.count + 1)
+        for r in ranges {
+            if r.upperBound <= range.lowerBound || r.lowerBound >= range.upperBound {
+                result.append(r)
+                continue
+            }
+            if r.lowerBound < range.lowerBound { result.append(r.lowerBound..<range.lowerBound) }
+            if range.upperBound < r.upperBound { result.append(range.upperBound..<r.upperBound) }
+        }
+        self = RangeMap(result)
+    }
+
+    /// The range that holds byte `offset`, if any.
+    public func range(containing offset: Int64) -> Range<Int64>? {
+        ranges.first { $0.contains(offset) }
+    }
+}

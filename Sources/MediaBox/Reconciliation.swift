@@ -14,11 +14,13 @@ import Postbox
 ///    indexed like any file without a row; anything else MediaBox never produces (another
 ///    name, a link, a FIFO) is foreign: counted with its bytes, and removed once older than
 ///    `foreignFileAge` when that is set (never through a link: the entry itself goes);
-/// 1. stale `_partial` files (unlocked, older than `stalePartialAge`, or left beside a complete
-///    file by a crash between link and unlink) are removed with their meta;
+/// 1. stale `_partial` files (unlocked, older than `stalePartialAge` and not indexed, or left
+///    beside a complete file by a crash between link and unlink) are removed with their meta —
+///    an indexed partial (a prefix fetched on purpose) is a cache entry, evicted like any;
 /// 2. complete files without a row are indexed (or removed, per policy), unless locked or
 ///    modified within `settleTime` (a writer may be about to index them);
-/// 3. rows whose file is gone are dropped, rows with a wrong size are corrected;
+/// 3. rows whose file is gone are dropped (a partial file counts), rows with a wrong size are
+///    corrected;
 /// 4. the running totals are rebuilt from the rows.
 public enum Reconciliation {
     public static func run(
@@ -119,8 +121,8 @@ public enum Reconciliation {
                         return try misplaced(path, name: name, st)
                     }
                     let mtime = Int64(st.st_mtim.tv_sec)
-                    if name.hasSuffix(ResourceStorePaths.metaSuffix) {
-                        let base = String(name.dropLast(ResourceStorePaths.metaSuffix.count))
+                    if let suffix = [ResourceStorePaths.metaSuffix, ResourceStorePaths.wantsSuffix].first(where: name.hasSuffix) {
+                        let base = String(name.dropLast(suffix.count))
                         let partial = relative(directory, base + ResourceStorePaths.partialSuffix)
                         if !PosixFile.exists(partial, in: media) && mtime < now - options.settleTime {
                             if !dryRun { try PosixFile.unlinkIfExists(path, in: media) }
@@ -134,6 +136,7 @@ public enum Reconciliation {
                         let paths = mediaBox.paths(for: MediaStorageKey(location: location, fileName: base))
                         let leftover = PosixFile.exists(paths.relativeComplete, in: media)
                         guard leftover || mtime < now - options.stalePartialAge else { return }
+                        if !leftover, try storage.entry(MediaStorageKey(location: location, fileName: base)) != nil { return }
                         guard let fd = try PosixFile.openIfExists(path, in: media, .read) else { return }
                         defer { Glibc.close(fd) }
                         guard ResourceLock.tryLock(fd, .exclusive), PosixFile.isSameFile(fd, path, in: media) else { return }
@@ -164,8 +167,10 @@ public enum Reconciliation {
             var drop: [MediaStorageKey] = []
             var fix: [StorageBoxEntry] = []
             for row in rows {
-                let path = mediaBox.paths(for: row.key).relativeComplete
+                let rowPaths = mediaBox.paths(for: row.key)
+                let path = rowPaths.relativeComplete
                 guard let st = try PosixFile.lstat(path, in: media), (st.st_mode & S_IFMT) == S_IFREG else {
+                    if let partial = try PosixFile.lstat(rowPaths.relativePartial, in: media), (partial.st_mode & S_IFMT) == S_IFREG { continue }
                     drop.append(row.key)
                     report.droppedRows += StorageUsage(bytes: row.size, count: 1)
                     continue

@@ -24,8 +24,17 @@ enum ResourceRemoval {
         case refused(ConfinedFileError)
     }
 
+    /// Removes a resource's complete file or, when it has none, the partial file an entry may
+    /// stand for (a prefix fetched on purpose) with its meta.
     static func remove(_ paths: ResourceStorePaths, in media: ConfinedDirectory, dryRun: Bool) -> Outcome {
-        remove(paths.relativeComplete, in: media, dryRun: dryRun)
+        let outcome = remove(paths.relativeComplete, in: media, dryRun: dryRun)
+        guard outcome == .missing else { return outcome }
+        let partial = remove(paths.relativePartial, in: media, dryRun: dryRun)
+        if case .removed = partial, !dryRun {
+            _ = try? PosixFile.unlinkIfExists(paths.relativeMeta, in: media)
+            _ = try? PosixFile.unlinkIfExists(paths.relativeWants, in: media)
+        }
+        return partial
     }
 
     /// The same for any file of a resource (a complete file, or an abandoned partial one),

@@ -17,9 +17,12 @@ public struct ResourceStorePaths: Sendable, Hashable {
     public let relativeComplete: String
     public var relativePartial: String { relativeComplete + Self.partialSuffix }
     public var relativeMeta: String { relativeComplete + Self.metaSuffix }
+    /// Ranges other processes ask the partial file's writer for (`ForeignWants`).
+    public var relativeWants: String { relativeComplete + Self.wantsSuffix }
 
     public static let partialSuffix = "_partial"
     public static let metaSuffix = "_partial.meta"
+    public static let wantsSuffix = "_partial.want"
 
     public init(mediaDirectory: String, location: MediaStorageLocation, fileName: String, layout: MediaLayout = .sharded) {
         precondition(

@@ -68,6 +68,8 @@ enum ShardMigration {
         var base = name
         if name.hasSuffix(ResourceStorePaths.metaSuffix) {
             base = String(name.dropLast(ResourceStorePaths.metaSuffix.count))
+        } else if name.hasSuffix(ResourceStorePaths.wantsSuffix) {
+            base = String(name.dropLast(ResourceStorePaths.wantsSuffix.count))
         } else if name.hasSuffix(ResourceStorePaths.partialSuffix) {
             base = String(name.dropLast(ResourceStorePaths.partialSuffix.count))
         }

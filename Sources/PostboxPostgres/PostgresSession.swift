@@ -20,6 +20,8 @@ public final class PostgresSession {
     private var connection: PostgresConnection?
     /// Set by `close()`: a session its owner closed stays closed.
     private var closedByOwner = false
+    /// The deadline of a call made without one (seconds; nil: none).
+    public var defaultTimeout: Double?
 
     public init(endpoint: PostgresEndpoint, name: String) throws {
         self.endpoint = endpoint
@@ -62,9 +64,10 @@ public final class PostgresSession {
     /// Runs one statement and returns its rows. With `timeout` (seconds), a server that has not
     /// answered by then — a cut link, a dead host, which TCP alone reports only after many
     /// minutes — fails the call with SQLSTATE 57014 and closes the connection (the next call on
-    /// it fails; `reconnectIfClosed` opens another).
+    /// it fails; `reconnectIfClosed` opens another). Without `timeout`, `defaultTimeout` applies.
     @discardableResult
     public func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings(), timeout: Double? = nil) throws -> [PostgresRow] {
+        let timeout = timeout ?? defaultTimeout
         guard let connection else { throw PostboxError.server(store: name, code: "08003", message: "connection is closed") }
         // A query written to a channel the server already closed may never be answered.
         if connection.isClosed { throw PostboxError.server(store: name, code: "08006", message: "connection to the database server lost") }
@@ -88,6 +91,16 @@ public final class PostgresSession {
         }
     }
 
+    /// Calls `handler` (on the session's event loop: it must not block) for every notification
+    /// sent to `channel` (`NOTIFY`, `pg_notify`) while this connection lasts; postgres-nio sends
+    /// the `LISTEN` itself.
+    public func listen(_ channel: String, _ handler: @escaping @Sendable () -> Void) throws {
+        guard let connection, !connection.isClosed else {
+            throw PostboxError.server(store: name, code: "08003", message: "connection is closed")
+        }
+        connection.addListener(channel: channel) { _, _ in handler() }
+    }
+
     private static func seconds(_ value: Double) -> String {
         value == value.rounded() ? "\(Int(value)) s" : String(format: "%.1f s", value)
     }
@@ -97,7 +110,16 @@ public final class PostgresSession {
 
     /// Runs `statements` (idempotent DDL such as `CREATE … IF NOT EXISTS`) in one transaction
     /// under a server-wide advisory lock, so hosts creating the same objects at once do not race.
-    public func setUp(_ statements: [String]) throws {
+    /// When the relation `present` (a qualified, quoted name the statements create last or
+    /// together) exists already, nothing is run: the common case — every run of every host
+    /// after the first — takes no server-wide lock.
+    public func setUp(_ statements: [String], present: String? = nil) throws {
+        if let present {
+            var binds = PostgresBindings()
+            binds.append(present)
+            let found = try query("SELECT to_regclass($1) IS NOT NULL", binds).first?.first
+            if (try? found?.decode(Bool.self)) == true { return }
+        }
         try query("BEGIN")
         do {
             try query("SELECT pg_advisory_xact_lock(\(Self.setUpLockClass), 0)")

@@ -21,6 +21,10 @@ import PostgresNIO
 ///   key refuses to open without it or with another one, and one written without a key refuses
 ///   to open with one.
 ///
+/// - With `statementTimeout`, every statement has that deadline: a server that does not answer
+///   by then (a cut link) fails the transaction and closes the connection, so no write — a
+///   fenced run's closing record among them — waits on a server that is gone for longer.
+///
 /// Not thread-safe: confine an instance to one thread or serial queue (Postbox does); calls
 /// block that thread on the server, never Swift's cooperative pool.
 public final class PostgresValueBox: ValueBox {
@@ -57,7 +61,9 @@ public final class PostgresValueBox: ValueBox {
     /// With `cipher`, values are sealed with it; a store that does not match (written without
     /// a key, or under another one) fails with `.notEncrypted` or `.wrongKey`, one written with
     /// a key and opened without fails with `.keyRequired`, and nothing is changed.
-    public init(endpoint: PostgresEndpoint, schema: String, readOnly: Bool = false, cipher: ValueCipher? = nil) throws {
+    public init(
+        endpoint: PostgresEndpoint, schema: String, readOnly: Bool = false, cipher: ValueCipher? = nil, statementTimeout: Double? = nil
+    ) throws {
         try Self.validate(schema: schema)
         self.schema = schema
         self.readOnly = readOnly
@@ -65,6 +71,7 @@ public final class PostgresValueBox: ValueBox {
         self.quotedSchema = "\"\(schema)\""
         self.lockKey = Self.lockKey(schema)
         self.session = try PostgresSession(endpoint: endpoint, name: "postgres:\(schema)")
+        session.defaultTimeout = statementTimeout
         try open()
     }
 

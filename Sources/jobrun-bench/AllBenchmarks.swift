@@ -60,8 +60,10 @@ struct AllBench: ParsableCommand {
                 ("revalidate", ["--parents", "100", "--per-parent", "100"]),
                 ("retention", ["--messages", "200000"]),
                 ("representations", ["--photos", "200"]),
+                ("video-prefix", ["--videos", "50", "--background-mb", "300"]),
                 ("cleanup", ["--files", "20000"]),
                 ("fuzz", ["--seconds", "10"]),
+                ("cluster", ["--quick"]),
             ]
         }
         return [
@@ -75,8 +77,10 @@ struct AllBench: ParsableCommand {
             ("revalidate", []),
             ("retention", []),
             ("representations", []),
+            ("video-prefix", []),
             ("cleanup", ["--files", full ? "1000000" : "200000"]),
             ("fuzz", []),
+            ("cluster", []),
         ]
     }
 

@@ -53,10 +53,17 @@ struct FuzzBenchmark {
         print("(findings are saved to \(outDir); rerun with --seed \(seed) to reproduce)")
 
         try hostileCases()
+        let (stats, findings) = fuzz(try targets())
+        try report(stats, findings)
+    }
 
-        var random = SeededGenerator(seed: seed)
+    /// A decoder under fuzzing: its name, the inputs mutations start from, and its check.
+    typealias Target = (name: String, corpus: [String], check: (String) -> Outcome)
+
+    /// Every decoder, each with its corpus.
+    func targets() throws -> [Target] {
         let jobCorpus = try jobFileCorpus()
-        let targets: [(name: String, corpus: [String], check: (String) -> Outcome)] = [
+        return [
             ("job file", jobCorpus, checkJobFile),
             ("account config", Self.accountConfigCorpus, checkAccountConfig),
             (
@@ -78,6 +85,11 @@ struct FuzzBenchmark {
                 }
             ),
         ]
+    }
+
+    /// Mutates the corpora round-robin until the time is up, checking every input.
+    func fuzz(_ targets: [Target]) -> ([String: TargetStats], [Finding]) {
+        var random = SeededGenerator(seed: seed)
         var findings: [Finding] = []
         var stats = Dictionary(uniqueKeysWithValues: targets.map { ($0.name, TargetStats()) })
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
@@ -103,7 +115,11 @@ struct FuzzBenchmark {
                 findings.append(Finding(target: target, property: property, input: input))
             }
         }
+        return (stats, findings)
+    }
 
+    /// The table, the findings saved, and the row of the summary.
+    func report(_ stats: [String: TargetStats], _ findings: [Finding]) throws {
         var table = BenchTable(
             title: "Fuzzing (mutations of the corpus; every input checked against the properties above)",
             columns: ["decoder", "inputs", "inputs/s", "accepted", "rejected", "slowest input", "its size", "findings"])

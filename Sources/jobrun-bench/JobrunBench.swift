@@ -11,7 +11,7 @@ struct JobrunBench: ParsableCommand {
         subcommands: [
             PostboxBench.self, NoopRunBench.self, CleanupBench.self, DownloadBench.self, UploadBench.self, RevalidateBench.self, RetentionBench.self,
             RetentionPassCommand.self, RepresentationsBench.self, RepresentationsPassCommand.self, FuzzBench.self, S3Bench.self, ClusterBench.self,
-            AllBench.self,
+            QueueDrainCommand.self, VideoPrefixBench.self, AllBench.self,
         ]
     )
 }

@@ -161,19 +161,18 @@ struct RepresentationsBenchmark {
         let files = (0..<photos).map { photosDir + "/\($0).jpg" }
         let outDir = workDir + "/vipsthumbnail"
         try FileManager.default.createDirectory(atPath: outDir, withIntermediateDirectories: true)
-        var rssFiles: [String] = []
+        let rss = PeerRSS(directory: workDir)
+        rss.reset("vipsthumbnail")
         let seconds = try measure {
             for (size, quality) in [(200, 80), (10, 40)] {
                 var running: [Process] = []
                 for share in 0..<concurrency {
                     let mine = stride(from: share, to: files.count, by: concurrency).map { files[$0] }
-                    let rssFile = workDir + "/vipsthumbnail-\(size)-\(share).rss"
-                    rssFiles.append(rssFile)
+                    let argv = rss.argv(
+                        "vipsthumbnail", ["/usr/bin/vipsthumbnail", "-s", "\(size)x\(size)", "-o", outDir + "/%s-\(size).jpg[Q=\(quality),strip]"] + mine)
                     let p = Process()
-                    p.executableURL = URL(fileURLWithPath: "/usr/bin/time")
-                    p.arguments =
-                        ["-f", "%M", "-o", rssFile, "/usr/bin/vipsthumbnail", "-s", "\(size)x\(size)", "-o", outDir + "/%s-\(size).jpg[Q=\(quality),strip]"]
-                        + mine
+                    p.executableURL = URL(fileURLWithPath: argv[0])
+                    p.arguments = Array(argv.dropFirst())
                     try p.run()
                     running.append(p)
                 }
@@ -183,9 +182,6 @@ struct RepresentationsBenchmark {
                 }
             }
         }
-        let kib = rssFiles.compactMap {
-            (try? String(contentsOfFile: $0, encoding: .utf8)).flatMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-        }
-        return (seconds, (kib.max() ?? 0) / 1024)
+        return (seconds, rss.peakMiB("vipsthumbnail"))
     }
 }

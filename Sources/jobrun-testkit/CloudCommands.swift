@@ -35,6 +35,7 @@ private struct AnnouncingFetcher: MediaResourceFetcher {
             switch e {
             case let .dataPart(offset, data): emit("part \(offset) \(data.count)")
             case let .dataWritten(offset, length): emit("part \(offset) \(length)")
+            case let .replaceHeader(data): emit("header \(data.count)")
             case .resourceSizeUpdated: break
             }
             return e

@@ -53,18 +53,18 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
         }
         // Bucket staging keeps no local copy: name the object instead of the future fetch path.
         let staged =
-            item.extra[S3UploadStaging.keyField].map { "s3://\(item.extra[S3UploadStaging.bucketField] ?? "")/\($0)" }
+            item.staging?.bucketObject.map { "s3://\($0.bucket)/\($0.key)" }
             ?? item.stagedPath
         if options.json {
             printJSON(
                 .object([
                     "item": .int(item.id), "account": .int(account), "peer": .int(peer), "size": .int(item.size),
                     "sha256": .string(item.sha256), "secret": .bool(secret), "staged": .string(staged),
-                    "staging": .string(item.extra["staging"] ?? ""), "random_id": .int(item.randomId),
+                    "staging": .string(item.staging?.word ?? ""), "random_id": .int(item.randomId),
                 ]))
         } else {
             print(
-                "queued item \(item.id): \(item.originalName) (\(ByteSize.human(item.size))) for peer \(peer)\(secret ? ", secret" : "") — staged as \(item.extra["staging"] ?? "copy") at \(staged)"
+                "queued item \(item.id): \(item.originalName) (\(ByteSize.human(item.size))) for peer \(peer)\(secret ? ", secret" : "") — staged as \(item.staging?.word ?? "copy") at \(staged)"
             )
         }
     }

@@ -14,7 +14,7 @@ struct Jobrun: AsyncParsableCommand {
             RunCommand.self, ValidateCommand.self, ListCommand.self, StatusCommand.self, StatsCommand.self, ScheduleCommand.self, UnitsCommand.self,
             PauseCommand.self, ResumeCommand.self, NotifyFailureCommand.self,
             DemoCommand.self, EnqueueUploadCommand.self, ManualSectionsCommand.self, InitCommand.self, EncryptCommand.self,
-            RekeyCommand.self,
+            RekeyCommand.self, FetchCommand.self,
         ]
     )
 

@@ -18,11 +18,13 @@ struct ProcessEnvironment {
     init(options: GlobalSettings, logging: LogSettings, process: String, console: LogSink.ConsoleMode = .auto, dryRun: Bool = false) throws {
         let log = try logging.resolve()
         root = try options.rootToUse(dryRun: dryRun)
+        let skipped: [DataRootError]
         do {
             try root.createDirectories()
             // Every path of the layout that exists is checked before anything is opened: a
-            // planted link, FIFO, hard link or unsafe mode stops the run (78) naming it.
-            try root.verifyLayout()
+            // planted link, FIFO, hard link or unsafe mode stops the run (78) naming it, or is
+            // logged and skipped where the layout marks the path optional.
+            skipped = try root.verifyLayout()
         } catch {
             let failure = StorageFailure.jobError(error, doing: "cannot use the data root \(root.path)")
             throw fail(failure.exitCode, failure.message)
@@ -49,6 +51,9 @@ struct ProcessEnvironment {
         tempBox = TempBox(root: root, process: process)
         logger = JobLogger(sink: sink)
         JobLogHandler.bootstrap(sink)
+        for problem in skipped {
+            logger.warning("layout.skipped", ["reason": .string(DataRoot.skippedMessage(problem))])
+        }
         accounts = AccountContextPool(root: root)
         var runner = JobRunner(root: root, accounts: accounts, logger: logger, temp: tempBox)
         runner.pushgateway = log.pushgateway

@@ -38,7 +38,7 @@ struct StatsCommand: ParsableCommand {
                 json.append(
                     .object([
                         "account": .int(id), "bytes": .int(stats.total.bytes), "files": .int(stats.total.count),
-                        "not_indexed": usage(cache.notIndexed),
+                        "not_indexed": usage(cache.notIndexed), "partial_prefixes": usage(cache.partialPrefixes),
                         "by_tier": .object(Dictionary(uniqueKeysWithValues: stats.byLocation.map { ($0.key.description, usage($0.value)) })),
                         "representations_by_tier": .object(
                             Dictionary(
@@ -62,6 +62,11 @@ struct StatsCommand: ParsableCommand {
             print("account \(id): \(ByteSize.human(stats.total.bytes)) in \(stats.total.count) files (\(media))")
             if cache.notIndexed.count > 0 {
                 print("  not indexed: \(line(cache.notIndexed)) (files the index does not count; `time-based-cleanup` with reconcile indexes or removes them)")
+            }
+            if cache.partialPrefixes.count > 0 {
+                print(
+                    "  partial prefixes: \(line(cache.partialPrefixes)) (header and first bytes of streamable videos; counted, limited and evicted like any file)"
+                )
             }
             print("  by tier:")
             for (tier, u) in stats.byLocation.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {

@@ -87,8 +87,8 @@ final class UploadFixture: @unchecked Sendable {
 
     /// Decrypts a secret upload's container with the key stored in its item.
     static func decrypt(_ container: Data, item: UploadItem) throws -> Data {
-        let key = Data(hexString: item.extra["secret.key"]!)!
-        let iv = Data(hexString: item.extra["secret.iv"]!)!
+        let key = item.secretKey!.key
+        let iv = item.secretKey!.iv
         let size = Int(item.extra["secret.decryptedSize"]!)!
         XCTAssertEqual(Int32(item.extra["secret.keyFingerprint"]!), SecretFileKey.fingerprint(key: key, iv: iv))
         XCTAssertEqual(container.count % 16, 0)

@@ -138,7 +138,7 @@ final class MultipartUploadTests: XCTestCase {
         // Hard-linked: an in-place change of the source is the staged file changing.
         let path = try f.makeFile("c.bin", size: 200_000)
         let item = try await f.queue.enqueue(UploadRequest(path: path, peerId: f.peer, staging: .link))
-        XCTAssertEqual(item.extra["staging"], "link")
+        XCTAssertEqual(item.staging, .link)
         let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         try h.seek(toOffset: 1000)
         try h.write(contentsOf: Data([1, 2, 3, 4]))
@@ -213,6 +213,38 @@ final class MultipartUploadTests: XCTestCase {
             if size >= 15 { XCTAssertNotEqual(container.prefix(min(size, 64)), original.prefix(64), "the server holds ciphertext") }
             XCTAssertEqual(try UploadFixture.decrypt(container, item: done), original, "size \(size) decrypts to the original")
         }
+    }
+
+    /// A secret item stored by an earlier build keeps its key material as hex in `extra`: the
+    /// upload encrypts with that key (a resumed upload must re-create the bytes it sent), and
+    /// the item is stored again with the material typed and the hex gone.
+    func testASecretItemWithItsKeyStoredAsHexIsSentWithThatKeyAndStoredTyped() async throws {
+        let f = try await UploadFixture.start()
+        addTeardownBlock { await f.stop() }
+        let path = try f.makeFile("legacy.bin", size: 100)
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        let queued = try await f.queue.enqueue(UploadRequest(path: path, peerId: f.peer, secret: true, staging: .link))
+        let key = Data((0..<32).map { UInt8($0 &+ 40) })
+        let iv = Data((0..<32).map { UInt8($0 &+ 90) })
+        let padding = Data(repeating: 7, count: 12)  // 100 bytes fill 112 with 12 bytes of padding
+        try await f.queue.postbox.transaction { tx in
+            guard var item = try tx.uploadQueue.get(queued.id) else { return }
+            item.secretKey = nil
+            item.extra["secret.key"] = key.hexString
+            item.extra["secret.iv"] = iv.hexString
+            item.extra["secret.padding"] = padding.hexString
+            item.extra["secret.decryptedSize"] = "100"
+            try tx.uploadQueue.set(item)
+        }
+        let r = try await f.upload().upload(itemId: queued.id)
+        let done = try await f.item(queued.id)
+        XCTAssertEqual(done.state, .sent, done.failureReason ?? "")
+        XCTAssertEqual(done.secretKey, SecretKeyMaterial(key: key, iv: iv, padding: padding), "the stored key, now typed")
+        XCTAssertNil(done.extra["secret.key"])
+        XCTAssertNil(done.extra["secret.iv"])
+        XCTAssertNil(done.extra["secret.padding"])
+        let container = try f.storedBytes(documentId: r.documentId)
+        XCTAssertEqual(try AESIGE.decryptTrimmed(container, key: key, iv: iv, decryptedSize: 100), original, "encrypted with the stored key")
     }
 
     /// A secret file staged as a copy is staged as its encrypted container: no 4 KiB block of

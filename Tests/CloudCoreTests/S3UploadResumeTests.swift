@@ -37,7 +37,7 @@ final class S3UploadResumeTests: XCTestCase {
         XCTAssertFalse(child.stdout.contains("done"))
 
         // The journal and the service agree on what was acknowledged.
-        let recorded = try unwrap(S3UploadJournal.load(journal))
+        let recorded = try unwrap(S3UploadJournal.load(try S3UploadJournal.Location(path: journal)))
         XCTAssertEqual(recorded.parts.keys.sorted(), [1, 2, 3])
         let attrs = try FileManager.default.attributesOfItem(atPath: journal)
         XCTAssertEqual((attrs[.posixPermissions] as? NSNumber)?.intValue, 0o600)
@@ -151,7 +151,7 @@ private func killedRun(_ s3: S3Client, key: String, content: Data, partSize: Int
     try S3UploadJournal(
         key: key, uploadId: id, fileSize: Int64(content.count), partSize: partSize,
         parts: [1: .init(size: partSize, sha256: SHA256.hash(first).hexString, eTag: eTag)]
-    ).save(journal)
+    ).save(try S3UploadJournal.Location(path: journal))
 }
 
 /// Part numbers an upload reported, from its callback.

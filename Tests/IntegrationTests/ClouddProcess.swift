@@ -55,6 +55,22 @@ final class ClouddProcess: @unchecked Sendable {
         request.httpMethod = method
         request.httpBody = body
         if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        return try JSONDecoder().decode(T.self, from: send(request))
+    }
+
+    /// The bytes of `range` of a file from the plain Range route, as curl would fetch them.
+    func plainBytes(_ id: Int64, _ range: Range<Int64>) throws -> Data {
+        var request = URLRequest(url: URL(string: ready.admin + "/plain/\(id)")!)
+        request.setValue("bytes=\(range.lowerBound)-\(range.upperBound - 1)", forHTTPHeaderField: "Range")
+        return try send(request)
+    }
+
+    /// Gives a streamable video a new header (`POST /admin/files/<id>/revise-header`).
+    func reviseHeader(_ id: Int64) throws -> HeaderRevision {
+        try admin("files/\(id)/revise-header", method: "POST", body: Data("{}".utf8), as: HeaderRevision.self)
+    }
+
+    private func send(_ request: URLRequest) throws -> Data {
         let box = ResultBox()
         let semaphore = DispatchSemaphore(value: 0)
         URLSession.shared.dataTask(with: request) { data, _, error in
@@ -64,7 +80,7 @@ final class ClouddProcess: @unchecked Sendable {
         }.resume()
         semaphore.wait()
         if let error = box.error { throw error }
-        return try JSONDecoder().decode(T.self, from: box.data ?? Data())
+        return box.data ?? Data()
     }
 
     func dataset() throws -> DatasetListing { try admin("dataset", as: DatasetListing.self) }

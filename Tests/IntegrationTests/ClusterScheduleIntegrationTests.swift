@@ -145,6 +145,63 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         }
     }
 
+    func testASchedulerStoppedBySIGTERMHandsItsItemOverAtOnce() throws {
+        let server = try PostgresServer.shared()
+        let database = try server.createDatabase("handover_\(UUID().uuidString.prefix(8).lowercased())")
+        // A lease far longer than the hand-over may take: only the item handed back (and the
+        // news of it) lets the other host run it so soon.
+        let lease = 60
+        let hosts = try (0..<2).map { _ in try host(server, database: database, leaseSeconds: lease) }
+        for h in hosts { try writeEveryMinuteJob(h, accounts: [0]) }
+        let stopping = try hosts[0].start(["schedule"], failpoints: "after-start-record=sleep(120000)")
+        defer { stopping.signal(SIGKILL) }
+        var held: [String: Any]?
+        let deadline = Date().addingTimeInterval(100)
+        while Date() < deadline, held == nil {
+            held = events(hosts[0], "scheduler.claimed").first
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        let claim = try XCTUnwrap(held, "the first host claimed the item: \(stopping.stderr)")
+        while Date() < deadline, !runs(server, database: database, account: 0).contains(where: { $0.pid == stopping.pid }) {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        // The second host starts with the item held: it has nothing to do until it is handed over.
+        let taking = try hosts[1].start(["schedule"])
+        defer { taking.signal(SIGKILL) }
+        Thread.sleep(forTimeInterval: 3)
+        XCTAssertTrue(events(hosts[1], "scheduler.claimed").isEmpty, "the item is held: \(taking.stderr)")
+
+        stopping.signal(SIGTERM)
+        let signalled = Date()
+        var handedOver: TimeInterval?
+        while Date() < signalled.addingTimeInterval(Double(lease)), handedOver == nil {
+            if events(hosts[1], "scheduler.claimed").contains(where: { $0["due"] as? String == claim["due"] as? String }) {
+                handedOver = Date().timeIntervalSince(signalled)
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        XCTAssertEqual(stopping.wait(timeout: 60), 0, stopping.stderr)
+        let after = try XCTUnwrap(handedOver, "the other host claimed the handed-back item: \(taking.stderr)")
+        print("cluster hand-over: SIGTERM'd scheduler's item claimed by another host \(String(format: "%.2f", after)) s after the signal (lease \(lease) s)")
+        // Far below the lease (60 s) and the poll interval (5 s): the item was handed back, and the
+        // idle host heard of it at once.
+        XCTAssertLessThan(after, 4, "handed over at once, not at the lease or the next poll")
+        XCTAssertTrue(events(hosts[1], "scheduler.took_over").isEmpty, "handed back, not taken over from an expired lease")
+
+        while Date() < signalled.addingTimeInterval(60),
+            !runs(server, database: database, account: 0).contains(where: { $0.pid == taking.pid && $0.outcome == .succeeded })
+        {
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        taking.signal(SIGTERM)
+        XCTAssertEqual(taking.wait(timeout: 60), 0, taking.stderr)
+        let recorded = runs(server, database: database, account: 0)
+        XCTAssertEqual(recorded.first { $0.pid == stopping.pid }?.outcome, .cancelled, "the stopped host's run ended as cancelled: \(recorded)")
+        XCTAssertTrue(
+            recorded.contains { $0.pid == taking.pid && $0.outcome == .succeeded && $0.fireAt == recorded.first { $0.pid == stopping.pid }?.fireAt },
+            "the other host ran the same fire: \(recorded)")
+    }
+
     func testAKilledSchedulersItemIsTakenOverWithinTheLease() throws {
         let server = try PostgresServer.shared()
         let database = try server.createDatabase("takeover_\(UUID().uuidString.prefix(8).lowercased())")

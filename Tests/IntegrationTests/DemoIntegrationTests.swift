@@ -23,6 +23,8 @@ final class DemoIntegrationTests: XCTestCase {
         XCTAssertGreaterThan(counter("sync-history", "messages_stored") ?? 0, 0)
         XCTAssertGreaterThan(counter("prefetch-chat-media", "downloaded") ?? 0, 0)
         XCTAssertEqual(counter("prefetch-chat-media", "failed"), 0)
+        // Large videos as header-first prefixes (videoPrefix: 512KiB).
+        XCTAssertGreaterThan(counter("prefetch-chat-media", "video_prefixes") ?? 0, 0)
         // The prefetched photos' thumbnails, placeholders and display sizes.
         XCTAssertGreaterThan(counter("generate-representations", "generated_thumbnail") ?? 0, 0)
         XCTAssertEqual(counter("generate-representations", "generated_thumbnail"), counter("generate-representations", "generated_display"))

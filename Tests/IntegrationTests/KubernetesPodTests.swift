@@ -86,7 +86,7 @@ final class KubernetesPodTests: XCTestCase {
     ) throws -> (status: Int32, stdout: String, stderr: String) {
         func q(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
         // subPath: the kubelet bind-mounts the Secret's file over a file it creates in the volume.
-        FileManager.default.createFile(atPath: data + "/cluster.yaml", contents: nil)
+        _ = FileManager.default.createFile(atPath: data + "/cluster.yaml", contents: nil)
         let environment = spec.environment.map { "\($0.key)=\($0.value)" }.sorted().map(q).joined(separator: " ")
         let groups = fsGroup ? "--groups=\(spec.fsGroup)" : ""
         let script = """

@@ -14,6 +14,9 @@ import XCTest
 /// a dangling link, a FIFO, a hard link to a victim (where jobrun writes), or given mode
 /// 0777/0666; every job kind and every command that touches the root is run against it. Each
 /// run exits 78 naming the path, the victim is untouched and nothing appears outside the root.
+/// Where the layout marks a path optional, each run instead succeeds (exit 0) and says
+/// `layout.skipped` naming the path; those runs use the kinds and commands that need no cloud
+/// (the demo's cloud is gone by then), so that only the planted object could make them fail.
 ///
 /// A path added to the layout is covered without a new case. To keep the run short, paths of
 /// one pattern (a shard folder of one location, a staged upload, a log file) are represented by
@@ -23,6 +26,9 @@ import XCTest
 final class RootLayoutIntegrationTests: XCTestCase {
     /// Every shipped kind: a kind added to the registry is run against the planted paths too.
     private static let kinds = JobKindRegistry.shipped.names
+    /// Kinds and commands that succeed on the populated root without a cloud.
+    private static let offlineKinds = ["time-based-cleanup", "history-retention"]
+    private static let offlineCommands = [["status"], ["stats"]]
     private static let workers = 4
 
     private typealias Plant = PlantedObject
@@ -68,6 +74,7 @@ final class RootLayoutIntegrationTests: XCTestCase {
         var seen = Set<String>()
         let paths = DataRoot(path: populated).layout().filter { seen.insert(Self.pattern($0)).inserted }
         XCTAssertGreaterThan(paths.count, 30, "\(paths)")
+        XCTAssertTrue(paths.contains { $0.optional }, "the demo leaves a metrics file, an optional path: \(paths)")
         let others: [[String]] = [
             ["status"], ["stats"], ["enqueue-upload", upload, "--peer", "1"], ["pause", "upload-queue"], ["resume", "sync-history"],
         ]
@@ -75,7 +82,14 @@ final class RootLayoutIntegrationTests: XCTestCase {
         for path in paths {
             for plant in Plant.allCases where !(plant == .hardLinkToVictim && (path.kind == .directory || !path.writes)) {
                 let n = cases.count
-                cases.append(Case(path: path, plant: plant, kind: Self.kinds[n % Self.kinds.count], command: others[n % others.count]))
+                if path.optional {
+                    cases.append(
+                        Case(
+                            path: path, plant: plant, kind: Self.offlineKinds[n % Self.offlineKinds.count],
+                            command: Self.offlineCommands[n % Self.offlineCommands.count]))
+                } else {
+                    cases.append(Case(path: path, plant: plant, kind: Self.kinds[n % Self.kinds.count], command: others[n % others.count]))
+                }
             }
         }
 
@@ -117,7 +131,17 @@ final class RootLayoutIntegrationTests: XCTestCase {
                     planted = chmod(url, c.path.kind == .directory ? 0o777 : 0o666)
                 }
                 if planted != 0 { fail("\(context): cannot plant (errno \(errno))") }
-                for args in [["run", c.kind], c.command] {
+                let runArgs = c.path.optional ? ["run", c.kind, "--log-format", "json"] : ["run", c.kind]
+                var plantedStat = stat()
+                _ = lstat(url, &plantedStat)
+                for args in [runArgs, c.command] {
+                    // An optional path the run rewrote (its metrics file, renamed over the link or
+                    // FIFO) is jobrun's own file again: one link, no longer the planted object.
+                    var now = stat()
+                    let replaced = c.path.optional && lstat(url, &now) == 0 && now.st_ino != plantedStat.st_ino
+                    if replaced, now.st_mode & S_IFMT != S_IFREG || now.st_nlink != 1 || now.st_mode & 0o022 != 0 {
+                        fail("\(context): what replaced the planted object is not jobrun's own file")
+                    }
                     let start = ContinuousClock.now
                     guard let p = try? ChildProcess(binary, args + ["--root", root, "--jobs-dir", root + "/jobs"]) else {
                         fail("\(context): cannot start jobrun")
@@ -127,8 +151,16 @@ final class RootLayoutIntegrationTests: XCTestCase {
                     let seconds = (ContinuousClock.now - start) / .seconds(1)
                     times.withLock { $0.append(seconds) }
                     let shown = args.prefix(2).joined(separator: " ")
-                    if status != 78 { fail("\(context): `jobrun \(shown)` exited \(status), not 78: \(p.stderr.suffix(400))") }
-                    if !p.stderr.contains(url) { fail("\(context): `jobrun \(shown)` does not name \(url): \(p.stderr.suffix(400))") }
+                    let expected: Int32 = c.path.optional ? 0 : 78
+                    if status != expected {
+                        fail("\(context): `jobrun \(shown)` exited \(status), not \(expected): \(p.stderr.suffix(400))")
+                    }
+                    if !replaced, !p.stderr.contains(url) {
+                        fail("\(context): `jobrun \(shown)` does not name \(url): \(p.stderr.suffix(400))")
+                    }
+                    if c.path.optional, !replaced, !p.stderr.contains("layout.skipped") {
+                        fail("\(context): `jobrun \(shown)` does not log the skipped path: \(p.stderr.suffix(400))")
+                    }
                     if seconds > 60 { fail("\(context): `jobrun \(shown)` took \(seconds) s") }
                 }
                 if (try? String(contentsOfFile: victimFile, encoding: .utf8)) != "victim"
@@ -150,7 +182,8 @@ final class RootLayoutIntegrationTests: XCTestCase {
         XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir.path)), outside, "nothing appeared outside the roots")
         let all = times.withLock { $0 }.sorted()
         print(
-            "root layout: \(paths.count) paths, \(cases.count) cases, \(all.count) runs; exit 78 after median "
+            "root layout: \(paths.count) paths (\(paths.filter(\.optional).count) optional), \(cases.count) cases, \(all.count) runs; "
+                + "exit 78 (or 0 and skipped) after median "
                 + "\(String(format: "%.2f", all[all.count / 2])) s, max \(String(format: "%.2f", all.last ?? 0)) s; "
                 + "test took \(ContinuousClock.now - started)")
     }

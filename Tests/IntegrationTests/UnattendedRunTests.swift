@@ -250,6 +250,7 @@ final class UnattendedRunTests: XCTestCase {
         XCTAssertEqual(onlyStderr.status, 0, onlyStderr.stderr)
         XCTAssertTrue(onlyStderr.stderr.contains("\"event\":\"run.finished\""), "JSON lines on stderr: \(onlyStderr.stderr)")
         XCTAssertFalse(FileManager.default.fileExists(atPath: logs), "--log-file - writes no file")
+        XCTAssertFalse(onlyStderr.stdout.contains("\"event\""), "the events go to stderr, as documented, not stdout: \(onlyStderr.stdout)")
         let text = try ChildProcess(
             h.binary, h.arguments(["run", "cleanup", "--scheduled"]), environment: ["JOBRUN_LOG_FORMAT": "text", "JOBRUN_LOG_LEVEL": "warning"])
         XCTAssertEqual(text.wait(), 0, text.stderr)

@@ -74,12 +74,12 @@ final class UploadBucketStagingIntegrationTests: XCTestCase {
 
         guard case .success(let itemId) = try h.enqueue(source, peer: f.peer) else { return XCTFail("enqueue failed") }
         let queued = try XCTUnwrap(try h.uploadItems().first { $0.id == itemId })
-        let key = try XCTUnwrap(queued.extra[S3UploadStaging.keyField])
+        let key = try XCTUnwrap(queued.staging?.bucketObject?.key)
         XCTAssertTrue(key.hasPrefix(Self.prefix), key)
         XCTAssertFalse(key.contains("holiday"), "the object key never carries the file name")
         XCTAssertEqual(queued.size, 12_000_000)
         XCTAssertEqual(queued.sha256, digest)
-        XCTAssertEqual(queued.extra["staging"], "bucket")
+        XCTAssertEqual(queued.staging?.word, "bucket")
         let stored = try await f.s3.headObject(key)
         XCTAssertEqual(stored?.size, 12_000_000, "the bytes are in the bucket")
         let uploads = h.root + "/account-0/uploads"
@@ -100,7 +100,7 @@ final class UploadBucketStagingIntegrationTests: XCTestCase {
         XCTAssertEqual(try f.cloud.fileInfo(document).sha256, digest, "the server holds the same bytes")
         let left = try await f.s3.listAllObjects(prefix: "jobrun/")
         XCTAssertEqual(left.map(\.key), [], "the object is gone from the bucket once sent")
-        XCTAssertNil(sent.extra[S3UploadStaging.keyField])
+        XCTAssertEqual(sent.staging, .bucket(nil), "the object is gone once sent")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: uploads), [], "the fetched copy is removed too")
 
         // A second run finds nothing to do and sends nothing again.
@@ -121,7 +121,7 @@ final class UploadBucketStagingIntegrationTests: XCTestCase {
         let original = try Data(contentsOf: URL(fileURLWithPath: source))
         guard case .success(let itemId) = try h.enqueue(source, peer: f.peer, extra: ["--secret"]) else { return XCTFail("enqueue failed") }
         let queued = try XCTUnwrap(try h.uploadItems().first { $0.id == itemId })
-        let key = try XCTUnwrap(queued.extra[S3UploadStaging.keyField])
+        let key = try XCTUnwrap(queued.staging?.bucketObject?.key)
         XCTAssertEqual(queued.size, Int64(original.count))
         XCTAssertEqual(queued.sha256, SHA256.hash(original).hexString)
 
@@ -148,10 +148,10 @@ final class UploadBucketStagingIntegrationTests: XCTestCase {
         XCTAssertEqual(sent.state, .sent, sent.failureReason ?? "")
         let document = try XCTUnwrap(sent.extra["documentId"].flatMap(Int64.init))
         let container = try Data(contentsOf: URL(fileURLWithPath: f.cloud.uploadDirectory + "/files/\(document)"))
-        let secretKey = try XCTUnwrap(sent.extra["secret.key"].flatMap { Data(hexString: $0) })
-        let iv = try XCTUnwrap(sent.extra["secret.iv"].flatMap { Data(hexString: $0) })
+        let secretKey = try XCTUnwrap(sent.secretKey?.key)
+        let iv = try XCTUnwrap(sent.secretKey?.iv)
         XCTAssertEqual(try AESIGE.decryptTrimmed(container, key: secretKey, iv: iv, decryptedSize: original.count), original)
-        XCTAssertFalse(h.allLogText().contains(sent.extra["secret.key"] ?? "-"), "the file's key never reaches a log")
+        XCTAssertFalse(h.allLogText().contains(secretKey.hexString), "the file's key never reaches a log")
     }
 
     func testATamperedObjectFailsTheItemWithAClearReasonAndSendsNothing() async throws {
@@ -165,7 +165,7 @@ final class UploadBucketStagingIntegrationTests: XCTestCase {
         let answer = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(enqueued.stdout.utf8)) as? [String: Any])
         let itemId = Int64(try XCTUnwrap(answer["item"] as? Int))
         let queued = try XCTUnwrap(try h.uploadItems().first { $0.id == itemId })
-        let key = try XCTUnwrap(queued.extra[S3UploadStaging.keyField])
+        let key = try XCTUnwrap(queued.staging?.bucketObject?.key)
         XCTAssertEqual(answer["staged"] as? String, "s3://\(Self.bucket)/\(key)")
         XCTAssertEqual(answer["staging"] as? String, "bucket")
 

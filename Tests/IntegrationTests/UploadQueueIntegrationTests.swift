@@ -195,8 +195,9 @@ final class UploadQueueIntegrationTests: XCTestCase {
         for id in [badPeer, changed, gone] { XCTAssertEqual(items[id]?.attempts, 1, "permanent failures are not retried") }
         // No secret in any log line.
         let logs = h.allLogText()
-        if let key = items[g2]?.extra["secret.key"] { XCTAssertFalse(logs.contains(key)) }
-        if let iv = items[g2]?.extra["secret.iv"] { XCTAssertFalse(logs.contains(iv)) }
+        let material = try XCTUnwrap(items[g2]?.secretKey, "a secret item keeps its key material")
+        XCTAssertFalse(logs.contains(material.key.hexString))
+        XCTAssertFalse(logs.contains(material.iv.hexString))
         // A second run has nothing to do.
         let again = try h.run(["run", "upload-queue", "--json"])
         XCTAssertEqual(JobrunHarness.counters(again.stdout)["item_attempts"], 0)

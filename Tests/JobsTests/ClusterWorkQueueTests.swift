@@ -1,6 +1,7 @@
 import Foundation
 import Jobs
 import PostboxPostgres
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -37,12 +38,12 @@ final class ClusterWorkQueueTests: XCTestCase {
         XCTAssertEqual(added, 3)
         XCTAssertEqual(again, 0, "the second host's identical fire adds nothing")
 
-        let first = try await a.claim(jobs: ["sync"])
+        let first = try await a.claim(job: "sync")
         XCTAssertEqual(first?.item, .init(job: "sync", account: 1, fireMs: 1_800_000_000_000))
         XCTAssertNil(first?.previousHolder)
-        let second = try await b.claim(jobs: ["sync"])
+        let second = try await b.claim(job: "sync")
         XCTAssertEqual(second?.item.account, 2)
-        let none = try await a.claim(jobs: ["other"])
+        let none = try await a.claim(job: "other")
         XCTAssertNil(none, "only the named jobs' items are claimed")
         XCTAssertEqual(try items(), "1:running:1:1,2:running:2:1,3:pending:-:0")
 
@@ -67,12 +68,12 @@ final class ClusterWorkQueueTests: XCTestCase {
         let dead = try queue(pid: 10, host: "host-a", leaseSeconds: 2)
         let live = try queue(pid: 20, host: "host-b", leaseSeconds: 2)
         try await dead.enqueue(job: "sync", accounts: [0], fire: Date())
-        let held = try await dead.claim(jobs: ["sync"])
-        let whileLeased = try await live.claim(jobs: ["sync"])
+        let held = try await dead.claim(job: "sync")
+        let whileLeased = try await live.claim(job: "sync")
         XCTAssertNil(whileLeased, "a leased item is not taken")
 
         try await Task.sleep(for: .milliseconds(2500))
-        let taken = try await live.claim(jobs: ["sync"])
+        let taken = try await live.claim(job: "sync")
         XCTAssertEqual(taken?.item, held?.item)
         XCTAssertEqual(taken?.previousHolder, .init(host: "host-a", pid: 10))
         let lateRenew = try await dead.renew(held!)
@@ -89,10 +90,10 @@ final class ClusterWorkQueueTests: XCTestCase {
         // process, a slow renewal): the first claim's writes must not touch the second's.
         let holder = try queue(pid: 10, leaseSeconds: 2)
         try await holder.enqueue(job: "sync", accounts: [0], fire: Date())
-        let staleClaim = try await holder.claim(jobs: ["sync"])
+        let staleClaim = try await holder.claim(job: "sync")
         let stale = try XCTUnwrap(staleClaim)
         try await Task.sleep(for: .milliseconds(2500))
-        let currentClaim = try await holder.claim(jobs: ["sync"])
+        let currentClaim = try await holder.claim(job: "sync")
         let current = try XCTUnwrap(currentClaim)
         XCTAssertEqual(current.item, stale.item)
         XCTAssertEqual(current.generation, stale.generation + 1, "each claim raises the fencing token")
@@ -137,13 +138,13 @@ final class ClusterWorkQueueTests: XCTestCase {
         let holder = try queue(pid: 10, leaseSeconds: 2)
         let other = try queue(pid: 20, leaseSeconds: 2)
         try await holder.enqueue(job: "sync", accounts: [0], fire: Date())
-        let held = try await holder.claim(jobs: ["sync"])
+        let held = try await holder.claim(job: "sync")
         for _ in 0..<4 {
             try await Task.sleep(for: holder.renewalInterval)
             let renewed = try await holder.renew(held!)
             XCTAssertTrue(renewed)
         }
-        let taken = try await other.claim(jobs: ["sync"])
+        let taken = try await other.claim(job: "sync")
         XCTAssertNil(taken, "renewed every third of the lease, the item stays with its holder past the lease")
     }
 
@@ -151,12 +152,64 @@ final class ClusterWorkQueueTests: XCTestCase {
         let stopping = try queue(pid: 10)
         let other = try queue(pid: 20)
         try await stopping.enqueue(job: "sync", accounts: [0], fire: Date())
-        let held = try await stopping.claim(jobs: ["sync"])
+        let held = try await stopping.claim(job: "sync")
         let released = try await stopping.release(held!)
         XCTAssertTrue(released)
-        let next = try await other.claim(jobs: ["sync"])
+        let next = try await other.claim(job: "sync")
         XCTAssertEqual(next?.item, held?.item)
         XCTAssertNil(next?.previousHolder, "a handed-back item is not a takeover")
+    }
+
+    func testAddingAndHandingBackItemsIsAnnouncedToListeners() async throws {
+        let listening = try queue(pid: 30)
+        let adding = try queue(pid: 40)
+        let heard = NewsCount()
+        try await listening.listen { heard.add() }
+        // The client sends LISTEN on its own: wait until the server has run it.
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline,
+            try server.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %jobrun_cluster_work%'", database: database) == "0"
+        {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+
+        try await adding.enqueue(job: "sync", accounts: [1, 2], fire: Date())
+        try await heard.wait(for: 1, within: 30)
+        let again = try await adding.enqueue(job: "sync", accounts: [1, 2], fire: Date(timeIntervalSince1970: 1_800_000_000))
+        XCTAssertEqual(again, 2)
+        try await heard.wait(for: 2, within: 30)
+        let unchanged = heard.count
+        try await adding.enqueue(job: "sync", accounts: [1, 2], fire: Date(timeIntervalSince1970: 1_800_000_000))
+        let claim = try await adding.claim(job: "sync")
+        try await Task.sleep(for: .seconds(1))
+        XCTAssertEqual(heard.count, unchanged, "adding nothing and claiming announce nothing")
+        let released = try await adding.release(claim!)
+        XCTAssertTrue(released)
+        try await heard.wait(for: unchanged + 1, within: 30)
+        await listening.stopListening()
+    }
+
+    func testFinishingAnItemClaimsTheNextInTheSameStatement() async throws {
+        let host = try queue(pid: 50)
+        let other = try queue(pid: 60)
+        let fire = Date(timeIntervalSince1970: 1_800_000_000)
+        try await host.enqueue(job: "sync", accounts: [1, 2, 3], fire: fire)
+        let first = try await host.claim(job: "sync")
+        let (finished, second) = try await host.finishAndClaimNext(first!, outcome: "succeeded")
+        XCTAssertTrue(finished)
+        XCTAssertEqual(second?.item.account, 2, "the next oldest item")
+        XCTAssertNil(second?.previousHolder)
+        let third = try await other.claim(job: "sync")
+        XCTAssertEqual(third?.item.account, 3)
+        XCTAssertEqual(try items(), "1:done:50:1,2:running:50:1,3:running:60:1")
+        let (lastFinished, none) = try await host.finishAndClaimNext(second!, outcome: "failed")
+        XCTAssertTrue(lastFinished)
+        XCTAssertNil(none, "nothing left to claim: the item is still finished")
+        XCTAssertEqual(try server.psql("SELECT outcome FROM jobrun_cluster.work_items WHERE account = 2", database: database), "failed")
+        let (stale, nothing) = try await host.finishAndClaimNext(first!, outcome: "failed")
+        XCTAssertFalse(stale, "a claim no longer held finishes nothing")
+        XCTAssertNil(nothing)
+        XCTAssertEqual(try server.psql("SELECT outcome FROM jobrun_cluster.work_items WHERE account = 1", database: database), "succeeded")
     }
 
     func testConcurrentClaimersTakeEachItemExactlyOnce() async throws {
@@ -167,7 +220,7 @@ final class ClusterWorkQueueTests: XCTestCase {
             for claimer in claimers {
                 group.addTask {
                     var mine: [Int64] = []
-                    while let claim = try await claimer.claim(jobs: ["sync"]) { mine.append(claim.item.account) }
+                    while let claim = try await claimer.claim(job: "sync") { mine.append(claim.item.account) }
                     return mine
                 }
             }
@@ -177,5 +230,18 @@ final class ClusterWorkQueueTests: XCTestCase {
         XCTAssertEqual(all.sorted(), accounts, "every item claimed, none twice: \(claimed)")
         XCTAssertEqual(try server.psql("SELECT count(*) FROM jobrun_cluster.work_items WHERE claims <> 1 OR state <> 'running'", database: database), "0")
         XCTAssertGreaterThan(claimed.filter { !$0.isEmpty }.count, 1, "the items are shared among the claimers")
+    }
+}
+
+/// How many announcements a listener heard.
+private final class NewsCount: Sendable {
+    private let heard = Mutex(0)
+    func add() { heard.withLock { $0 += 1 } }
+    var count: Int { heard.withLock { $0 } }
+
+    func wait(for count: Int, within seconds: Double) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while self.count < count, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        XCTAssertGreaterThanOrEqual(self.count, count, "announced within \(seconds) s")
     }
 }

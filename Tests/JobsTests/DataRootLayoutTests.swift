@@ -79,7 +79,10 @@ final class DataRootLayoutTests: XCTestCase {
         ] {
             XCTAssertTrue(listed.contains(expected), "\(expected) is in the layout: \(listed.sorted())")
         }
-        XCTAssertNoThrow(try root.verifyLayout(), "a clean root passes")
+        XCTAssertEqual(try root.verifyLayout(), [], "a clean root passes")
+        XCTAssertEqual(
+            root.layout().filter(\.optional).map(\.relative), ["metrics/jobrun_j.prom"],
+            "only the metrics files are optional; every other path is required")
     }
 
     private typealias Plant = PlantedObject
@@ -87,6 +90,7 @@ final class DataRootLayoutTests: XCTestCase {
     func testEveryPathOfTheLayoutRefusesEveryPlantedObject() throws {
         let root = try populatedRoot()
         var cases = 0
+        var optional = 0
         let start = ContinuousClock.now
         for path in root.layout() {
             let url = root.url.appendingPathComponent(path.relative)
@@ -115,10 +119,19 @@ final class DataRootLayoutTests: XCTestCase {
                     XCTAssertEqual(chmod(url.path, path.kind == .directory ? 0o777 : 0o666), 0, context)
                 }
                 guard lstat(url.path, &original) == 0 || plant == .unsafeMode else { continue }
-                XCTAssertThrowsError(try root.verifyLayout(), context) { error in
-                    let rooted = error as? DataRootError
-                    XCTAssertEqual(rooted?.exitCode, .config, "\(context): \(error)")
-                    XCTAssertTrue(rooted?.description.contains(url.path) == true, "\(context): names the path: \(error)")
+                if path.optional {
+                    // Skipped, not refused: the problem comes back for the log, naming the path.
+                    let skipped = try root.verifyLayout()
+                    XCTAssertEqual(skipped.count, 1, context)
+                    XCTAssertEqual(skipped.first?.exitCode, .config, "\(context): \(skipped)")
+                    XCTAssertTrue(skipped.first?.description.contains(url.path) == true, "\(context): names the path: \(skipped)")
+                    optional += 1
+                } else {
+                    XCTAssertThrowsError(try root.verifyLayout(), context) { error in
+                        let rooted = error as? DataRootError
+                        XCTAssertEqual(rooted?.exitCode, .config, "\(context): \(error)")
+                        XCTAssertTrue(rooted?.description.contains(url.path) == true, "\(context): names the path: \(error)")
+                    }
                 }
                 assertVictimIntact(context)
                 cases += 1
@@ -129,10 +142,11 @@ final class DataRootLayoutTests: XCTestCase {
                     unlink(url.path)
                     if existed { XCTAssertEqual(rename(aside.path, url.path), 0, context) }
                 }
-                XCTAssertNoThrow(try root.verifyLayout(), "restored after \(context)")
+                XCTAssertEqual(try root.verifyLayout(), [], "restored after \(context)")
             }
         }
         XCTAssertGreaterThan(cases, 100)
+        XCTAssertGreaterThan(optional, 0, "the metrics file is optional")
         print("layout check: \(cases) planted cases refused in \(ContinuousClock.now - start)")
     }
 
@@ -175,6 +189,20 @@ final class DataRootLayoutTests: XCTestCase {
         }
         XCTAssertThrowsError(try writer.count(job: "j", kind: "x", outcome: "skipped"))
         XCTAssertLessThan(ContinuousClock.now - start, .seconds(30), "refused at once, never blocked in open")
+    }
+
+    func testTheSchedulersMetricsEndpointServesNoFileALinkPointsAt() throws {
+        let root = try populatedRoot()
+        try Data("jobrun_own_total 1\n".utf8).write(to: root.metrics.appendingPathComponent("jobrun_j.prom"))
+        let host = scratch.appendingPathComponent("host-file")
+        try Data("host_secret_total 42\n".utf8).write(to: host)
+        XCTAssertEqual(symlink(host.path, root.metrics.appendingPathComponent("jobrun_planted.prom").path), 0)
+        XCTAssertEqual(mkfifo(root.metrics.appendingPathComponent("jobrun_fifo.prom").path, 0o600), 0)
+        let start = ContinuousClock.now
+        let served = SchedulerEndpoint(root: root).metricsText()
+        XCTAssertTrue(served.contains("jobrun_own_total 1"), served)
+        XCTAssertFalse(served.contains("host_secret_total"), "a file outside the root is never served: \(served)")
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(30), "a FIFO is skipped at once, never opened blocking")
     }
 
     func testTemporaryFilesOfAKilledMetricsWriterAreSwept() throws {

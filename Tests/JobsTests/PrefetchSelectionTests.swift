@@ -92,7 +92,7 @@ final class PrefetchSelectionTests: XCTestCase {
         }
         let box = try MediaBox(basePath: d.dir.file("media"))
         try box.store(Data(count: 16), id: MediaResourceId(d.resourceId("file.group")), info: MediaResourceStorageInfo(contentType: .file))
-        let s = try d.select(PrefetchPolicy()).removingCached { box.resourceData(MediaResourceId($0))?.complete == true }
+        let s = try d.select(PrefetchPolicy()).removingCached { $0.isHeld(in: box) }
         XCTAssertEqual(s.gone, 1)
         XCTAssertEqual(s.alreadyCached, 1)
         XCTAssertEqual(s.alreadyCachedBytes, 1 << 20)

@@ -170,6 +170,34 @@ final class PostgresValueBoxTests: XCTestCase {
         XCTAssertEqual(try postbox.readSync { try $0.peers.get(PeerId(2))?.title }, "after")
     }
 
+    func testAStatementWithoutAnAnswerFailsAtTheDeadlineAndTheStoreCarriesOn() throws {
+        let store = TestStore(.postgres)
+        let holder = try box(store)
+        let waiting = try PostgresValueBox(endpoint: TestStore.endpoint(), schema: store.name, statementTimeout: 1)
+        // Another writer holds the store's lock: the next writer's statement gets no answer.
+        try holder.begin()
+        try holder.set(ints, key: ValueBoxKey(Int64(1)), value: Data([1]))
+        let started = Date()
+        XCTAssertThrowsError(try waiting.begin()) { error in
+            XCTAssertTrue("\(error)".contains("57014") && "\(error)".contains("no answer"), "\(error)")
+        }
+        let waited = Date().timeIntervalSince(started)
+        XCTAssertGreaterThanOrEqual(waited, 0.9, "the deadline, not an error of its own")
+        XCTAssertLessThan(waited, 30, "the call ends at its deadline")
+        try holder.commit()
+        // The abandoned backend may still take the lock before the server notices its client is
+        // gone (`client_connection_check_interval`); a writer without a deadline waits that out.
+        let next = try box(store)
+        try next.begin()
+        try next.set(ints, key: ValueBoxKey(Int64(2)), value: Data([2]))
+        try next.commit()
+        // The timed-out box opens a new connection at its next transaction and sees both commits.
+        try waiting.begin()
+        XCTAssertEqual(try waiting.get(ints, key: ValueBoxKey(Int64(1))), Data([1]))
+        XCTAssertEqual(try waiting.get(ints, key: ValueBoxKey(Int64(2))), Data([2]))
+        try waiting.commit()
+    }
+
     func testBadStoreNamesAndMissingStoresAreClearErrors() throws {
         let endpoint = try TestStore.endpoint()
         XCTAssertThrowsError(try PostgresValueBox(endpoint: endpoint, schema: "Robert'); DROP")) {

@@ -29,6 +29,11 @@ actor FileDownload {
     /// Where parts from the master DC are written as they arrive (plain cloud files only: CDN
     /// and secret parts are decrypted in memory first).
     private let writer: MediaResourcePartWriter?
+    /// MediaBox's live wanted ranges: parts are taken from them by priority, one at a time as
+    /// the window frees (nil: the planned `missing` ranges, in offset order).
+    private let demand: MediaResourceFetchRanges?
+    /// The file size once known (declared, or from the first answer).
+    private var fileSize: Int64?
 
     // Parts.
     private var planned = false
@@ -62,9 +67,10 @@ actor FileDownload {
     /// `knownSize`: the size MediaBox already recorded for the partial file (from an earlier run),
     /// used when the resource itself does not declare one.
     /// `writer`: MediaBox's direct way into the partial file; parts then arrive as `.dataWritten`.
+    /// `ranges`: MediaBox's live wanted ranges (ignored for secret files, decrypted in order).
     init(
         resource: any CloudFetchableResource, missing: [Range<Int64>], knownSize: Int64? = nil, writer: MediaResourcePartWriter? = nil,
-        context: FetchContext
+        ranges: MediaResourceFetchRanges? = nil, context: FetchContext
     ) throws {
         self.resourceId = resource.id
         self.source = resource.fetchSource
@@ -72,6 +78,7 @@ actor FileDownload {
         self.requests = PartRequests(transport: context.transport, configuration: context.configuration, resourceId: resource.id)
         self.missing = missing
         if case .cloud = resource.fetchSource { self.writer = writer } else { self.writer = nil }
+        if case .secret = resource.fetchSource { self.demand = nil } else { self.demand = ranges }
         switch source {
         case let .cloud(location, fileReference, _):
             dc = location.dcId
@@ -90,11 +97,24 @@ actor FileDownload {
             reference = .none
             declaredSize = resource.size ?? knownSize
         }
+        fileSize = declaredSize
         if let size = declaredSize {
             planned = true
+            if demand != nil { return }
             pending = PartPlan.parts(
                 missing: self.missing, size: size,
                 partSize: Self.partSize(source: source, configuration: context.configuration, size: size))
+        }
+    }
+
+    /// Wakes the consumer side when MediaBox adds wanted ranges.
+    private func demandChanged() { wake() }
+
+    /// Listens to the wanted ranges (once the download exists, so `next()` can be woken).
+    nonisolated func listen() {
+        demand?.setListener { [weak self] in
+            guard let self else { return }
+            Task { await self.demandChanged() }
         }
     }
 
@@ -159,13 +179,28 @@ actor FileDownload {
         if !planned {
             if !probeStarted {
                 probeStarted = true
-                let first = missing.first?.lowerBound ?? 0
                 let size = partSize(for: nil)
+                if let demand {
+                    guard let part = demand.nextPart(partSize: size) else {
+                        planned = true  // nothing wanted: the stream ends
+                        return
+                    }
+                    start(PartSpec(offset: part.lowerBound, limit: size))
+                    return
+                }
+                let first = missing.first?.lowerBound ?? 0
                 start(PartSpec(offset: (first / size) * size, limit: size))
             }
             return
         }
         let limit = max(1, context.configuration.maxPartsPerFile)
+        if let demand {
+            let size = partSize(for: fileSize)
+            while windowUsed < limit, let part = demand.nextPart(partSize: size, fileSize: fileSize) {
+                start(PartSpec(offset: part.lowerBound, limit: size))
+            }
+            return
+        }
         while pendingIndex < pending.count, windowUsed < limit {
             start(pending[pendingIndex])
             pendingIndex += 1
@@ -206,9 +241,16 @@ actor FileDownload {
         }
         if !planned {
             planned = true
+            fileSize = p.fileSize
+            // The probe's part was taken from the wanted ranges: the rest come from them too.
+            guard demand == nil else { return deliver(p, part) }
             let rest = PartPlan.subtract(part.offset..<(part.offset + part.limit), from: missing)
             pending = PartPlan.parts(missing: rest, size: p.fileSize, partSize: partSize(for: p.fileSize))
         }
+        deliver(p, part)
+    }
+
+    private func deliver(_ p: PartData, _ part: PartSpec) {
         if decryptor != nil {
             secretBuffer[part.offset] = p.data
             drainSecret()

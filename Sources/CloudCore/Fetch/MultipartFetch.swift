@@ -65,10 +65,12 @@ public final class MultipartFetch: MediaResourceFetcher {
         let download: FileDownload
         do {
             download = try FileDownload(
-                resource: resource, missing: request.missingRanges, knownSize: request.knownSize, writer: request.partWriter, context: context)
+                resource: resource, missing: request.missingRanges, knownSize: request.knownSize, writer: request.partWriter,
+                ranges: request.ranges, context: context)
         } catch {
             return AsyncThrowingStream { $0.finish(throwing: error) }
         }
+        download.listen()
         let handle = DownloadHandle(download)
         return AsyncThrowingStream(unfolding: { try await handle.next() })
     }
@@ -87,6 +89,9 @@ public final class MultipartFetch: MediaResourceFetcher {
             switch event {
             case .resourceSizeUpdated(let s):
                 if size != Int(s) { size = Int(s); data = nil; written = 0 }
+            case .replaceHeader:
+                // Only a download that serves MediaBox's live ranges replaces a header.
+                throw MultipartFetchError.badAnswer(resourceId: resource.id, offset: 0, reason: "header replaced outside MediaBox")
             case let .dataPart(offset, part):
                 guard offset >= 0, offset + Int64(part.count) <= Int64(size) else {
                     throw MultipartFetchError.badAnswer(resourceId: resource.id, offset: offset, reason: "part beyond the file's end")

@@ -14,6 +14,8 @@ public struct CloudDocumentMedia: CloudMedia, Equatable {
     /// Seconds, for video/voice/audio.
     public var duration: Int32?
     public var stickerSetId: Int64?
+    /// A streamable video's header size (fetched first).
+    public var headerSize: Int64?
     /// Unix seconds.
     public var date: Int64
     public var file: CloudFileDescriptor
@@ -27,6 +29,7 @@ public struct CloudDocumentMedia: CloudMedia, Equatable {
         fileName = document.fileName
         duration = document.duration.map { Int32(clamping: $0) }
         stickerSetId = document.stickerSetId
+        headerSize = document.headerSize
         date = document.date
         let resource = CloudDocumentMediaResource(document: document, reference: .standalone)
         file = CloudFileDescriptor(
@@ -56,6 +59,7 @@ public struct CloudDocumentMedia: CloudMedia, Equatable {
         fileName = d.decodeString(forKey: "n")
         duration = d.decodeInt32(forKey: "du")
         stickerSetId = d.decodeInt64(forKey: "ss")
+        headerSize = d.decodeInt64(forKey: "hs")
         date = d.decodeInt64(forKey: "d") ?? 0
         guard let file = try d.decodeObject(CloudFileDescriptor.self, forKey: "f") else {
             throw PostboxError.decoding("document without a file")
@@ -71,6 +75,7 @@ public struct CloudDocumentMedia: CloudMedia, Equatable {
         e.encodeIfPresent(fileName, forKey: "n")
         e.encodeIfPresent(duration, forKey: "du")
         e.encodeIfPresent(stickerSetId, forKey: "ss")
+        e.encodeIfPresent(headerSize, forKey: "hs")
         e.encode(date, forKey: "d")
         e.encodeObject(file, forKey: "f")
     }
@@ -84,7 +89,7 @@ public struct CloudDocumentMedia: CloudMedia, Equatable {
         Document(
             id: documentId, accessHash: accessHash, dcId: Int(dcId), kind: kind, size: file.size, mimeType: file.mimeType ?? "application/octet-stream",
             fileName: fileName, duration: duration.map(Int.init), stickerSetId: stickerSetId, date: date,
-            location: file.location, fileReference: file.fileReference.bytes)
+            location: file.location, fileReference: file.fileReference.bytes, headerSize: headerSize)
     }
 
     public func resources(parent: MediaResourceReference) -> [any CloudFetchableResource] {

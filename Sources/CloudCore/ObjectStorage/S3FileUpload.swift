@@ -1,4 +1,5 @@
 import CloudCrypto
+import ConfinedFiles
 import Foundation
 
 /// Streams a local file into an S3 object: one PUT below ``multipartThreshold``, a multipart
@@ -37,17 +38,40 @@ public struct S3FileUpload: Sendable {
         public var partsReused: Int
     }
 
-    /// Uploads the file at `path` to `key`. `journalPath` records a multipart upload's progress
-    /// (removed when it completes); `onPartSent` is told each part number the service acknowledged.
+    /// Uploads the file at `path` to `key`, with the journal at `journalPath`, both places the
+    /// caller chose outside any data root (a tool's arguments).
     public func upload(
         file path: String, to key: String, journalPath: String,
         onPartSent: @escaping @Sendable (Int) -> Void = { _ in }
     ) async throws -> Result {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let journal: S3UploadJournal.Location
+        do { journal = try S3UploadJournal.Location(path: journalPath) } catch {
+            throw local(key, "cannot open the folder of the upload journal \(journalPath): \(error)")
+        }
+        return try await upload(file: path, to: key, journal: journal, onPartSent: onPartSent)
+    }
+
+    /// Uploads the file at `path` to `key`; see ``upload(descriptor:to:journal:onPartSent:)``.
+    /// The file is opened once, without blocking on a FIFO, and must be a regular file.
+    public func upload(
+        file path: String, to key: String, journal: S3UploadJournal.Location,
+        onPartSent: @escaping @Sendable (Int) -> Void = { _ in }
+    ) async throws -> Result {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw local(key, "cannot open \(path): \(UploadIO.describe(errno))") }
         defer { close(fd) }
+        return try await upload(descriptor: fd, to: key, journal: journal, onPartSent: onPartSent)
+    }
+
+    /// Uploads the open regular file `fd` (read with `pread`; the caller closes it) to `key`.
+    /// `journal` records a multipart upload's progress (removed when it completes);
+    /// `onPartSent` is told each part number the service acknowledged.
+    public func upload(
+        descriptor fd: Int32, to key: String, journal: S3UploadJournal.Location,
+        onPartSent: @escaping @Sendable (Int) -> Void = { _ in }
+    ) async throws -> Result {
         let info = try UploadIO.stat(fd: fd)
-        guard info.isRegular else { throw local(key, "\(path) is not a regular file") }
+        guard info.isRegular else { throw local(key, "the file to upload is not a regular file") }
         let size = info.size
         if size < multipartThreshold {
             let digest = try await UploadIO.run { try Data(hexString: UploadIO.sha256(fd: fd, length: size))! }
@@ -55,11 +79,11 @@ public struct S3FileUpload: Sendable {
             onPartSent(1)
             return Result(key: key, size: size, sha256: digest, partsSent: 1, partsReused: 0)
         }
-        return try await uploadMultipart(fd: fd, size: size, key: key, journalPath: journalPath, onPartSent: onPartSent)
+        return try await uploadMultipart(fd: fd, size: size, key: key, journalPath: journal, onPartSent: onPartSent)
     }
 
     private func uploadMultipart(
-        fd: Int32, size: Int64, key: String, journalPath: String, onPartSent: @escaping @Sendable (Int) -> Void
+        fd: Int32, size: Int64, key: String, journalPath: S3UploadJournal.Location, onPartSent: @escaping @Sendable (Int) -> Void
     ) async throws -> Result {
         // Resume when the journal describes this same upload and the service still has it.
         var journal: S3UploadJournal
@@ -137,11 +161,11 @@ public struct S3FileUpload: Sendable {
 
     /// Writes the journal (it ends with an `fsync`) on the upload's I/O queue, not on a thread
     /// of the cooperative pool.
-    private func saveJournal(_ journal: S3UploadJournal, _ path: String, _ key: String) async throws {
+    private func saveJournal(_ journal: S3UploadJournal, _ location: S3UploadJournal.Location, _ key: String) async throws {
         do {
-            try await UploadIO.run { try journal.save(path) }
+            try await UploadIO.run { try journal.save(location) }
         } catch {
-            throw local(key, "cannot write the upload journal \(path): \(error)")
+            throw local(key, "cannot write the upload journal \(location.path): \(error)")
         }
     }
 

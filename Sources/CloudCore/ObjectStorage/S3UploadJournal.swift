@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 /// What a multipart upload to S3 has had acknowledged, kept in a small JSON file beside the
@@ -5,7 +6,8 @@ import Foundation
 ///
 /// Each part's SHA-256 is jobrun's own (an S3 ETag is opaque): on resume, a part is reused only
 /// when the service still lists it with the recorded size *and* the local file's bytes still
-/// hash to the recorded value. The file is written atomically (temp file + rename), mode 0600.
+/// hash to the recorded value. The file is written atomically (temp file + rename), mode 0600,
+/// beneath the descriptor of the directory that holds it.
 public struct S3UploadJournal: Codable, Sendable, Equatable {
     public struct Part: Codable, Sendable, Equatable {
         public var size: Int64
@@ -39,39 +41,48 @@ public struct S3UploadJournal: Codable, Sendable, Equatable {
         self.sha256Checksums = sha256Checksums
     }
 
-    /// The journal at `path`, or `nil` when there is none (or it cannot be read: the upload then
-    /// starts over, which is always safe).
-    public static func load(_ path: String) -> S3UploadJournal? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return try? JSONDecoder().decode(S3UploadJournal.self, from: data)
+    /// Where a journal lives: a file name in a directory held open, so the journal is read,
+    /// written and removed beneath that directory's descriptor (no link followed, no FIFO
+    /// opened).
+    public struct Location: Sendable {
+        public let directory: ConfinedDirectory
+        public let name: String
+
+        public init(_ name: String, in directory: ConfinedDirectory) {
+            self.directory = directory
+            self.name = name
+        }
+
+        /// The journal at `path`, a place the caller chose outside any data root (a tool's
+        /// working directory): its folder is opened as given and created when missing.
+        public init(path: String) throws {
+            let folder = (path as NSString).deletingLastPathComponent
+            self.directory = try ConfinedDirectory.open(
+                path: folder.isEmpty ? "." : folder, create: true, policy: ConfinementPolicy(allowInsecure: true))
+            self.name = (path as NSString).lastPathComponent
+        }
+
+        /// The journal's path, for messages.
+        public var path: String { directory.display(name) }
     }
 
-    /// Writes the journal to `path` atomically, readable by its owner only.
-    public func save(_ path: String) throws {
+    /// The journal at `location`, or `nil` when there is none (or it cannot be read: the upload
+    /// then starts over, which is always safe).
+    public static func load(_ location: Location) -> S3UploadJournal? {
+        guard let bytes = (try? location.directory.readContents(location.name, limit: 16 << 20)) ?? nil else { return nil }
+        return try? JSONDecoder().decode(S3UploadJournal.self, from: Data(bytes))
+    }
+
+    /// Writes the journal to `location` atomically, readable by its owner only.
+    public func save(_ location: Location) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data = try encoder.encode(self)
-        let temp = path + ".tmp"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw POSIXFailure(errno) }
-        defer { close(fd) }
-        try data.withUnsafeBytes { raw in
-            var done = 0
-            while done < raw.count {
-                let n = write(fd, raw.baseAddress! + done, raw.count - done)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw POSIXFailure(errno)
-                }
-                done += n
-            }
-        }
-        guard fsync(fd) == 0 else { throw POSIXFailure(errno) }
-        guard rename(temp, path) == 0 else { throw POSIXFailure(errno) }
+        try location.directory.replaceContents(location.name, with: [UInt8](data))
     }
 
-    /// Removes the journal at `path` (the upload completed or was abandoned).
-    public static func remove(_ path: String) {
-        unlink(path)
+    /// Removes the journal at `location` (the upload completed or was abandoned).
+    public static func remove(_ location: Location) {
+        _ = try? location.directory.removeFile(location.name)
     }
 }

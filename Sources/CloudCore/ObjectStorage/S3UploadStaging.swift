@@ -1,4 +1,5 @@
 import CloudCrypto
+import ConfinedFiles
 import Foundation
 import Postbox
 
@@ -13,11 +14,6 @@ import Postbox
 /// Object keys are `<prefix><32 random hex digits>`: the prefix names the account, the rest is
 /// random — never the file's name or path.
 public struct S3UploadStaging: UploadStageSource {
-    /// `extra` field holding the object key of an item staged in the bucket.
-    public static let keyField = "staging.s3Key"
-    /// `extra` field holding the bucket's name (for messages).
-    public static let bucketField = "staging.s3Bucket"
-
     public let upload: S3FileUpload
     /// Prefix of every object key (e.g. `jobrun/uploads/account-1/`).
     public let prefix: String
@@ -31,32 +27,31 @@ public struct S3UploadStaging: UploadStageSource {
     }
 
     var client: S3Client { upload.client }
-    public var fields: [String] { [Self.keyField, Self.bucketField] }
+    public func holds(_ item: UploadItem) -> Bool { item.staging?.bucketObject != nil }
 
-    public func holds(_ item: UploadItem) -> Bool { item.extra[Self.keyField] != nil }
-
-    public func store(file path: String, scratchDirectory: String) async throws -> StagedObject {
+    public func store(file fd: Int32, path: String, scratch: ConfinedDirectory) async throws -> StagedObject {
         // A repeated enqueue of the same unchanged file resumes the multipart upload its journal
         // describes (the journal is named by a digest of the file's identity, not its name).
         var st = stat()
-        guard stat(path, &st) == 0 else { throw MultipartUploadError.fileNotFound(path: path) }
+        guard fstat(fd, &st) == 0 else { throw MultipartUploadError.fileUnreadable(path: path, reason: UploadIO.describe(errno)) }
         let identity = "\(path)\u{0}\(st.st_dev)\u{0}\(st.st_ino)\u{0}\(st.st_size)\u{0}\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec)"
         let journalName = ".s3-enqueue-" + CloudCrypto.SHA256.hash(Data(identity.utf8)).hexString.prefix(32) + ".journal"
-        let journalPath = (scratchDirectory as NSString).appendingPathComponent(String(journalName))
+        let journal = S3UploadJournal.Location(String(journalName), in: scratch)
         let key: String
-        if let previous = S3UploadJournal.load(journalPath), previous.key.hasPrefix(prefix) {
+        if let previous = S3UploadJournal.load(journal), previous.key.hasPrefix(prefix) {
             key = previous.key
         } else {
             key = prefix + SecureRandom.bytes(16).hexString
         }
-        let result = try await upload.upload(file: path, to: key, journalPath: journalPath)
+        let result = try await upload.upload(descriptor: fd, to: key, journal: journal)
         return StagedObject(
             size: result.size, sha256: result.sha256.hexString,
-            extra: [Self.keyField: key, Self.bucketField: client.bucket.name, "staging": "bucket"])
+            location: .bucket(S3StagedObject(key: key, bucket: client.bucket.name)))
     }
 
-    public func fetch(_ item: UploadItem, to path: String) async throws {
-        guard let key = item.extra[Self.keyField] else { throw MultipartUploadError.stagedFileMissing(item: item.id, path: path) }
+    public func fetch(_ item: UploadItem, to name: String, in directory: ConfinedDirectory) async throws {
+        let path = directory.display(name)
+        guard let key = item.staging?.bucketObject?.key else { throw MultipartUploadError.stagedFileMissing(item: item.id, path: path) }
         let place = "the object \(key) in bucket \(client.bucket.name)"
         let info: S3ObjectInfo?
         do { info = try await client.headObject(key) } catch { throw Self.mapped(error, item: item.id, place: place) }
@@ -64,15 +59,15 @@ public struct S3UploadStaging: UploadStageSource {
         guard info.size == item.stagedByteCount else {
             throw MultipartUploadError.fileChanged(item: item.id, reason: "\(place) is \(info.size) bytes, the item recorded \(item.stagedByteCount)")
         }
-        let temporary = path + ".fetching"
-        let fd = open(temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw MultipartUploadError.staging(path: temporary, reason: "cannot create: \(UploadIO.describe(errno))")
+        let temporary = name + ".fetching"
+        let fd: Int32
+        do { fd = try directory.openFile(temporary, .rewrite) } catch {
+            throw MultipartUploadError.staging(path: directory.display(temporary), reason: "cannot create: \(error.description)")
         }
         var kept = false
         defer {
             close(fd)
-            if !kept { unlink(temporary) }
+            if !kept { _ = try? directory.removeFile(temporary) }
         }
         var offset: Int64 = 0
         while offset < item.stagedByteCount {
@@ -98,20 +93,23 @@ public struct S3UploadStaging: UploadStageSource {
         }
         // The copy is made durable under its final name off the cooperative pool.
         try await UploadIO.run {
-            guard fsync(fd) == 0, rename(temporary, path) == 0 else {
+            guard fsync(fd) == 0 else {
                 throw MultipartUploadError.staging(path: path, reason: "cannot keep the fetched copy: \(UploadIO.describe(errno))")
+            }
+            do throws(ConfinedFileError) { try directory.rename(temporary, to: name) } catch {
+                throw MultipartUploadError.staging(path: path, reason: "cannot keep the fetched copy: \(error.description)")
             }
         }
         kept = true
     }
 
     public func remove(_ item: UploadItem) async throws {
-        guard let key = item.extra[Self.keyField] else { return }
+        guard let key = item.staging?.bucketObject?.key else { return }
         try await client.deleteObject(key)
     }
 
     public func sweep(keeping items: [UploadItem], olderThan cutoff: Date) async throws {
-        let referenced = Set(items.compactMap { $0.extra[Self.keyField] })
+        let referenced = Set(items.compactMap { $0.staging?.bucketObject?.key })
         _ = try await S3StagingSweep(client: client, prefix: prefix).run(olderThan: cutoff, referenced: referenced)
     }
 

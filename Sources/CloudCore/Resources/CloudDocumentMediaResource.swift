@@ -14,6 +14,8 @@ public struct CloudDocumentMediaResource: CloudFetchableResource, CustomStringCo
     /// The parent's current reference (a secret; redacted in descriptions).
     public let fileReference: FileReference
     public let reference: MediaResourceReference
+    /// A streamable video's header, fetched before anything else (0: none).
+    public let headerSize: Int64
 
     public init(document: Document, reference: MediaResourceReference) {
         self.datacenterId = document.dcId
@@ -24,6 +26,7 @@ public struct CloudDocumentMediaResource: CloudFetchableResource, CustomStringCo
         self.location = document.location
         self.fileReference = FileReference(document.fileReference)
         self.reference = reference
+        self.headerSize = max(0, min(document.headerSize ?? 0, document.size))
     }
 
     public var id: MediaResourceId { MediaResourceId("telegram-cloud-document-\(datacenterId)-\(fileId)") }

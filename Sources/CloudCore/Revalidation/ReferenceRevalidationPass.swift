@@ -165,7 +165,12 @@ public struct ReferenceRevalidationPass: Sendable {
             let list = byPeer[peer] ?? []
             for start in stride(from: 0, to: list.count, by: size) { messageUnits.append(Array(list[start..<min(start + size, list.count)])) }
         }
-        units = messageUnits + units
+        // Passes on several hosts at once over the same parents each take the units in an
+        // order of their own, and put aside a unit another process is calling the cloud for
+        // (coming back to it at the end, when its outcome is stored and reused): the hosts share
+        // the parents instead of queueing behind one another's calls.
+        units = (messageUnits + units).shuffled()
+        var deferrable = Array(repeating: true, count: units.count)
 
         let before = await context.stats
         let pacer = CloudRequestPacer(rate: options.requestRate)
@@ -174,17 +179,27 @@ public struct ReferenceRevalidationPass: Sendable {
         let batchSize = size
         var next = 0
         var stop = false
-        await withTaskGroup(of: [MediaParent: Result<ParentReferences, RevalidationError>].self) { group in
+        await withTaskGroup(of: UnitOutcome.self) { group in
             func launch() {
-                let unit = units[next]
+                let (unit, mayDefer) = (units[next], deferrable[next])
                 next += 1
                 group.addTask {
-                    do { try await pacer.wait() } catch { return [:] }
-                    return await context.refresh(unit, timeout: timeout, reuseSinceMs: reuseSinceMs, batchSize: batchSize)
+                    if mayDefer, await context.heldElsewhere(unit) { return .deferred(unit) }
+                    do { try await pacer.wait() } catch { return .done([:]) }
+                    return .done(await context.refresh(unit, timeout: timeout, reuseSinceMs: reuseSinceMs, batchSize: batchSize))
                 }
             }
             while next < units.count, next < max(1, options.concurrency) { launch() }
-            while let results = await group.next() {
+            while let outcome = await group.next() {
+                let results: [MediaParent: Result<ParentReferences, RevalidationError>]
+                switch outcome {
+                case .deferred(let unit):
+                    units.append(unit)
+                    deferrable.append(false)
+                    results = [:]
+                case .done(let done):
+                    results = done
+                }
                 for (p, result) in results {
                     switch result {
                     case .success(let s):
@@ -216,5 +231,11 @@ public struct ReferenceRevalidationPass: Sendable {
         report.reusedFromOtherProcess = after.reusedFromOtherProcess - before.reusedFromOtherProcess
         report.seconds = RevalidationContext.seconds(ContinuousClock.now - started)
         return report
+    }
+
+    /// A unit's results, or the unit put aside because another process is calling for it.
+    private enum UnitOutcome: Sendable {
+        case done([MediaParent: Result<ParentReferences, RevalidationError>])
+        case deferred([MediaParent])
     }
 }

@@ -124,6 +124,12 @@ public actor RevalidationContext: ReferenceRevalidator {
         return out
     }
 
+    /// Whether another process is calling the cloud for any of `parents` right now (it holds
+    /// their Postbox lease). False when Postbox cannot say: the caller then simply joins.
+    public nonisolated func heldElsewhere(_ parents: [MediaParent]) async -> Bool {
+        (try? await leases.heldElsewhere(parents)) ?? false
+    }
+
     // MARK: Flights
 
     /// The flight to wait on, or nil when the answer is already known (cache, backoff).
@@ -281,6 +287,12 @@ public actor RevalidationContext: ReferenceRevalidator {
                 break
             }
             try? await Task.sleep(for: .seconds(options.pollInterval))
+            // Looks (a read) until the other process has let go, and only then classifies again
+            // (a write transaction, under the store's writer lock, which that process needs to
+            // store its answer).
+            while !Task.isCancelled, ContinuousClock.now < deadline, await heldElsewhere(remaining) {
+                try? await Task.sleep(for: .seconds(options.pollInterval))
+            }
         }
         return results
     }

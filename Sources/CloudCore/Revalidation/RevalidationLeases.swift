@@ -175,6 +175,20 @@ struct RevalidationLeases: Sendable {
         }
     }
 
+    /// Whether another process holds a live lease on any of `parents` (it is calling the cloud
+    /// for them now): one read, no lease taken.
+    func heldElsewhere(_ parents: [MediaParent]) async throws -> Bool {
+        let holder = options.holder
+        return try await postbox.read { tx in
+            let table = try tx.revalidationLeases
+            let now = Self.nowMs()
+            for p in parents {
+                if let lease = try table.get(p), !lease.holder.isEmpty, lease.holder != holder, lease.leaseUntil > now { return true }
+            }
+            return false
+        }
+    }
+
     /// The stored status of a resource's reference, if any.
     func status(_ resourceId: String) async throws -> MediaReferenceRecord.Status? {
         try await postbox.read { try $0.mediaReferences.get(resourceId)?.status }

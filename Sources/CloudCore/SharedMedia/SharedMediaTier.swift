@@ -1,4 +1,5 @@
 import CloudCrypto
+import ConfinedFiles
 import Foundation
 import MediaBox
 import Postbox
@@ -24,18 +25,36 @@ public struct SharedMediaTier: Sendable {
     public let objectPrefix: String
     /// Written into the index as the publisher of an object.
     public let host: String
-    /// Where objects are verified before a byte reaches MediaBox, and multipart journals live.
-    public let scratchDirectory: String
+    /// Where objects are verified before a byte reaches MediaBox, and multipart journals live:
+    /// opened for each use, so a folder removed meanwhile (a temp sweep) is made again.
+    public let scratch: @Sendable () throws -> ConfinedDirectory
     /// Bytes per ranged GET, and the part size of multipart publishes.
     public var partSize: Int64
 
-    public init(client: S3Client, store: Postbox, prefix: String, host: String, scratchDirectory: String, partSize: Int64 = 8 << 20) {
+    /// A tier whose scratch folder `scratch` opens beneath the data root's descriptor.
+    public init(
+        client: S3Client, store: Postbox, prefix: String, host: String,
+        scratch: @escaping @Sendable () throws -> ConfinedDirectory, partSize: Int64 = 8 << 20
+    ) {
         self.client = client
         self.store = store
         self.objectPrefix = prefix + "media/"
         self.host = host
-        self.scratchDirectory = scratchDirectory
+        self.scratch = scratch
         self.partSize = max(5 << 20, partSize)
+    }
+
+    /// A tier whose scratch folder is `scratchDirectory`, a place the caller chose outside any
+    /// data root (a benchmark's or a test's working folder), created 0700 when missing.
+    public init(client: S3Client, store: Postbox, prefix: String, host: String, scratchDirectory: String, partSize: Int64 = 8 << 20) {
+        self.init(
+            client: client, store: store, prefix: prefix, host: host,
+            scratch: { try ConfinedDirectory.open(path: scratchDirectory, create: true) }, partSize: partSize)
+    }
+
+    /// The scratch folder, held open.
+    private func scratchFolder() throws -> ConfinedDirectory {
+        do { return try scratch() } catch { throw SharedMediaTierReadError.local("cannot open the scratch folder: \(error)") }
     }
 
     /// Only resources whose bytes are the cloud's own file for every account that can see it:
@@ -86,12 +105,19 @@ public struct SharedMediaTier: Sendable {
     /// its size and SHA-256 against the entry. Returns the open descriptor (the caller closes it),
     /// or throws ``SharedMediaTierReadError``.
     func download(_ entry: SharedMediaTierEntry) async throws -> Int32 {
-        try FileManager.default.createDirectory(
-            atPath: scratchDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let path = (scratchDirectory as NSString).appendingPathComponent(".tier-read-" + SecureRandom.bytes(8).hexString)
-        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SharedMediaTierReadError.local("cannot create \(path): \(String(cString: strerror(errno)))") }
-        unlink(path)  // nothing to clean up whatever happens next
+        let fd = try await UploadIO.run { () throws -> Int32 in
+            let folder = try self.scratchFolder()
+            do throws(ConfinedFileError) {
+                if let unnamed = try folder.createUnnamedFile() { return unnamed }
+                // A file system without unnamed files: a named one, removed at once.
+                let name = ".tier-read-" + SecureRandom.bytes(8).hexString
+                let named = try folder.openFile(name, .createNew)
+                _ = try? folder.removeFile(name)
+                return named
+            } catch {
+                throw SharedMediaTierReadError.local("cannot create a scratch file: \(error)")
+            }
+        }
         var kept = false
         defer { if !kept { close(fd) } }
         var offset: Int64 = 0
@@ -123,12 +149,10 @@ public struct SharedMediaTier: Sendable {
     @discardableResult
     public func publish(_ id: MediaResourceId, file: MediaResourceData) async throws -> SharedMediaTierEntry {
         guard file.complete else { throw SharedMediaTierReadError.local("only complete resources are published") }
-        try FileManager.default.createDirectory(
-            atPath: scratchDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let key = objectKey(id)
-        let journal = (scratchDirectory as NSString).appendingPathComponent(".tier-publish-" + String(key.suffix(32)) + ".journal")
+        let journal = S3UploadJournal.Location(".tier-publish-" + String(key.suffix(32)) + ".journal", in: try scratchFolder())
         let upload = S3FileUpload(client: client, partSize: partSize, multipartThreshold: partSize * 2)
-        let result = try await upload.upload(file: file.path, to: key, journalPath: journal)
+        let result = try await upload.upload(file: file.path, to: key, journal: journal)
         guard result.size == file.size else {
             throw SharedMediaTierReadError.local("the file changed while it was published (\(result.size) bytes, expected \(file.size))")
         }

@@ -159,12 +159,14 @@ public final class MultipartUpload: Sendable {
             if let refreshedMtime { item.extra[Self.mtimeField] = String(refreshedMtime) }
             var key: SecretUploadKey?
             if item.isSecret {
-                key = try SecretUploadKey.load(item.extra, item: itemId)
+                key = try SecretUploadKey.load(item)
                 if key == nil || key?.decryptedSize != item.size {
                     let fresh = SecretUploadKey.random(plaintextSize: item.size)
-                    fresh.store(into: &item.extra)
+                    fresh.store(into: &item)
                     key = fresh
                     if item.fileId != 0 { try queue.resetParts(item: itemId); item.fileId = 0 }
+                } else if item.secretKey == nil {
+                    key?.store(into: &item)  // an earlier build's row: its hex key becomes the typed field
                 }
             }
             let sendSize = key?.containerSize ?? item.size

@@ -10,7 +10,7 @@ import Postbox
 /// A secret chat's file is encrypted before it is staged anywhere it would be a copy: the staged
 /// bytes (a private copy in the uploads directory, or the object in a bucket) are the file's
 /// AES-256-IGE container, made at enqueue with the item's random key, IV and padding (kept in
-/// the item's `extra`, in Postbox only). The send then reads the container as it is; only the
+/// the item, in Postbox only). The send then reads the container as it is; only the
 /// host's own source file (or a hard link to it) ever holds the plaintext.
 struct SecretStagedContainer: Sendable {
     /// `extra` field marking an item whose staged bytes are its container.
@@ -27,11 +27,11 @@ struct SecretStagedContainer: Sendable {
 
     var containerSize: Int64 { key.containerSize }
 
-    /// Records the key and the container's fields into `extra`.
-    func record(into extra: inout [String: String]) {
-        key.store(into: &extra)
-        extra[Self.containerField] = "1"
-        extra[Self.containerSHA256Field] = containerSHA256
+    /// Records the key and the container's fields into `item`.
+    func record(into item: inout UploadItem) {
+        key.store(into: &item)
+        item.extra[Self.containerField] = "1"
+        item.extra[Self.containerSHA256Field] = containerSHA256
     }
 
     /// Writes the container of the `size` plaintext bytes of `input` (`source` names it in

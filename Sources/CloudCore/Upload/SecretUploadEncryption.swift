@@ -1,5 +1,6 @@
 import CloudCrypto
 import Foundation
+import Postbox
 
 #if canImport(Glibc)
     import Glibc
@@ -8,13 +9,14 @@ import Foundation
 /// The secret-chat encryption of one queue item: AES-256 key and 32-byte IGE IV (random), the
 /// random padding bytes that fill the last block, the key fingerprint and the sizes.
 ///
-/// Stored in the item's `extra` (Postbox only — never logged, never in an error) so that a
-/// resumed upload re-creates exactly the bytes it sent before: the container is a pure function
-/// of the plaintext and these values.
+/// Stored in the item (Postbox only — the key material as `SecretKeyMaterial`, which never
+/// prints; the fingerprint and sizes in its `extra`) so that a resumed upload re-creates exactly
+/// the bytes it sent before: the container is a pure function of the plaintext and these values.
 struct SecretUploadKey: Sendable, Equatable {
-    static let keyField = "secret.key"
-    static let ivField = "secret.iv"
-    static let paddingField = "secret.padding"
+    /// Where rows written before the key material was typed keep it, as hex in `extra`.
+    static let legacyKeyField = "secret.key"
+    static let legacyIVField = "secret.iv"
+    static let legacyPaddingField = "secret.padding"
     static let fingerprintField = "secret.keyFingerprint"
     static let decryptedSizeField = "secret.decryptedSize"
     static let containerSizeField = "secret.containerSize"
@@ -34,27 +36,40 @@ struct SecretUploadKey: Sendable, Equatable {
         return SecretUploadKey(key: k.key, iv: k.iv, padding: SecureRandom.bytes(pad), decryptedSize: plaintextSize)
     }
 
-    /// Reads the stored key; nil if the item has none yet. Throws on a damaged record.
-    static func load(_ extra: [String: String], item: Int64) throws -> SecretUploadKey? {
-        guard let k = extra[keyField] else { return nil }
-        guard let key = Data(hexString: k), key.count == 32, let iv = extra[ivField].flatMap({ Data(hexString: $0) }), iv.count == 32,
-            let pad = extra[paddingField].flatMap({ Data(hexString: $0) }), pad.count < 16,
-            let size = extra[decryptedSizeField].flatMap(Int64.init), size > 0,
-            UploadPlan.secretContainerSize(plaintextSize: size) - size == Int64(pad.count)
-        else {
-            throw MultipartUploadError.corruptItem(item: item, reason: "secret key fields are damaged")
+    /// Reads the item's key; nil if it has none yet. Throws on a damaged record. A row written
+    /// before the key material was typed holds it as hex in `extra`: it is read from there, and
+    /// `store(into:)` moves it into the typed field.
+    static func load(_ item: UploadItem) throws -> SecretUploadKey? {
+        let extra = item.extra
+        let material: SecretKeyMaterial?
+        if let typed = item.secretKey {
+            material = typed
+        } else if let k = extra[legacyKeyField] {
+            material = Data(hexString: k).flatMap { key in
+                extra[legacyIVField].flatMap { Data(hexString: $0) }.flatMap { iv in
+                    extra[legacyPaddingField].flatMap { Data(hexString: $0) }.map { SecretKeyMaterial(key: key, iv: iv, padding: $0) }
+                }
+            }
+            if material == nil { throw MultipartUploadError.corruptItem(item: item.id, reason: "secret key fields are damaged") }
+        } else {
+            return nil
         }
-        return SecretUploadKey(key: key, iv: iv, padding: pad, decryptedSize: size)
+        guard let material, material.key.count == 32, material.iv.count == 32, material.padding.count < 16,
+            let size = extra[decryptedSizeField].flatMap(Int64.init), size > 0,
+            UploadPlan.secretContainerSize(plaintextSize: size) - size == Int64(material.padding.count)
+        else {
+            throw MultipartUploadError.corruptItem(item: item.id, reason: "secret key fields are damaged")
+        }
+        return SecretUploadKey(key: material.key, iv: material.iv, padding: material.padding, decryptedSize: size)
     }
 
-    /// Writes the key fields into `extra`.
-    func store(into extra: inout [String: String]) {
-        extra[Self.keyField] = key.hexString
-        extra[Self.ivField] = iv.hexString
-        extra[Self.paddingField] = padding.hexString
-        extra[Self.fingerprintField] = String(fingerprint)
-        extra[Self.decryptedSizeField] = String(decryptedSize)
-        extra[Self.containerSizeField] = String(containerSize)
+    /// Writes the key into `item`: its material typed, its fingerprint and sizes in `extra`.
+    func store(into item: inout UploadItem) {
+        item.secretKey = SecretKeyMaterial(key: key, iv: iv, padding: padding)
+        for legacy in [Self.legacyKeyField, Self.legacyIVField, Self.legacyPaddingField] { item.extra[legacy] = nil }
+        item.extra[Self.fingerprintField] = String(fingerprint)
+        item.extra[Self.decryptedSizeField] = String(decryptedSize)
+        item.extra[Self.containerSizeField] = String(containerSize)
     }
 }
 

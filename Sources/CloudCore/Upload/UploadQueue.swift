@@ -128,8 +128,8 @@ public final class UploadQueue: Sendable {
                             size: copy.size, sha256: copy.sha256, caption: request.caption, isSecret: request.secret,
                             randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
                         item.extra[MultipartUpload.mtimeField] = String(copy.mtimeNs)
-                        item.extra["staging"] = copy.linked ? "link" : "copy"
-                        copy.container?.record(into: &item.extra)
+                        item.staging = copy.linked ? .link : .copy
+                        copy.container?.record(into: &item)
                         if let mime = request.mimeType { item.extra[MultipartUpload.mimeTypeField] = mime }
                         try queue.set(item)
                         items.append(item)
@@ -173,20 +173,34 @@ public final class UploadQueue: Sendable {
         }
         // A secret file leaves the host only as its encrypted container.
         var container: SecretStagedContainer?
-        var storedPath = request.path
+        var temporary: String?
         if request.secret {
-            let temporary = ".staging-\(UUID().uuidString)"
+            let name = ".staging-\(UUID().uuidString)"
             container = try await UploadIO.run { () throws -> SecretStagedContainer in
                 let input = Glibc.open(request.path, O_RDONLY | O_CLOEXEC)
                 guard input >= 0 else { throw MultipartUploadError.fileUnreadable(path: request.path, reason: UploadIO.describe(errno)) }
                 defer { close(input) }
                 let size = try UploadIO.stat(fd: input).size
-                return try SecretStagedContainer.write(input: input, source: request.path, size: size, to: temporary, in: uploads)
+                return try SecretStagedContainer.write(input: input, source: request.path, size: size, to: name, in: uploads)
             }
-            storedPath = uploads.display(temporary)
+            temporary = name
         }
-        defer { if storedPath != request.path { unlink(storedPath) } }
-        let stored = try await source.store(file: storedPath, scratchDirectory: dir)
+        defer { if let temporary { _ = try? uploads.removeFile(temporary) } }
+        // What is stored is read through one descriptor: the container beneath the uploads
+        // folder's descriptor, or the operator's file (outside the data root).
+        let storedPath = temporary.map { uploads.display($0) } ?? request.path
+        let input = try await UploadIO.run { [temporary] () throws -> Int32 in
+            if let temporary {
+                do throws(ConfinedFileError) { return try uploads.openFile(temporary, .read) } catch {
+                    throw MultipartUploadError.staging(path: request.path, reason: "cannot reopen its container: \(error.description)")
+                }
+            }
+            let fd = Glibc.open(request.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { throw MultipartUploadError.fileUnreadable(path: request.path, reason: UploadIO.describe(errno)) }
+            return fd
+        }
+        defer { close(input) }
+        let stored = try await source.store(file: input, path: storedPath, scratch: uploads)
         let name = request.name ?? (request.path as NSString).lastPathComponent
         let staged = container
         return try await postbox.transaction { tx in
@@ -197,8 +211,8 @@ public final class UploadQueue: Sendable {
                 originalName: name, size: staged?.key.decryptedSize ?? stored.size,
                 sha256: staged?.plaintextSHA256 ?? stored.sha256, caption: request.caption,
                 isSecret: request.secret, randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
-            item.extra.merge(stored.extra) { _, new in new }
-            staged?.record(into: &item.extra)
+            item.staging = stored.location
+            staged?.record(into: &item)
             if let mime = request.mimeType { item.extra[MultipartUpload.mimeTypeField] = mime }
             try queue.set(item)
             return item
@@ -215,7 +229,7 @@ public final class UploadQueue: Sendable {
         let present = try await UploadIO.run { () throws -> Bool in
             try self.uploadsDirectory().status("\(item.id)") != nil
         }
-        if !present { try await stageSource.fetch(item, to: local) }
+        if !present { try await stageSource.fetch(item, to: "\(item.id)", in: uploadsDirectory()) }
         guard item.stagedPath != local else { return item }
         return try await postbox.transaction { tx in
             let queue = try tx.uploadQueue
@@ -233,7 +247,7 @@ public final class UploadQueue: Sendable {
         _ = try? await postbox.transaction { tx in
             let queue = try tx.uploadQueue
             guard var stored = try queue.get(item.id) else { return }
-            for field in source.fields { stored.extra[field] = nil }
+            stored.staging = stored.staging?.released
             try queue.set(stored)
         }
     }

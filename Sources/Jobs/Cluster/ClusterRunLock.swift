@@ -65,10 +65,11 @@ public final class ClusterRunLock: RunLock, @unchecked Sendable {
     private func connect() throws -> PostgresSession {
         if let session, !session.isClosed { return session }
         let s = try PostgresSession(endpoint: endpoint, name: "postgres:\(schema)")
-        try s.setUp([
-            "CREATE SCHEMA IF NOT EXISTS \"\(schema)\"",
-            "CREATE TABLE IF NOT EXISTS \"\(schema)\".run_locks (job text NOT NULL, account int8 NOT NULL, host text NOT NULL, pid int NOT NULL, backend int NOT NULL, since timestamptz NOT NULL, PRIMARY KEY (job, account))",
-        ])
+        try s.setUp(
+            [
+                "CREATE SCHEMA IF NOT EXISTS \"\(schema)\"",
+                "CREATE TABLE IF NOT EXISTS \"\(schema)\".run_locks (job text NOT NULL, account int8 NOT NULL, host text NOT NULL, pid int NOT NULL, backend int NOT NULL, since timestamptz NOT NULL, PRIMARY KEY (job, account))",
+            ], present: "\"\(schema)\".run_locks")
         session = s
         return s
     }

@@ -21,6 +21,10 @@ import PostgresNIO
 /// takeover waits `takeoverGraceSeconds` past the lease, until the server has also let go of the
 /// cut holder's run lock. Every call has a deadline (`queryTimeout`): a cut link fails it
 /// instead of hanging.
+///
+/// News: adding items and handing one back notify the channel `<prefix>_cluster_work`
+/// (`pg_notify`); a host that `listen`s claims them at once instead of at its next poll, which
+/// remains for leases that ran out (they send nothing).
 public actor ClusterWorkQueue {
     /// One scheduled fire of one job for one account.
     public struct Item: Sendable, Hashable, CustomStringConvertible {
@@ -75,7 +79,11 @@ public actor ClusterWorkQueue {
     public let keepaliveBoundSeconds: Int?
     private let endpoint: PostgresEndpoint
     private let table: String
+    /// The notification channel of `table`'s news.
+    private let channel: String
     private var session: PostgresSession?
+    /// The connection that listens on `channel`.
+    private var listener: PostgresSession?
     /// Blocking calls run here, never on the cooperative pool.
     private let queue = DispatchQueue(label: "jobrun.cluster-work-queue")
 
@@ -83,6 +91,7 @@ public actor ClusterWorkQueue {
         let endpoint = try cluster.endpoint()
         self.endpoint = endpoint
         self.table = "\"\(cluster.schemaPrefix)_cluster\".work_items"
+        self.channel = "\(cluster.schemaPrefix)_cluster_work"
         self.holder = holder
         self.leaseSeconds = cluster.leaseSeconds
         // Over a Unix socket the server sees a dead holder's socket close at once.
@@ -124,7 +133,7 @@ public actor ClusterWorkQueue {
     /// left as they are); returns how many this call added. Prunes done items older than a week.
     @discardableResult
     public func enqueue(job: String, accounts: [Int64], fire: Date) async throws -> Int {
-        let (table, timeout) = (self.table, self.queryTimeout)
+        let (table, timeout, news) = (self.table, self.queryTimeout, self.news)
         var bindings = PostgresBindings()
         bindings.append(job)
         bindings.append(Self.milliseconds(fire))
@@ -135,43 +144,74 @@ public actor ClusterWorkQueue {
                 "INSERT INTO \(table) (job, account, fire_ms, state, created_at) SELECT $1, a, $2, 'pending', now() FROM unnest($3::int8[]) AS a ON CONFLICT DO NOTHING RETURNING 1",
                 binds, timeout: timeout)
             if !rows.isEmpty {
+                try session.query("SELECT pg_notify($1, '')", news, timeout: timeout)
                 try session.query("DELETE FROM \(table) WHERE state = 'done' AND finished_at < now() - interval '7 days'", timeout: timeout)
             }
             return rows.count
         }
     }
 
-    /// Claims the oldest item of one of `jobs` that is pending or whose lease ran out, or nil when
-    /// there is none. Items other hosts are claiming at this instant are skipped, not waited for.
-    public func claim(jobs: [String]) async throws -> Claim? {
-        let (table, holder, lease, timeout) = (self.table, self.holder, self.leaseSeconds, self.queryTimeout)
+    /// Claims the oldest item of `job` that is pending or whose lease ran out, or nil when there
+    /// is none. Items other hosts are claiming at this instant are skipped, not waited for.
+    public func claim(job: String) async throws -> Claim? {
+        let (table, timeout) = (self.table, self.queryTimeout)
         var bindings = PostgresBindings()
-        bindings.append(jobs)
-        bindings.append(holder.host)
-        bindings.append(Int(holder.pid))
-        bindings.append(lease)
-        bindings.append(takeoverGraceSeconds)
-        let binds = bindings
+        bindings.append(job)
+        let binds = claiming(after: bindings)
         return try await perform { session in
             let rows = try session.query(
-                """
-                WITH next AS (
-                  SELECT job, account, fire_ms, state AS was, holder_host AS previous_host, holder_pid AS previous_pid FROM \(table)
-                  WHERE job = ANY($1::text[])
-                    AND (state = 'pending' OR (state = 'running' AND lease_until < now() - make_interval(secs => $5)))
-                  ORDER BY fire_ms, job, account LIMIT 1 FOR UPDATE SKIP LOCKED)
-                UPDATE \(table) AS w SET state = 'running', holder_host = $2, holder_pid = $3,
-                  lease_until = now() + make_interval(secs => $4), claimed_at = now(), claims = w.claims + 1
-                FROM next WHERE w.job = next.job AND w.account = next.account AND w.fire_ms = next.fire_ms
-                RETURNING w.job, w.account, w.fire_ms, next.was, next.previous_host, next.previous_pid, w.claims
-                """,
-                binds, timeout: timeout)
-            guard let row = rows.first else { return nil }
-            let (job, account, fireMs, was, previousHost, previousPid, generation) = try row.decode(
-                (String, Int64, Int64, String, String?, Int?, Int).self)
-            let previous = was == "running" ? previousHost.map { Holder(host: $0, pid: Int32(previousPid ?? 0)) } : nil
-            return Claim(item: Item(job: job, account: account, fireMs: fireMs), previousHolder: previous, generation: generation)
+                "WITH \(Self.claimingSQL(table: table, job: 1, from: 2)) SELECT * FROM claimed", binds, timeout: timeout)
+            return try rows.first.map { try Self.claim(from: $0, at: 0) }
         }
+    }
+
+    /// The common table expressions that claim the oldest claimable item of job `$<job>` for this
+    /// holder and return it as `claimed`, with parameters `$<from>`… the holder's host and pid,
+    /// the lease and the takeover grace (`claiming(after:)`). `excluding` names the parameters
+    /// of an item (account, fire) the same statement finishes, which is not claimed again.
+    private static func claimingSQL(table: String, job: Int, from first: Int, excluding: (account: Int, fire: Int)? = nil) -> String {
+        let (host, pid, lease, grace) = (first, first + 1, first + 2, first + 3)
+        let excluded = excluding.map { "  AND NOT (account = $\($0.account) AND fire_ms = $\($0.fire))" } ?? ""
+        return """
+            pending AS (
+              SELECT job, account, fire_ms, state AS was, holder_host AS previous_host, holder_pid AS previous_pid FROM \(table)
+              WHERE job = $\(job) AND state = 'pending' ORDER BY fire_ms, account LIMIT 1 FOR UPDATE SKIP LOCKED),
+            expired AS (
+              SELECT job, account, fire_ms, state AS was, holder_host AS previous_host, holder_pid AS previous_pid FROM \(table)
+              WHERE job = $\(job) AND state = 'running' AND lease_until < now() - make_interval(secs => $\(grace))
+            \(excluded)
+              ORDER BY fire_ms, account LIMIT 1 FOR UPDATE SKIP LOCKED),
+            next AS (SELECT * FROM pending UNION ALL SELECT * FROM expired ORDER BY fire_ms, account LIMIT 1),
+            claimed AS (
+              UPDATE \(table) AS w SET state = 'running', holder_host = $\(host), holder_pid = $\(pid),
+                lease_until = now() + make_interval(secs => $\(lease)), claimed_at = now(), claims = w.claims + 1
+              FROM next WHERE w.job = next.job AND w.account = next.account AND w.fire_ms = next.fire_ms
+              RETURNING w.job, w.account, w.fire_ms, next.was, next.previous_host, next.previous_pid, w.claims)
+            """
+    }
+
+    /// `bindings` followed by the parameters of `claimingSQL`.
+    private func claiming(after bindings: PostgresBindings) -> PostgresBindings {
+        var binds = bindings
+        binds.append(holder.host)
+        binds.append(Int(holder.pid))
+        binds.append(leaseSeconds)
+        binds.append(takeoverGraceSeconds)
+        return binds
+    }
+
+    /// The claim in `row`'s columns from `first` on (those `claimingSQL` returns).
+    private static func claim(from row: PostgresRow, at first: Int) throws -> Claim {
+        let cells = Array(row)
+        let job = try cells[first].decode(String.self)
+        let account = try cells[first + 1].decode(Int64.self)
+        let fireMs = try cells[first + 2].decode(Int64.self)
+        let was = try cells[first + 3].decode(String.self)
+        let previousHost = try cells[first + 4].decode(String?.self)
+        let previousPid = try cells[first + 5].decode(Int?.self)
+        let generation = try cells[first + 6].decode(Int.self)
+        let previous = was == "running" ? previousHost.map { Holder(host: $0, pid: Int32(previousPid ?? 0)) } : nil
+        return Claim(item: Item(job: job, account: account, fireMs: fireMs), previousHolder: previous, generation: generation)
     }
 
     /// Extends this claim's lease; false when the item is no longer held under it (its lease ran
@@ -202,18 +242,79 @@ public actor ClusterWorkQueue {
         }
     }
 
+    /// Marks the claimed item done with the run's outcome and claims the next item of its job in
+    /// the same statement (one round trip per item instead of two): whether the item was still
+    /// held under this claim, and the next claim, nil when the job has nothing claimable.
+    public func finishAndClaimNext(_ claim: Claim, outcome: String) async throws -> (finished: Bool, next: Claim?) {
+        let (table, timeout) = (self.table, self.queryTimeout)
+        var bindings = holding(claim)
+        bindings.append(outcome)
+        let binds = claiming(after: bindings)
+        return try await perform { session in
+            let rows = try session.query(
+                """
+                WITH finished AS (
+                  UPDATE \(table) SET state = 'done', outcome = $7, finished_at = now(), lease_until = NULL WHERE \(Self.heldByMe) RETURNING 1),
+                \(Self.claimingSQL(table: table, job: 1, from: 8, excluding: (account: 2, fire: 3)))
+                SELECT (SELECT count(*) FROM finished), claimed.* FROM (VALUES (1)) AS one LEFT JOIN claimed ON true
+                """, binds, timeout: timeout)
+            guard let row = rows.first else { return (false, nil) }
+            let finished = try row.first?.decode(Int.self) == 1
+            let claimed = try Array(row)[1].decode(String?.self) != nil
+            return (finished, claimed ? try Self.claim(from: row, at: 1) : nil)
+        }
+    }
+
     /// Hands the claimed item back unfinished (this host is stopping, or fenced itself): another
     /// host claims it at once. False, and nothing changed, when it was no longer held under
     /// this claim.
     @discardableResult
     public func release(_ claim: Claim) async throws -> Bool {
-        let (table, timeout) = (self.table, self.queryTimeout)
+        let (table, timeout, news) = (self.table, self.queryTimeout, self.news)
         let binds = holding(claim)
         return try await perform { session in
-            !(try session.query(
-                "UPDATE \(table) SET state = 'pending', holder_host = NULL, holder_pid = NULL, lease_until = NULL WHERE \(Self.heldByMe) RETURNING 1",
-                binds, timeout: timeout)).isEmpty
+            let released =
+                !(try session.query(
+                    "UPDATE \(table) SET state = 'pending', holder_host = NULL, holder_pid = NULL, lease_until = NULL WHERE \(Self.heldByMe) RETURNING 1",
+                    binds, timeout: timeout)).isEmpty
+            if released { try session.query("SELECT pg_notify($1, '')", news, timeout: timeout) }
+            return released
         }
+    }
+
+    /// `channel` as the binding of `pg_notify`.
+    private var news: PostgresBindings {
+        var binds = PostgresBindings()
+        binds.append(channel)
+        return binds
+    }
+
+    /// Calls `onNews` whenever a host adds items or hands one back, over a connection of its own
+    /// that listens on the queue's channel. Call it at every poll: it opens the connection when
+    /// there is none or it was lost (the server restarted), and does nothing otherwise.
+    public func listen(_ onNews: @escaping @Sendable () -> Void) async throws {
+        if let listener, !listener.isClosed { return }
+        listener = nil
+        let (endpoint, channel, name) = (self.endpoint, self.channel, String(table.prefix { $0 != "." }))
+        let opened: Confined<PostgresSession> = try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                continuation.resume(
+                    with: Result {
+                        let s = try PostgresSession(endpoint: endpoint, name: "postgres:\(name)")
+                        try s.listen(channel, onNews)
+                        return Confined(s)
+                    })
+            }
+        }
+        listener = opened.value
+    }
+
+    /// Closes the listening connection.
+    public func stopListening() {
+        guard let listener else { return }
+        self.listener = nil
+        let closing = Confined(listener)
+        queue.async { closing.value.close() }
     }
 
     /// The items of `job`'s fire at `fireMs` that another holder has claimed (running or done).
@@ -252,7 +353,8 @@ public actor ClusterWorkQueue {
         return binds
     }
 
-    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+    /// `date` in Unix milliseconds, as items keep their fire.
+    public static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
 
     /// Runs `body` with the session on the blocking queue; a lost connection is opened again
     /// at the next call.
@@ -272,16 +374,22 @@ public actor ClusterWorkQueue {
                 continuation.resume(
                     with: Result {
                         let s = try PostgresSession(endpoint: endpoint, name: "postgres:\(schema)")
-                        try s.setUp([
-                            "CREATE SCHEMA IF NOT EXISTS \(schema)",
-                            """
-                            CREATE TABLE IF NOT EXISTS \(table) (job text NOT NULL, account int8 NOT NULL, fire_ms int8 NOT NULL,
-                              state text NOT NULL CHECK (state IN ('pending', 'running', 'done')), holder_host text, holder_pid int,
-                              lease_until timestamptz, claims int NOT NULL DEFAULT 0, outcome text, created_at timestamptz NOT NULL,
-                              claimed_at timestamptz, finished_at timestamptz, PRIMARY KEY (job, account, fire_ms))
-                            """,
-                            "CREATE INDEX IF NOT EXISTS work_items_open ON \(table) (fire_ms) WHERE state <> 'done'",
-                        ])
+                        try s.setUp(
+                            [
+                                "CREATE SCHEMA IF NOT EXISTS \(schema)",
+                                """
+                                CREATE TABLE IF NOT EXISTS \(table) (job text NOT NULL, account int8 NOT NULL, fire_ms int8 NOT NULL,
+                                  state text NOT NULL CHECK (state IN ('pending', 'running', 'done')), holder_host text, holder_pid int,
+                                  lease_until timestamptz, claims int NOT NULL DEFAULT 0, outcome text, created_at timestamptz NOT NULL,
+                                  claimed_at timestamptz, finished_at timestamptz, PRIMARY KEY (job, account, fire_ms))
+                                """,
+                                "CREATE INDEX IF NOT EXISTS work_items_open ON \(table) (fire_ms) WHERE state <> 'done'",
+                                // A claim reads the oldest pending item of its job, and the running
+                                // items (a few per host) for a lease that ran out: each from an index
+                                // of only those items, whatever the number of done ones.
+                                "CREATE INDEX IF NOT EXISTS work_items_pending ON \(table) (job, fire_ms, account) WHERE state = 'pending'",
+                                "CREATE INDEX IF NOT EXISTS work_items_running ON \(table) (job, lease_until) WHERE state = 'running'",
+                            ], present: "\(schema).work_items_running")
                         return Confined(s)
                     })
             }

@@ -14,7 +14,9 @@ public enum PostboxStore {
                 : try Postbox(path: paths.postboxFile.path, key: key, allowInsecureFiles: DataRoot.allowsInsecure)
         }
         let schema = pg.schema(account: id)
-        let box = try PostgresValueBox(endpoint: try pg.endpoint(), schema: schema, readOnly: readOnly, cipher: try cipher(key))
+        let box = try PostgresValueBox(
+            endpoint: try pg.endpoint(), schema: schema, readOnly: readOnly, cipher: try cipher(key),
+            statementTimeout: PostgresClusterConfig.storeStatementTimeoutSeconds)
         return try Postbox(valueBox: box, name: "postgres:\(schema)", readOnly: readOnly)
     }
 
@@ -29,7 +31,9 @@ public enum PostboxStore {
                 path: directory.appendingPathComponent(Postbox.databaseFileName).path, key: key, allowInsecureFiles: DataRoot.allowsInsecure)
         }
         let schema = "\(pg.schemaPrefix)_media_tier"
-        return try Postbox(valueBox: try PostgresValueBox(endpoint: try pg.endpoint(), schema: schema, cipher: try cipher(key)), name: "postgres:\(schema)")
+        let box = try PostgresValueBox(
+            endpoint: try pg.endpoint(), schema: schema, cipher: try cipher(key), statementTimeout: PostgresClusterConfig.storeStatementTimeoutSeconds)
+        return try Postbox(valueBox: box, name: "postgres:\(schema)")
     }
 
     /// The cipher that seals values on the shared server under the root's key: there, the

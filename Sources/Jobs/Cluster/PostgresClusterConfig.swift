@@ -53,6 +53,12 @@ public struct PostgresClusterConfig: Sendable {
         self.leaseSeconds = leaseSeconds
     }
 
+    /// The deadline of every statement on a shared store: a server that has not answered by then
+    /// is taken as gone (its connection is closed and the transaction fails), so a run cut off
+    /// from it — a fenced one writing its closing record — ends within this instead of waiting
+    /// for TCP to give up. Far longer than any statement Postbox sends takes.
+    public static let storeStatementTimeoutSeconds: Double = 60
+
     /// The schema of account `id`'s Postbox.
     public func schema(account id: Int64) -> String {
         id >= 0 ? "\(schemaPrefix)_account_\(id)" : "\(schemaPrefix)_account_n\(id.magnitude)"

@@ -31,7 +31,7 @@ public enum SharedMediaTierSetup {
         }
         let tier = SharedMediaTier(
             client: client, store: store, prefix: config.prefix, host: ProcessInfo.processInfo.hostName,
-            scratchDirectory: root.temp(process: "media-tier").path, partSize: config.partSize)
+            scratch: { try root.directory(["temp", "media-tier"]) }, partSize: config.partSize)
         let result = SharedMediaTierSetupResult(tier: tier, limits: config.sharedMedia)
         return made.withLock { made in
             if let raced = made[root.path] { return raced }

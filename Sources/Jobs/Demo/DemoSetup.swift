@@ -10,7 +10,7 @@ enum DemoSetup {
     static func queueUploads(account: AccountContext, scratch: String) async throws -> Int {
         let peers = try await account.postbox.read { try $0.peers.all() }
         guard let peer = peers.first else { return 0 }
-        let queue = UploadQueue(postbox: account.postbox, directory: account.paths.uploads.path)
+        let queue = UploadQueue(postbox: account.postbox, uploads: try account.paths.uploadsDirectory(create: true))
         var rng = SystemRandomNumberGenerator()
         var count = 0
         for (name, size, secret) in [("note.txt", 48 << 10, false), ("video.mp4", 12 << 20, false), ("secret.jpg", 300 << 10, true)] {

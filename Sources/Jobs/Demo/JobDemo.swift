@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 
 /// `jobrun demo`'s work: a local cloud (`cloudd` as a child process, a seeded dataset), account 0
@@ -35,12 +36,13 @@ public final class JobDemo: @unchecked Sendable {
         } catch {
             throw JobError.cloudUnavailable("\(error)")
         }
-        let configPath = root.account(0).config.path
-        guard
-            FileManager.default.createFile(atPath: configPath, contents: Data(cloud.accountConfig.utf8), attributes: [.posixPermissions: 0o600])
-        else {
+        do {
+            let account = root.account(0)
+            try root.directory([account.directory.lastPathComponent], create: false)
+                .replaceContents(account.config.lastPathComponent, with: Array(cloud.accountConfig.utf8))
+        } catch {
             cloud.stop()
-            throw JobError.config("cannot write \(configPath)")
+            throw JobError.config("cannot write \(root.account(0).config.path): \(error)")
         }
         jobsDirectory = URL(fileURLWithPath: root.path + "/jobs")
         do {

@@ -24,6 +24,9 @@ public struct StoreInspection: Sendable {
         /// Files on disk the index does not count (complete files without a row, foreign
         /// entries), from a walk that changes nothing.
         public var notIndexed: StorageUsage
+        /// Entries that are partial files: prefixes (a video's header and first bytes) kept as
+        /// cache entries, counted with the bytes they hold.
+        public var partialPrefixes: StorageUsage
     }
 
     /// Why the root cannot be read at all (it does not exist, or is not a directory), or nil.
@@ -60,7 +63,7 @@ public struct StoreInspection: Sendable {
     /// "never run" or "0 B" where there are runs and files.
     func checkReadable() throws(JobError) {
         do throws(DataRootError) {
-            try root.verifyLayout()
+            try root.verifyLayoutWarning()
             let top = try root.rootDirectory(create: false)
             guard faccessat(top.descriptor, ".", R_OK | X_OK, AT_EACCESS) == 0 else {
                 throw DataRootError.cannotCreate(path: root.path, errno: errno, holder: DataRoot.holder(fd: top.descriptor, path: root.path))
@@ -140,7 +143,10 @@ public struct StoreInspection: Sendable {
                 }
                 guard try directory.status("storage") != nil else { continue }
                 let box = try MediaBox(directory: directory, readOnly: true)
-                result.append(AccountCache(account: account, mediaPath: media, stats: try box.stats(), notIndexed: try box.notIndexed()))
+                result.append(
+                    AccountCache(
+                        account: account, mediaPath: media, stats: try box.stats(), notIndexed: try box.notIndexed(),
+                        partialPrefixes: try box.partialEntries()))
             } catch {
                 throw StorageFailure.jobError(error, doing: "cannot read the media cache of account \(account)")
             }

@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import Postbox
 
@@ -91,7 +92,7 @@ public enum RootKeyConversion {
         var report = Report(converted: 0, alreadyConverted: 0, bytes: 0, seconds: 0, keyFile: target.path, nothingToDo: false)
         for store in stores {
             do {
-                if let bytes = try convert(store, from: oldKey, to: newKey) {
+                if let bytes = try convert(store, from: oldKey, to: newKey, root: root) {
                     report.converted += 1
                     report.bytes += bytes
                 } else {
@@ -126,9 +127,11 @@ public enum RootKeyConversion {
     }
 
     /// Rewrites `path` under `newKey`; the bytes written, or nil when it was already under it.
-    private static func convert(_ path: String, from oldKey: StoreKey?, to newKey: StoreKey) throws -> Int64? {
+    private static func convert(_ path: String, from oldKey: StoreKey?, to newKey: StoreKey, root: DataRoot) throws -> Int64? {
         let converting = path + ".converting"
-        removeWithCompanions(converting)
+        let (folder, name) = try place(path, root: root)
+        let convertingName = name + ".converting"
+        removeWithCompanions(convertingName, in: folder)
         let encrypted = try encryptionState(path) ?? false
         if encrypted, try opens(path, with: newKey) { return nil }
         let fromKey: StoreKey? = encrypted ? oldKey : nil
@@ -141,28 +144,38 @@ public enum RootKeyConversion {
         box.close()
         if checkpoint.busy { throw JobError("\(path) is in use by another process", exitCode: .temporary, retryable: true) }
         try SqliteValueBox.export(from: path, fromKey: fromKey, to: converting, toKey: newKey)
-        try settle(converting, key: newKey)
+        try settle(converting, key: newKey, in: folder)
         Failpoints.hitBlocking("convert-after-export")
         // The old WAL is empty now; left in place it would be read against the new file.
-        for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
-        guard rename(converting, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        try syncDirectory(of: path)
+        for suffix in ["-wal", "-shm"] { _ = try? folder.removeFile(name + suffix) }
+        try folder.rename(convertingName, to: name)
+        try folder.sync()
         Failpoints.hitBlocking("convert-after-rename")
         var st = stat()
         return stat(path, &st) == 0 ? Int64(st.st_size) : 0
     }
 
     /// Checkpoints a freshly written copy so its file alone holds every page, and removes its WAL.
-    private static func settle(_ path: String, key: StoreKey) throws {
+    private static func settle(_ path: String, key: StoreKey, in folder: ConfinedDirectory) throws {
         let box = try SqliteValueBox(path: path, options: options(key: key))
         _ = try box.walCheckpoint(truncate: true, maxWaitMilliseconds: 60_000)
         box.close()
-        for suffix in ["-wal", "-shm", "-journal"] { unlink(path + suffix) }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 {
+        let name = (path as NSString).lastPathComponent
+        for suffix in ["-wal", "-shm", "-journal"] { _ = try? folder.removeFile(name + suffix) }
+        if let fd = try? folder.openFile(name, .read) {
             fsync(fd)
             close(fd)
         }
+    }
+
+    /// The folder holding the store file `path`, held open beneath the root's descriptor (no
+    /// link followed on the way), and the file's name in it.
+    private static func place(_ path: String, root: DataRoot) throws -> (ConfinedDirectory, String) {
+        let url = URL(fileURLWithPath: path)
+        guard let components = root.components(of: url.deletingLastPathComponent()) else {
+            throw JobError.config("\(path) is not inside the data root \(root.path)")
+        }
+        return (try root.directory(components, create: false), url.lastPathComponent)
     }
 
     /// Whether `path` opens (and reads) with `key`.
@@ -233,8 +246,8 @@ public enum RootKeyConversion {
         guard fsync(fd) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     }
 
-    private static func removeWithCompanions(_ path: String) {
-        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+    private static func removeWithCompanions(_ name: String, in folder: ConfinedDirectory) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { _ = try? folder.removeFile(name + suffix) }
     }
 
     private static func exists(_ path: String) -> Bool {

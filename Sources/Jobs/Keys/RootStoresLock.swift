@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import Synchronization
 
@@ -53,11 +54,9 @@ enum RootStoresLock {
         return fd
     }
 
+    /// The lock file, opened beneath `locks/` (no link followed, no FIFO opened, a hard-linked
+    /// file never opened for writing).
     private static func open(_ root: DataRoot, create: Bool) throws -> Int32 {
-        let directory = try root.openDirectory(["locks"], create: create)
-        defer { close(directory) }
-        let fd = openat(directory, fileName, (create ? O_RDWR | O_CREAT : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        return fd
+        try root.directory(["locks"], create: create).openFile(fileName, create ? .readWriteCreating : .read)
     }
 }

@@ -27,7 +27,7 @@ public struct PrefetchChatMediaJob: JobKind {
     public static let summary = "download media of recent messages by chat category, media type and size caps, within budgets"
     public static let reportEvent = "prefetch.report"
     public static let usesCloud = true
-    public static let demo = KindDemo(params: ["budget: 64MiB"])
+    public static let demo = KindDemo(params: ["budget: 64MiB", "videoPrefix: 512KiB"])
 
     public static let peerCategories = Param<Set<PrefetchPeerCategory>>(
         "peerCategories", default: Set(PrefetchPeerCategory.allCases), doc: "chats whose media is prefetched")
@@ -54,16 +54,21 @@ public struct PrefetchChatMediaJob: JobKind {
     public static let concurrency = Param<Int>("concurrency", default: 4, range: 1...64, doc: "files downloaded in parallel")
     public static let bandwidthLimit = OptionalParam<ByteCount>(
         "bandwidthLimit", range: 1024...1e12, doc: "bytes per second over all downloads; default unlimited")
+    public static let videoPrefix = OptionalParam<ByteCount>(
+        "videoPrefix", range: 65536...1e12,
+        doc:
+            "for streamable videos larger than this: fetch their header, then only this many bytes from the start (whatever the size cap), as the clients preload large videos; default: whole videos within the cap"
+    )
 
     public static let parameters: [any JobParameter] = [
-        peerCategories, mediaTypes, sizeCaps, lookback, budget, freeSpaceFloor, cacheLimit, concurrency, bandwidthLimit,
+        peerCategories, mediaTypes, sizeCaps, lookback, budget, freeSpaceFloor, cacheLimit, concurrency, bandwidthLimit, videoPrefix,
     ]
 
     public init() {}
 
     /// Counters shared by the workers.
     struct Tally {
-        var downloaded = 0, failed = 0, gone = 0, unavailable = 0, unavailableStreak = 0
+        var downloaded = 0, prefixes = 0, failed = 0, gone = 0, unavailable = 0, unavailableStreak = 0
         var bytes: Int64 = 0
         var skips = PrefetchSkips()
         var bytesByType: [MediaContentType: Int64] = [:]
@@ -90,7 +95,7 @@ public struct PrefetchChatMediaJob: JobKind {
         let now = Int64(Date().timeIntervalSince1970)
         let scanned = try await account.postbox.read { try PrefetchSelection.scan($0, policy: policy, now: now) }
         let cache = account.mediaBox
-        let selection = scanned.removingCached { cache.resourceData(MediaResourceId($0))?.complete == true }
+        let selection = scanned.removingCached { $0.isHeld(in: cache) }
         log.info(
             "prefetch.selected",
             [
@@ -120,7 +125,7 @@ public struct PrefetchChatMediaJob: JobKind {
     ) async throws -> Tally {
         let shared = Shared(initial, PrefetchBudget(policy: policy))
         let progress = TransferProgress(
-            label: "prefetch", totalFiles: candidates.count, totalBytes: candidates.reduce(0) { $0 + $1.size }, log: log)
+            label: "prefetch", totalFiles: candidates.count, totalBytes: candidates.reduce(0) { $0 + $1.wantedBytes }, log: log)
         try await progress.during {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<max(1, policy.concurrency) {
@@ -149,15 +154,14 @@ public struct PrefetchChatMediaJob: JobKind {
         log: JobLogger
     ) async throws {
         let id = c.resource.id
-        let existing = box.resourceData(id)
-        if existing?.complete == true {  // completed by another run since the selection
+        if c.isHeld(in: box) {  // fetched by another run since the selection
             progress.fileDone()
             return
         }
-        let needed = max(0, c.size - (existing?.size ?? 0))
+        let needed = c.missingBytes(in: box)
         let cacheTotal = (try? box.stats().total.bytes) ?? 0
         let free = PrefetchBudget.freeSpace(atPath: box.basePath)
-        let decision = shared.budget.withLock { $0.admit(size: c.size, needed: needed, cacheTotal: cacheTotal, freeSpace: free) }
+        let decision = shared.budget.withLock { $0.admit(size: c.wantedBytes, needed: needed, cacheTotal: cacheTotal, freeSpace: free) }
         guard decision == .start else {
             shared.tally.withLock {
                 switch decision {
@@ -174,19 +178,23 @@ public struct PrefetchChatMediaJob: JobKind {
         let counting = ProgressCountingFetcher(fetcher, progress: progress)
         do {
             try await Failpoints.hit("prefetch-before-file")
-            _ = try await box.fetch(c.resource, info: c.info, fetcher: counting)
-            shared.budget.withLock { $0.finish(size: c.size, needed: needed, completed: true) }
+            // A prefix: the header first (the resource declares it), then the first bytes.
+            _ = try await box.fetch(c.resource, info: c.info, ranges: c.prefix.map { [0..<$0] }, priority: .default, fetcher: counting)
+            shared.budget.withLock { $0.finish(size: c.wantedBytes, needed: needed, completed: true) }
             shared.tally.withLock {
                 $0.downloaded += 1
+                if c.prefix != nil { $0.prefixes += 1 }
                 $0.bytes += needed
                 $0.bytesByType[c.contentType, default: 0] += needed
                 $0.filesByType[c.contentType, default: 0] += 1
                 $0.unavailableStreak = 0
             }
-            log.debug("prefetch.downloaded", fields(c, ["bytes": .int(needed), "resumed": .bool(needed < c.size)]))
+            var logged: [String: LogValue] = ["bytes": .int(needed), "resumed": .bool(needed < c.wantedBytes)]
+            if let prefix = c.prefix { logged["prefix"] = .int(prefix) }
+            log.debug("prefetch.downloaded", fields(c, logged))
             progress.fileDone(uncounted: needed - counting.counted)
         } catch {
-            shared.budget.withLock { $0.finish(size: c.size, needed: needed, completed: false) }
+            shared.budget.withLock { $0.finish(size: c.wantedBytes, needed: needed, completed: false) }
             if error is CancellationError || Task.isCancelled { throw CancellationError() }
             let outcome = classify(error)
             let reason = "\(error)"
@@ -253,8 +261,8 @@ public struct PrefetchChatMediaJob: JobKind {
         let cacheTotal = try mediaBox.stats().total.bytes
         let free = PrefetchBudget.freeSpace(atPath: mediaBox.basePath)
         for c in selection.candidates {
-            let needed = max(0, c.size - (mediaBox.resourceData(c.resource.id)?.size ?? 0))
-            switch budget.admit(size: c.size, needed: needed, cacheTotal: cacheTotal, freeSpace: free) {
+            let needed = c.missingBytes(in: mediaBox)
+            switch budget.admit(size: c.wantedBytes, needed: needed, cacheTotal: cacheTotal, freeSpace: free) {
             case .start: files += 1; bytes += needed
             case .budget: skips.budget += 1
             case .freeSpace: skips.freeSpace += 1
@@ -293,6 +301,7 @@ public struct PrefetchChatMediaJob: JobKind {
         counters["selected"] = Int64(selection.selected)
         counters["already_cached"] = Int64(selection.alreadyCached)
         counters["downloaded"] = Int64(t.downloaded)
+        counters["video_prefixes"] = Int64(t.prefixes)
         counters["bytes"] = t.bytes
         counters["failed"] = Int64(t.failed)
         counters["gone"] = Int64(t.gone)
@@ -310,7 +319,7 @@ public struct PrefetchChatMediaJob: JobKind {
         }
         let s = t.skips
         var summary = [
-            "prefetched \(t.downloaded) files (\(ByteSize.human(t.bytes))) of \(selection.selected) selected; \(selection.alreadyCached) already cached, \(t.failed) failed, \(t.gone) gone"
+            "prefetched \(t.downloaded) files (\(ByteSize.human(t.bytes)); \(t.prefixes) of them video prefixes) of \(selection.selected) selected; \(selection.alreadyCached) already cached, \(t.failed) failed, \(t.gone) gone"
         ]
         summary.append(
             "skipped: category \(s.category), media type \(s.mediaType), size cap \(s.sizeCap), lookback \(s.lookback), budget \(s.budget), free space \(s.freeSpace), cache limit \(s.cacheLimit)"

@@ -38,6 +38,11 @@ public struct TimeBasedCleanupJob: JobKind {
         "excludeContentTypes", default: [], doc: "content types never removed")
     public static let reconcile = Param<Bool>(
         "reconcile", default: true, doc: "fix orphans (files without index rows, rows without files, stale partials)")
+    public static let abandonedPartialAge = Param<Duration>(
+        "abandonedPartialAge", default: .days(1), range: 60...(3650 * 86_400),
+        doc:
+            "with `reconcile`: partial downloads no run has indexed or touched for this long (left by a crashed or cancelled run) are removed; indexed prefixes are cache entries like any"
+    )
     public static let dryRun = Param<Bool>("dryRun", default: false, doc: "report what would be removed, remove nothing")
     public static let compactDatabase = Param<Bool>(
         "compactDatabase", default: true, doc: "compact the Postbox database when much of it is free pages")
@@ -46,7 +51,7 @@ public struct TimeBasedCleanupJob: JobKind {
 
     public static let parameters: [any JobParameter] = [
         ttl, shortTtl, categoryTtl, contentTypeTtl, maxSize, tierMaxSize, maxFiles, immunity, excludePeers, excludeContentTypes,
-        reconcile, dryRun, compactDatabase, compactThreshold,
+        reconcile, abandonedPartialAge, dryRun, compactDatabase, compactThreshold,
     ]
 
     /// Victims listed in a dry run's report.
@@ -71,6 +76,7 @@ public struct TimeBasedCleanupJob: JobKind {
             listVictims: dryRun ? listedVictims : 0,
             reconcile: p[reconcile])
         options.tierSizeLimits = p[tierMaxSize].mapValues(\.bytes)
+        options.reconciliation.stalePartialAge = p[abandonedPartialAge].wholeSeconds
         return options
     }
 

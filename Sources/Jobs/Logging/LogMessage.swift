@@ -41,6 +41,8 @@ enum LogMessage {
         case "scheduler.lease_lost":
             return "\(subject) account \(field("account") ?? "?"): the fire at \(field("due") ?? "?") was taken over by another host (the lease ran out)"
         case "scheduler.claim_failed": return "\(subject): cannot add or claim work in the cluster: \(field("error") ?? "?")"
+        case "scheduler.listen_failed":
+            return "cannot listen for new work in the cluster (\(field("error") ?? "?")); looking for it every \(field("poll_s") ?? "?") s instead"
         case "scheduler.listening": return "serving /metrics, /healthz and /readyz on \(field("address") ?? "?") (port \(field("port") ?? "?"))"
         case "metrics.pushed": return "\(subject): metrics pushed to \(field("endpoint") ?? "the Pushgateway")"
         case "alert.already_reported": return "\(subject): this failure was already reported by jobrun; not counted or pinged again"

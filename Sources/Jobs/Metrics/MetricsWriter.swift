@@ -272,45 +272,19 @@ public struct MetricsWriter: Sendable {
         try atomicWrite(text, in: dirFD, name: url.lastPathComponent, directoryPath: url.deletingLastPathComponent().path, mode: mode)
     }
 
-    /// `atomicWrite` relative to the directory descriptor `dirFD`: the temp file is created
-    /// `O_EXCL | O_NOFOLLOW`, and `renameat` replaces whatever has the final name (a link
-    /// included) without following it. Without `syncDirectory` the rename is atomic but not yet
-    /// durable: a power loss may leave the previous file (never a partial one).
+    /// `atomicWrite` relative to the directory descriptor `dirFD`: `ConfinedDirectory`'s
+    /// `replaceContents`, whose temporary files (`.<name>.tmp-*`) are the ones swept here.
     static func atomicWrite(_ text: String, in dirFD: Int32, name: String, directoryPath: String, mode: mode_t, syncDirectory: Bool = true) throws {
-        var fd: Int32 = -1
-        var tempName = ""
-        for _ in 0..<16 {
-            tempName = ".\(name).tmp-\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
-            fd = openat(dirFD, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            if fd >= 0 || errno != EEXIST { break }
+        let copy = dup(dirFD)
+        guard copy >= 0 else { throw MetricsWriteError(path: directoryPath, errno: errno) }
+        // Owners and modes of the folder are the caller's check; the new file is this user's.
+        let directory = ConfinedDirectory(adopting: copy, path: directoryPath, policy: ConfinementPolicy(allowInsecure: true))
+        do throws(ConfinedFileError) {
+            try directory.replaceContents(name, with: Array(text.utf8), mode: mode, syncDirectory: syncDirectory)
+        } catch {
+            if case .system(let path, _, let code) = error { throw MetricsWriteError(path: path, errno: code) }
+            throw error
         }
-        guard fd >= 0 else { throw MetricsWriteError(path: "\(directoryPath)/\(tempName)", errno: errno) }
-        var ok = false
-        defer {
-            if !ok { unlinkat(dirFD, tempName, 0) }
-        }
-        let bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + offset, bytes.count - offset) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                let code = errno
-                close(fd)
-                throw MetricsWriteError(path: "\(directoryPath)/\(tempName)", errno: code)
-            }
-            offset += written
-        }
-        fchmod(fd, mode)
-        guard fsync(fd) == 0 else {
-            let code = errno
-            close(fd)
-            throw MetricsWriteError(path: "\(directoryPath)/\(tempName)", errno: code)
-        }
-        close(fd)
-        guard renameat(dirFD, tempName, dirFD, name) == 0 else { throw MetricsWriteError(path: "\(directoryPath)/\(name)", errno: errno) }
-        ok = true
-        if syncDirectory { fsync(dirFD) }
     }
 }
 

@@ -1,3 +1,4 @@
+import ConfinedFiles
 import Foundation
 import Synchronization
 
@@ -31,11 +32,13 @@ public final class SchedulerEndpoint: Sendable {
 
     /// The jobs' metrics files merged, and the scheduler's own gauge.
     public func metricsText() -> String {
-        let directory = root.metrics.path
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".prom") }.sorted()
+        // Read beneath `metrics/`'s descriptor: a metrics file replaced by a link (to a file of
+        // the host) or a FIFO is skipped, never served.
         var texts: [String] = []
-        for name in names {
-            if case .success(let bytes) = SmallFile.read(directory + "/" + name, limit: 16 << 20) { texts.append(String(decoding: bytes, as: UTF8.self)) }
+        if let directory = try? root.directory(["metrics"], create: false) {
+            for name in directory.entries().filter({ $0.hasSuffix(".prom") }).sorted() {
+                if case .success(let bytes) = SmallFile.read(name, in: directory, limit: 16 << 20) { texts.append(String(decoding: bytes, as: UTF8.self)) }
+            }
         }
         texts.append(
             """

@@ -4,9 +4,11 @@ import Synchronization
 /// A scheduler's share of the cluster's work (`ClusterWorkQueue`): at a due fire it adds the
 /// job's items, and one worker per job on this host claims the job's items one at a time, runs
 /// each as a run of the job over that one account, renews the item's lease while it runs and
-/// marks it done. A host thus holds at most one item per job at a time, so the accounts of a
-/// fire spread over the hosts that see it. It also reports, once per (account, fire), the items
-/// another host claimed (`scheduler.claimed_elsewhere`).
+/// marks it done, claiming the job's next item in the same statement. A host thus holds at most
+/// one item per job at a time, so the accounts of a fire spread over the hosts that see it. It
+/// also reports, once per (account, fire), the items another host claimed
+/// (`scheduler.claimed_elsewhere`). Items added or handed back by any host are announced
+/// (`listen`), so an idle host's loop starts the job's worker within `newsCheckInterval`.
 ///
 /// A worker that cannot renew its lease fences itself: once `ClusterWorkQueue.fenceInterval`
 /// has passed since it sent the last renewal that succeeded (or a renewal finds the item taken
@@ -18,8 +20,37 @@ final class ClusterWork: Sendable {
     private let workers = Mutex<Set<String>>([])
     /// The items of recent fires not yet claimed here nor reported as claimed elsewhere.
     private let watched = WatchedFires()
+    /// Set when the queue announces items added or handed back; taken by the scheduler's loop.
+    private let news = Mutex(false)
+    /// Whether the last attempt to listen for news succeeded (a failure is logged once).
+    private let listening = Mutex(true)
 
     init(queue: ClusterWorkQueue) { self.queue = queue }
+
+    /// How often the scheduler's loop looks for news: the longest a new item waits for a host
+    /// with nothing to do, beside the claim itself.
+    static let newsCheckInterval: TimeInterval = 0.1
+
+    /// Keeps the queue's news connection open; a failure is logged once, and the poll remains.
+    func listen(log: JobLogger) async {
+        do {
+            try await queue.listen { [weak self] in self?.news.withLock { $0 = true } }
+            listening.withLock { $0 = true }
+        } catch {
+            if listening.withLock({
+                let was = $0; $0 = false; return was
+            }) {
+                log.warning("scheduler.listen_failed", ["error": .string("\(error)"), "poll_s": .double(pollSeconds)])
+            }
+        }
+    }
+
+    /// True once after the queue announced news.
+    func takeNews() -> Bool {
+        news.withLock {
+            let arrived = $0; $0 = false; return arrived
+        }
+    }
 
     var pollSeconds: TimeInterval { Double(queue.pollInterval.components.seconds) + Double(queue.pollInterval.components.attoseconds) / 1e18 }
 
@@ -41,14 +72,25 @@ final class ClusterWork: Sendable {
             defer { self.workers.withLock { _ = $0.remove(job.name) } }
             let queue = self.queue
             let log = logger.with(job: job.name, run: nil)
-            while !Task.isCancelled {
-                let claim: ClusterWorkQueue.Claim?
-                let claimSentAt = ContinuousClock.now  // the lease counts from no earlier than this
-                do { claim = try await queue.claim(jobs: [job.name]) } catch {
-                    log.warning("scheduler.claim_failed", ["error": .string("\(error)")])
-                    return
+            // The next item, claimed by the statement that finished the previous one.
+            var carried: (claim: ClusterWorkQueue.Claim, sentAt: ContinuousClock.Instant)?
+            var drained = false
+            while !Task.isCancelled, !drained {
+                let claim: ClusterWorkQueue.Claim
+                let claimSentAt: ContinuousClock.Instant  // the lease counts from no earlier than this
+                if let next = carried {
+                    (claim, claimSentAt) = next
+                    carried = nil
+                } else {
+                    claimSentAt = ContinuousClock.now
+                    let found: ClusterWorkQueue.Claim?
+                    do { found = try await queue.claim(job: job.name) } catch {
+                        log.warning("scheduler.claim_failed", ["error": .string("\(error)")])
+                        return
+                    }
+                    guard let found else { break }
+                    claim = found
                 }
-                guard let claim else { break }
                 let item = claim.item
                 _ = await self.watched.remove(job: item.job, fireMs: item.fireMs, account: item.account)
                 var fields: [String: LogValue] = ["account": .int(item.account), "due": .string(Self.time(item.fire))]
@@ -79,13 +121,20 @@ final class ClusterWork: Sendable {
                         // Fenced, or this host is stopping: another host runs the item now, not
                         // after the lease — if it is still this claim's to hand back.
                         if !(try await queue.release(claim)) && !fenced { log.warning("scheduler.lease_lost", fields) }
-                    } else if !(try await queue.finish(claim, outcome: result.outcome.rawValue)) {
-                        log.warning("scheduler.lease_lost", fields)
+                    } else if Task.isCancelled {
+                        if !(try await queue.finish(claim, outcome: result.outcome.rawValue)) { log.warning("scheduler.lease_lost", fields) }
+                    } else {
+                        let sentAt = ContinuousClock.now
+                        let (finished, next) = try await queue.finishAndClaimNext(claim, outcome: result.outcome.rawValue)
+                        if !finished { log.warning("scheduler.lease_lost", fields) }
+                        if let next { carried = (next, sentAt) } else { drained = true }
                     }
                 } catch {
                     log.warning("scheduler.finish_failed", fields.merging(["error": .string("\(error)")]) { a, _ in a })
                 }
             }
+            // Stopping with an item claimed for the next turn: it goes back at once.
+            if let carried { _ = try? await queue.release(carried.claim) }
             await self.report(job.name, log: log)
         }
     }

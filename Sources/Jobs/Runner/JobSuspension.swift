@@ -72,7 +72,7 @@ public struct JobSuspension: Sendable {
         var fields: [String: LogValue] = ["job": .string(name), "paused_at": .string(ISO8601DateFormatter().string(from: date))]
         fields["user"] = .string(DataRoot.userName(geteuid()))
         if let note { fields["note"] = .string(note) }
-        try root.verifyLayout()
+        try root.verifyLayoutWarning()
         let directory = try root.directory(["suspended"])
         try MetricsWriter.atomicWrite(
             JSONLine.encode(.object(fields)) + "\n", in: directory.descriptor, name: Self.fileName(name), directoryPath: directory.path, mode: 0o600)
@@ -82,7 +82,7 @@ public struct JobSuspension: Sendable {
     @discardableResult
     public func resume(_ name: String) throws -> Bool {
         guard DataRoot.fileType(root.suspended.path) != nil else { return false }
-        try root.verifyLayout()
+        try root.verifyLayoutWarning()
         let directory = try root.directory(["suspended"], create: false)
         do throws(ConfinedFileError) {
             guard try directory.removeFile(Self.fileName(name)) else { return false }

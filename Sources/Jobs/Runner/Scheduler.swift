@@ -69,19 +69,22 @@ public struct Scheduler: Sendable {
                         await tracker.finished(result)
                     }
                 }
-                if let cluster, Date() >= nextPoll {
-                    // Items added by other hosts, handed back, or whose holder's lease ran out.
+                if let cluster, cluster.takeNews() || Date() >= nextPoll {
+                    // Items added by other hosts, handed back (both announced at once), or whose
+                    // holder's lease ran out (found by the poll).
+                    await cluster.listen(log: logger)
                     for job in jobs { cluster.startWorker(for: job, in: &group, runner: runner, tracker: tracker, logger: logger) }
                     await cluster.reportClaimedElsewhere(logger: logger)
                     nextPoll = Date().addingTimeInterval(cluster.pollSeconds)
                 }
                 var wake = nextFire.values.min().map { $0.timeIntervalSince(Date()) } ?? 60
-                if cluster != nil { wake = min(wake, nextPoll.timeIntervalSince(Date())) }
+                if cluster != nil { wake = min(wake, nextPoll.timeIntervalSince(Date()), ClusterWork.newsCheckInterval) }
                 do { try await Task.sleep(for: .milliseconds(Int64(min(max(wake, 0.01), 60) * 1000))) } catch { break }
             }
             logger.info("scheduler.stopping", ["running": .int(Int64(await tracker.runningCount))])
             await group.waitForAll()
             await cluster?.reportClaimedElsewhere(logger: logger)
+            await cluster?.queue.stopListening()
         }
         let outcomes = await tracker.outcomes
         logger.info("scheduler.stopped", ["runs": .int(Int64(outcomes.values.reduce(0, +)))])

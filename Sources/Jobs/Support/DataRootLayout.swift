@@ -12,6 +12,17 @@ import Postbox
 /// that exist when the layout is listed; the contents of the shard folders (one file per
 /// cached resource, millions of them) are not listed: MediaBox reaches each of them beneath the
 /// media directory's descriptor when it uses it.
+///
+/// A path is **required** unless said otherwise: a link, FIFO, hard link or unsafe mode there
+/// stops every command (exit 78, naming it). A path marked **optional** is one jobrun can do
+/// without: the problem is logged (`layout.skipped`, naming the path and what is wrong) and the
+/// command goes on without it. Only the per-job metrics files are optional: each is a side
+/// channel for the textfile collector (the run record, the log and `--json` say the same),
+/// jobrun never reads through a link there (its rename replaces the link itself), and a metrics
+/// file that cannot be written is already a logged `metrics.write_failed`, not a failed run.
+/// Everything else stays required: stores, staged uploads, locks and logs hold what the run
+/// needs, and pause notes and alert notes decide whether a job runs or alerts, so skipping
+/// one would change what a run does without anyone asking.
 public struct DataRootPath: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable { case directory, file }
 
@@ -20,11 +31,14 @@ public struct DataRootPath: Sendable, Hashable, CustomStringConvertible {
     public let kind: Kind
     /// jobrun writes, truncates or appends to it: a hard-linked file there is refused.
     public let writes: Bool
+    /// jobrun can do without it: a problem there is logged and skipped, not a refusal.
+    public let optional: Bool
 
-    public init(_ components: [String], _ kind: Kind, writes: Bool = true) {
+    public init(_ components: [String], _ kind: Kind, writes: Bool = true, optional: Bool = false) {
         self.components = components
         self.kind = kind
         self.writes = writes
+        self.optional = optional
     }
 
     /// The path relative to the root (`account-0/postbox/media/cache`).
@@ -56,7 +70,9 @@ extension DataRoot {
             for file in children(["logs", name]) where !file.hasPrefix(".") { paths.append(DataRootPath(["logs", name, file], .file)) }
         }
         for name in children(["temp"]) { paths.append(DataRootPath(["temp", name], .directory)) }
-        for name in children(["metrics"]) where name.hasSuffix(".prom") { paths.append(DataRootPath(["metrics", name], .file)) }
+        for name in children(["metrics"]) where name.hasSuffix(".prom") {
+            paths.append(DataRootPath(["metrics", name], .file, optional: true))
+        }
         for name in children(["suspended"]) where !name.hasPrefix(".") { paths.append(DataRootPath(["suspended", name], .file)) }
         for name in children(["alerts"]) where !name.hasPrefix(".") { paths.append(DataRootPath(["alerts", name], .file)) }
         for name in children(["locks"]) where name.hasSuffix(".lock") { paths.append(DataRootPath(["locks", name], .file)) }
@@ -72,10 +88,13 @@ extension DataRoot {
 
     /// Checks every path of `layout()` that exists: no link at any component, the right kind
     /// (no FIFO, socket or device where a file or folder belongs), one link for a file jobrun
-    /// writes, and the root's policy on owners and modes. The first problem is thrown (exit 78
-    /// naming the path and what is wrong); a missing path is fine (jobrun creates it).
-    public func verifyLayout() throws(DataRootError) {
+    /// writes, and the root's policy on owners and modes. The first problem at a required path
+    /// is thrown (exit 78 naming the path and what is wrong); a problem at an optional path is
+    /// returned, for the caller to log as skipped; a missing path is fine (jobrun creates it).
+    @discardableResult
+    public func verifyLayout() throws(DataRootError) -> [DataRootError] {
         let root = try rootDirectory(create: false)
+        var skipped: [DataRootError] = []
         for path in layout() {
             do throws(ConfinedFileError) {
                 switch path.kind {
@@ -86,9 +105,27 @@ extension DataRoot {
                 }
             } catch {
                 if case .system(_, _, ENOENT) = error { continue }
+                if path.optional {
+                    skipped.append(DataRootError(error))
+                    continue
+                }
                 throw DataRootError(error)
             }
         }
+        return skipped
+    }
+
+    /// `verifyLayout()` for a command without a log: each optional path skipped is said on
+    /// stderr, as the `layout.skipped` log line says it for a run.
+    public func verifyLayoutWarning() throws(DataRootError) {
+        for problem in try verifyLayout() {
+            FileHandle.standardError.write(Data("jobrun: warning: \(Self.skippedMessage(problem))\n".utf8))
+        }
+    }
+
+    /// What the log says of an optional path that was skipped.
+    public static func skippedMessage(_ problem: DataRootError) -> String {
+        "layout.skipped: \(problem.description); the layout marks it optional, so this run goes on without it"
     }
 }
 

@@ -57,25 +57,11 @@ enum SmallFile {
 
     /// At most `limit` bytes of the open `fd` from its offset; more than that is `.tooLarge`.
     static func read(descriptor fd: Int32, limit: Int, expectedSize: Int? = nil) -> Result<[UInt8], Problem> {
-        var bytes = [UInt8]()
-        // The expected size plus one byte, to see the end (or that the file grew) in one read.
-        var capacity = (expectedSize ?? 65_535) + 1
-        while true {
-            var failure: Int32 = 0
-            let chunk = [UInt8](unsafeUninitializedCapacity: capacity - bytes.count) { buffer, count in
-                count = 0
-                while true {
-                    let n = Glibc.read(fd, buffer.baseAddress!, buffer.count)
-                    if n < 0, errno == EINTR { continue }
-                    if n < 0 { failure = errno } else { count = n }
-                    return
-                }
+        ConfinedDirectory.readAll(descriptor: fd, limit: limit, expectedSize: expectedSize).mapError { failure in
+            switch failure {
+            case .errno(let code): return .unreadable(errno: code)
+            case .tooLarge: return .tooLarge(size: nil, limit: limit)
             }
-            if failure != 0 { return .failure(.unreadable(errno: failure)) }
-            if chunk.isEmpty { return .success(bytes) }
-            if bytes.isEmpty { bytes = chunk } else { bytes += chunk }
-            if bytes.count > limit { return .failure(.tooLarge(size: nil, limit: limit)) }
-            if bytes.count == capacity { capacity *= 2 }
         }
     }
 }

@@ -91,7 +91,6 @@ public enum StorageFailure {
         case .notADatabase, .corrupt, .decoding, .walUnreadable, .pageAuthenticationFailed: return .ioError
         case .keyRequired, .notEncrypted, .wrongKey, .invalidKey, .unsafeFile: return .config
         case .transactionFinished: return .jobFailed
-        case .unsupported: return .config
         case .server(_, let code, _):
             // SQLSTATE classes: 08 connection, 40 rollback (serialization, deadlock), 53
             // insufficient resources, 55P03 lock not available, 57P0x server shutting down.

@@ -22,7 +22,7 @@ public enum UploadEnqueue {
         let key = try RootKey.load(root: root, environment: environment)
         do {
             try root.createDirectories()
-            try root.verifyLayout()
+            try root.verifyLayoutWarning()
             try paths.createDirectories()
             uploads = try paths.uploadsDirectory(create: true)
             postbox = try PostboxStore.open(account: account, paths: paths, cluster: cluster, key: key)

@@ -18,10 +18,8 @@ public final class Postbox: @unchecked Sendable {
     public let isReadOnly: Bool
     // Everything below is confined to `queue`.
     let queue: DispatchQueue
+    /// The engine, with its maintenance (`ValueBoxMaintenance`).
     let valueBox: any ValueBox
-    /// The same box when the store is an SQLite file: file maintenance (checkpoints, vacuum,
-    /// integrity checks) exists only there.
-    let sqliteValueBox: SqliteValueBox?
     private let state = TransactionState()
     private var lastDataVersion: Int64 = -1
     /// The pager's data version after this connection's last write check or commit: a write
@@ -60,28 +58,19 @@ public final class Postbox: @unchecked Sendable {
         options.key = key
         options.allowInsecureFiles = allowInsecureFiles
         let box = try SqliteValueBox(path: path, options: options)
-        try self.init(valueBox: box, sqlite: box, name: path, readOnly: readOnly, migrations: migrations, conversion: conversion)
+        try self.init(valueBox: box, name: path, readOnly: readOnly, migrations: migrations, conversion: conversion)
     }
 
     /// Opens a store on another `ValueBox` (e.g. PostgreSQL): `name` identifies it in errors
     /// and must not carry credentials. The box must not be used by anything else: the store
     /// confines it to its own queue.
-    public convenience init(
+    public init(
         valueBox: any ValueBox, name: String, readOnly: Bool = false, migrations: [PostboxMigration] = PostboxMigration.all,
         conversion: MessageRecordConversion = MessageRecordConversion()
-    ) throws {
-        try self.init(
-            valueBox: valueBox, sqlite: valueBox as? SqliteValueBox, name: name, readOnly: readOnly, migrations: migrations, conversion: conversion)
-    }
-
-    private init(
-        valueBox: any ValueBox, sqlite: SqliteValueBox?, name: String, readOnly: Bool, migrations: [PostboxMigration],
-        conversion: MessageRecordConversion
     ) throws {
         self.path = name
         self.isReadOnly = readOnly
         self.valueBox = valueBox
-        self.sqliteValueBox = sqlite
         self.queue = DispatchQueue(label: "postbox:\(name)")
         let vb = valueBox
         let st = state
@@ -102,12 +91,6 @@ public final class Postbox: @unchecked Sendable {
         try queue.sync {
             if try self.migrate(migrations) { _ = try self.convertLegacyMessageRecords(conversion) }
         }
-    }
-
-    /// The SQLite box for file maintenance, or a clear error on another engine.
-    func sqliteBox(_ operation: String) throws -> SqliteValueBox {
-        guard let sqliteValueBox else { throw PostboxError.unsupported(store: path, operation: operation) }
-        return sqliteValueBox
     }
 
     /// The database file's name inside a Postbox directory.
@@ -160,7 +143,7 @@ public final class Postbox: @unchecked Sendable {
     /// SQLite file syncs its WAL (else synced at the next checkpoint or when the store closes);
     /// a server commits durably already.
     public func syncCommitted() async throws {
-        try await onQueue { try self.sqliteValueBox?.syncCommitted() }
+        try await onQueue { try self.valueBox.syncCommitted() }
     }
 
     /// `transaction`, then `syncCommitted`, in one trip to the store's queue: for a write that
@@ -172,7 +155,7 @@ public final class Postbox: @unchecked Sendable {
     ) async throws -> (result: T, syncFailure: (any Error)?) {
         try await onQueue {
             let result = try self.runWrite(body)
-            do { try self.sqliteValueBox?.syncCommitted() } catch { return (result, error) }
+            do { try self.valueBox.syncCommitted() } catch { return (result, error) }
             return (result, nil)
         }
     }
@@ -211,7 +194,7 @@ public final class Postbox: @unchecked Sendable {
         state.changes = PostboxChanges()
         let tx = Transaction(postbox: self, state: state)
         do {
-            if let version = sqliteValueBox?.pagerDataVersion() {
+            if let version = valueBox.pagerDataVersion() {
                 if version != lastPagerVersion {
                     for t in tables { t.clearMemoryCache() }
                     lastPagerVersion = version
@@ -222,7 +205,7 @@ public final class Postbox: @unchecked Sendable {
             let result = try body(tx)
             for t in tables { try t.beforeCommit() }
             try valueBox.commit()
-            lastPagerVersion = sqliteValueBox?.pagerDataVersion()
+            lastPagerVersion = valueBox.pagerDataVersion()
             state.isActive = false
             let changes = state.changes
             if !changes.isEmpty { for c in observers.values { c.yield(changes) } }
@@ -262,26 +245,16 @@ public final class Postbox: @unchecked Sendable {
         return stream
     }
 
-    /// `PRAGMA integrity_check`: ["ok"] or the problems found.
-    public func integrityCheck() throws -> [String] { try queue.sync { try sqliteBox("integrity check").integrityCheck() } }
+    /// The engine's consistency check (`PRAGMA integrity_check` on a file): ["ok"] or the
+    /// problems found.
+    public func integrityCheck() throws -> [String] { try queue.sync { try valueBox.integrityCheck(quick: false) } }
 
-    /// Bytes of free pages inside the file.
-    /// (0 on a store that is not a file: a server reclaims its own space.)
-    public func freeBytes() throws -> Int64 { try queue.sync { try sqliteValueBox?.freeBytes() ?? 0 } }
+    /// Bytes of free pages inside the file (0 on a server, which keeps freed space for reuse).
+    public func freeBytes() throws -> Int64 { try queue.sync { try valueBox.freeBytes() } }
 
-    /// Returns free pages to the file system; the number of bytes reclaimed.
-    /// (0 on a store that is not a file.)
-    public func compact() throws -> Int64 { try queue.sync { try sqliteValueBox?.compact() ?? 0 } }
+    /// Returns the space deletes freed to the file system; the bytes reclaimed.
+    public func compact() throws -> Int64 { try queue.sync { try valueBox.compact() } }
 
     /// Size of the database file plus its WAL, in bytes (0 for a store that is not a file).
-    public func fileSize() -> Int64 {
-        guard sqliteValueBox != nil else { return 0 }
-        // stat(2), not FileManager.attributesOfItem: that builds a dictionary of every attribute
-        // (owner and group names included, read from /etc/passwd and /etc/group) on each call.
-        func size(_ p: String) -> Int64 {
-            var st = stat()
-            return stat(p, &st) == 0 ? Int64(st.st_size) : 0
-        }
-        return size(path) + size(path + "-wal")
-    }
+    public func fileSize() -> Int64 { valueBox.storedBytes() }
 }

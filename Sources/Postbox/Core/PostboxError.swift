@@ -23,9 +23,6 @@ public enum PostboxError: Error, CustomStringConvertible, Sendable, Equatable {
     /// (e.g. `08006` connection lost, `40P01` deadlock), `store` names the store, never how to
     /// reach it.
     case server(store: String, code: String, message: String)
-    /// The operation exists only for another storage engine (e.g. SQLite's file maintenance on a
-    /// PostgreSQL store).
-    case unsupported(store: String, operation: String)
     /// An immutable open (a read-only file system without the `-shm` file) would read the
     /// database file alone, but its `-wal` file is not empty: it may hold commits the file lacks.
     case walUnreadable(path: String)
@@ -57,7 +54,6 @@ public enum PostboxError: Error, CustomStringConvertible, Sendable, Equatable {
             return "\(path): schema version \(found) is newer than this jobrun supports (\(supported)); upgrade jobrun"
         case let .decoding(detail): return "cannot decode stored value: \(detail)"
         case let .server(store, code, message): return "\(store): database server error \(code): \(message)"
-        case let .unsupported(store, operation): return "\(store): \(operation) is not available on this storage engine"
         case let .walUnreadable(path):
             return
                 "\(path): its -wal file may hold commits the database file lacks, and on a read-only file system SQLite reads them only through the store's -shm file, which is missing (copy the store with both)"

@@ -40,6 +40,11 @@ public struct UploadItem: PostboxCoding, Sendable, Equatable {
     public var leaseHolder: String
     public var leaseUntil: Int64
     public var enqueuedAt: Int64
+    /// A secret item's key material, once chosen (never printed: `SecretKeyMaterial`).
+    public var secretKey: SecretKeyMaterial?
+    /// Where the bytes were put at enqueue: a link or a copy in the uploads directory, or an
+    /// object in a bucket (nil in a row written before it was recorded).
+    public var staging: UploadStagingLocation?
     /// Kind-specific extras (e.g. the secret-chat key fingerprint and decrypted size).
     public var extra: [String: String]
 
@@ -67,6 +72,8 @@ public struct UploadItem: PostboxCoding, Sendable, Equatable {
         self.leaseHolder = ""
         self.leaseUntil = 0
         self.enqueuedAt = enqueuedAt
+        self.secretKey = nil
+        self.staging = nil
         self.extra = [:]
     }
 
@@ -91,7 +98,14 @@ public struct UploadItem: PostboxCoding, Sendable, Equatable {
         leaseHolder = d.decodeString(forKey: "lh") ?? ""
         leaseUntil = d.decodeInt64(forKey: "lu") ?? 0
         enqueuedAt = d.decodeInt64(forKey: "at") ?? 0
-        extra = d.decodeStringDictionary(keysKey: "xk", valuesKey: "xv")
+        var extra = d.decodeStringDictionary(keysKey: "xk", valuesKey: "xv")
+        staging = UploadStagingFieldKeys.take(from: &extra)
+        self.extra = extra
+        if let key = d.decodeBytes(forKey: "sk"), let iv = d.decodeBytes(forKey: "siv"), let padding = d.decodeBytes(forKey: "spad") {
+            secretKey = SecretKeyMaterial(key: key, iv: iv, padding: padding)
+        } else {
+            secretKey = nil
+        }
     }
 
     public func encode(_ e: PostboxEncoder) {
@@ -115,6 +129,11 @@ public struct UploadItem: PostboxCoding, Sendable, Equatable {
         e.encode(leaseHolder, forKey: "lh")
         e.encode(leaseUntil, forKey: "lu")
         e.encode(enqueuedAt, forKey: "at")
-        e.encode(extra, keysKey: "xk", valuesKey: "xv")
+        e.encode(UploadStagingFieldKeys.put(staging, into: extra), keysKey: "xk", valuesKey: "xv")
+        if let secretKey {
+            e.encode(secretKey.key, forKey: "sk")
+            e.encode(secretKey.iv, forKey: "siv")
+            e.encode(secretKey.padding, forKey: "spad")
+        }
     }
 }

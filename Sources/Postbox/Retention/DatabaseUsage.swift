@@ -8,7 +8,7 @@ public struct DatabaseUsage: Sendable {
         case dbstat
         /// Key and value bytes counted row by row (this SQLite has no `dbstat`): a lower bound.
         case estimate
-        /// A server engine's own figures (`ValueBoxSpaceMeasuring`): `bytes` on its disk,
+        /// A server engine's own figures (`ValueBoxMaintenance.usage`): `bytes` on its disk,
         /// `payload` the live rows; no pages, free pages or WAL of a file.
         case server
     }
@@ -23,6 +23,15 @@ public struct DatabaseUsage: Sendable {
         /// Key and value bytes stored.
         public var payload: Int64
         public var rows: Int64
+
+        public init(name: String, sqliteName: String, pages: Int64, bytes: Int64, payload: Int64, rows: Int64) {
+            self.name = name
+            self.sqliteName = sqliteName
+            self.pages = pages
+            self.bytes = bytes
+            self.payload = payload
+            self.rows = rows
+        }
     }
 
     public struct PeerUsage: Sendable {
@@ -57,40 +66,18 @@ extension Postbox {
     public func databaseUsage(perPeer: Bool = true) throws -> DatabaseUsage {
         try queue.sync {
             let names = Dictionary(uniqueKeysWithValues: PostboxTableId.allCases.map { ("t\($0.rawValue)", "\($0)") })
-            if sqliteValueBox == nil, let server = valueBox as? any ValueBoxSpaceMeasuring {
-                try valueBox.beginRead()
-                defer { valueBox.rollback() }
-                let tables = try server.tableSpace().map {
-                    DatabaseUsage.TableUsage(
-                        name: names[$0.name] ?? $0.name, sqliteName: $0.name, pages: 0, bytes: $0.diskBytes, payload: $0.liveBytes, rows: $0.rows)
-                }
-                return DatabaseUsage(
-                    path: path, source: .server, pageSize: 1, pageCount: tables.reduce(0) { $0 + $1.payload }, freePages: 0,
-                    fileBytes: tables.reduce(0) { $0 + $1.bytes }, walBytes: 0, tables: tables.sorted { $0.bytes > $1.bytes },
-                    peers: perPeer ? try Self.peerUsage(valueBox) : [])
+            try valueBox.beginRead()
+            defer { valueBox.rollback() }
+            let usage = try valueBox.usage()
+            let tables = usage.tables.map { table -> DatabaseUsage.TableUsage in
+                var named = table
+                named.name = names[table.sqliteName] ?? table.sqliteName
+                return named
             }
-            let vb = try sqliteBox("database usage")
-            try vb.beginRead()
-            defer { vb.rollback() }
-            var tables: [DatabaseUsage.TableUsage] = []
-            let source: DatabaseUsage.Source
-            if let space = try vb.tableSpace() {
-                source = .dbstat
-                for s in space {
-                    tables.append(.init(name: names[s.name] ?? s.name, sqliteName: s.name, pages: s.pages, bytes: s.bytes, payload: s.payload, rows: s.rows))
-                }
-            } else {
-                source = .estimate
-                for id in PostboxTableId.allCases {
-                    let (rows, bytes) = try vb.estimatedPayload(id.table)
-                    if rows > 0 { tables.append(.init(name: "\(id)", sqliteName: "t\(id.rawValue)", pages: 0, bytes: bytes, payload: bytes, rows: rows)) }
-                }
-            }
-            tables.sort { $0.bytes > $1.bytes }
             return DatabaseUsage(
-                path: path, source: source, pageSize: try vb.pageSize(), pageCount: try vb.pageCount(),
-                freePages: try vb.freePageCount(), fileBytes: fileSize() - vb.walFileBytes(), walBytes: vb.walFileBytes(),
-                tables: tables, peers: perPeer ? try Self.peerUsage(vb) : [])
+                path: path, source: usage.source, pageSize: usage.pageSize, pageCount: usage.pageCount, freePages: usage.freePages,
+                fileBytes: usage.fileBytes, walBytes: usage.walBytes, tables: tables.sorted { $0.bytes > $1.bytes },
+                peers: perPeer ? try Self.peerUsage(valueBox) : [])
         }
     }
 
@@ -108,42 +95,36 @@ extension Postbox {
 
     /// Bytes of the database in pages (free ones included), whatever the WAL still holds: the
     /// size the file has once the WAL is checkpointed. On a server engine, the bytes of the live
-    /// rows (`ValueBoxSpaceMeasuring`): what a size limit bounds there.
+    /// rows (`ValueBoxMaintenance.measuredBytes`): what a size limit bounds there.
     public func databaseBytes() throws -> Int64 {
-        try queue.sync {
-            if let vb = sqliteValueBox { return try vb.pageCount() * vb.pageSize() }
-            return try (valueBox as? any ValueBoxSpaceMeasuring)?.liveBytes() ?? 0
-        }
+        try queue.sync { try valueBox.measuredBytes() }
     }
 
     /// Free pages in the file.
-    public func freePageCount() throws -> Int64 { try queue.sync { try sqliteValueBox?.freePageCount() ?? 0 } }
+    public func freePageCount() throws -> Int64 { try queue.sync { try valueBox.freePageCount() } }
 
     /// Returns up to `pages` free pages to the file system in one short write transaction of its
     /// own (incremental auto-vacuum). Returns the pages released.
     public func reclaimFreePages(_ pages: Int) throws -> Int64 {
         if isReadOnly { throw PostboxError.readOnly(path: path) }
-        return try queue.sync { try sqliteValueBox?.incrementalVacuum(pages: pages) ?? 0 }
+        return try queue.sync { try valueBox.incrementalVacuum(pages: pages) }
     }
 
     /// Copies the WAL into the database file: `truncate` also empties the WAL file, waiting at
     /// most `maxWaitMilliseconds` for readers (else it reports busy and leaves the WAL to the
     /// next checkpoint).
     @discardableResult
-    public func checkpointWAL(truncate: Bool, maxWaitMilliseconds: Int32 = 250) throws -> SqliteValueBox.CheckpointResult {
-        try queue.sync {
-            try sqliteValueBox?.walCheckpoint(truncate: truncate, maxWaitMilliseconds: maxWaitMilliseconds)
-                ?? SqliteValueBox.CheckpointResult(busy: false, logFrames: 0, checkpointedFrames: 0)
-        }
+    public func checkpointWAL(truncate: Bool, maxWaitMilliseconds: Int32 = 250) throws -> ValueBoxCheckpoint {
+        try queue.sync { try valueBox.walCheckpoint(truncate: truncate, maxWaitMilliseconds: maxWaitMilliseconds) }
     }
 
     /// Caps the WAL file at `bytes` after each checkpoint of this connection.
     public func limitWALSize(_ bytes: Int64) throws {
-        try queue.sync { try sqliteValueBox?.setJournalSizeLimit(bytes) }
+        try queue.sync { try valueBox.setJournalSizeLimit(bytes) }
     }
 }
 
 extension Postbox {
     /// Bytes per page of the file.
-    public func pageSizeBytes() throws -> Int64 { try queue.sync { try sqliteValueBox?.pageSize() ?? 1 } }
+    public func pageSizeBytes() throws -> Int64 { try queue.sync { try valueBox.pageSize() } }
 }

@@ -694,11 +694,7 @@ extension SqliteValueBox {
 
     /// How a WAL checkpoint went: whether it could not finish (readers or a writer in the way),
     /// frames in the WAL, and frames copied into the database file.
-    public struct CheckpointResult: Sendable, Equatable {
-        public var busy: Bool
-        public var logFrames: Int64
-        public var checkpointedFrames: Int64
-    }
+    public typealias CheckpointResult = ValueBoxCheckpoint
 
     /// `PRAGMA wal_checkpoint(PASSIVE | TRUNCATE)`. TRUNCATE waits for readers and writers on the
     /// busy handler, so it runs here with the busy timeout lowered to `maxWaitMilliseconds`: a

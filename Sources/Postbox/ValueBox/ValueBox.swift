@@ -62,8 +62,9 @@ public struct ValueBoxRange: Sendable {
 ///
 /// Iteration is by closure: a visitor returns `false` (or `.stop`) to stop early, and nothing is
 /// collected into arrays. Every operation throws the store's error (busy past the timeout,
-/// disk full, corruption) instead of crashing.
-public protocol ValueBox: AnyObject {
+/// disk full, corruption) instead of crashing. Its maintenance (integrity check, checkpoint,
+/// vacuum, usage) is `ValueBoxMaintenance`, which every engine implements.
+public protocol ValueBox: ValueBoxMaintenance {
     /// Starts a write transaction (`BEGIN IMMEDIATE`: the write lock is taken now, so a second
     /// process waits on the busy timeout instead of failing at commit).
     func begin() throws

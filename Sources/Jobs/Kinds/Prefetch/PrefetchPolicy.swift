@@ -45,6 +45,9 @@ public struct PrefetchPolicy: Sendable, Equatable {
     public var concurrency: Int
     /// Bytes per second over all of this run's downloads (nil: unlimited).
     public var bandwidthLimit: Int64?
+    /// Streamable videos larger than this are prefetched as their header and this many bytes
+    /// from the start, whatever their size cap (nil: whole videos within the cap).
+    public var videoPrefix: Int64?
 
     public typealias Kind = PrefetchChatMediaJob
     public static let defaultSizeCaps: [MediaContentType: Int64] = Kind.sizeCaps.defaultValue!.mapValues(\.bytes)
@@ -56,8 +59,10 @@ public struct PrefetchPolicy: Sendable, Equatable {
         lookback: Int64 = Kind.lookback.defaultValue!.wholeSeconds,
         budget: Int64 = Kind.budget.defaultValue!.bytes,
         freeSpaceFloor: Int64 = Kind.freeSpaceFloor.defaultValue!.bytes,
-        cacheLimit: Int64? = nil, concurrency: Int = Kind.concurrency.defaultValue!, bandwidthLimit: Int64? = nil
+        cacheLimit: Int64? = nil, concurrency: Int = Kind.concurrency.defaultValue!, bandwidthLimit: Int64? = nil,
+        videoPrefix: Int64? = nil
     ) {
+        self.videoPrefix = videoPrefix
         self.categories = categories
         self.mediaTypes = mediaTypes
         self.sizeCaps = sizeCaps
@@ -80,7 +85,8 @@ public struct PrefetchPolicy: Sendable, Equatable {
             freeSpaceFloor: p[Kind.freeSpaceFloor].bytes,
             cacheLimit: p[Kind.cacheLimit]?.bytes,
             concurrency: p[Kind.concurrency],
-            bandwidthLimit: p[Kind.bandwidthLimit]?.bytes)
+            bandwidthLimit: p[Kind.bandwidthLimit]?.bytes,
+            videoPrefix: p[Kind.videoPrefix]?.bytes)
     }
 
     /// The Postbox categories of the job-file words.

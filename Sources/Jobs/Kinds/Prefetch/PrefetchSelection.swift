@@ -12,6 +12,31 @@ public struct PrefetchCandidate: Sendable {
     public var info: MediaResourceStorageInfo
     /// The message's date (for an avatar: the chat's newest message in the window).
     public var timestamp: Int32
+    /// For a streamable video prefetched as a prefix: the bytes wanted from the start (its
+    /// header comes first); nil for a whole file.
+    public var prefix: Int64? = nil
+
+    /// The bytes this candidate stands for: the prefix, or the whole file.
+    public var wantedBytes: Int64 { min(size, max(prefix ?? size, resource.headerSize)) }
+
+    /// The ranges this candidate wants held.
+    private var wanted: Range<Int64> { 0..<wantedBytes }
+
+    /// Whether `box` holds everything this candidate wants (the complete file, or the prefix).
+    public func isHeld(in box: MediaBox) -> Bool {
+        guard let held = box.heldRanges(resource.id, location: info.location) else { return false }
+        if let size = held.size, held.ranges.contains(0..<size) { return true }  // complete
+        return held.ranges.contains(wanted)
+    }
+
+    /// The wanted bytes `box` does not hold yet.
+    public func missingBytes(in box: MediaBox) -> Int64 {
+        guard let held = box.heldRanges(resource.id, location: info.location) else { return wantedBytes }
+        if let size = held.size, held.ranges.contains(0..<size) { return 0 }  // complete
+        var inWanted = held.ranges
+        inWanted.remove(wanted.upperBound..<Int64.max)
+        return max(0, wantedBytes - inWanted.totalBytes)
+    }
 
     public var resourceId: String { resource.id.stringRepresentation }
     public var contentType: MediaContentType { info.contentType }
@@ -106,15 +131,15 @@ public struct PrefetchSelection: Sendable {
         return out
     }
 
-    /// Moves the candidates `isCached` reports complete to `alreadyCached` (call outside the
-    /// Postbox transaction: it may touch the file system).
-    public func removingCached(_ isCached: (String) -> Bool) -> PrefetchSelection {
+    /// Moves the candidates `isCached` reports held (complete, or their prefix) to
+    /// `alreadyCached` (call outside the Postbox transaction: it may touch the file system).
+    public func removingCached(_ isCached: (PrefetchCandidate) -> Bool) -> PrefetchSelection {
         var out = self
         out.candidates = []
         for c in candidates {
-            if isCached(c.resourceId) {
+            if isCached(c) {
                 out.alreadyCached += 1
-                out.alreadyCachedBytes += c.size
+                out.alreadyCachedBytes += c.wantedBytes
             } else {
                 out.candidates.append(c)
             }
@@ -146,7 +171,10 @@ public struct PrefetchSelection: Sendable {
         for file in files {
             let type = media is CloudAvatarMedia ? MediaContentType.avatar : file.contentType
             guard type != .other, policy.mediaTypes.contains(type) else { skips.mediaType += 1; continue }
-            if let cap = policy.cap(type), file.size > cap { skips.sizeCap += 1; continue }
+            // A streamable video larger than the prefix: its prefix, whatever its size cap.
+            var prefix: Int64?
+            if type == .video, ((media as? CloudDocumentMedia)?.headerSize ?? 0) > 0, let p = policy.videoPrefix, file.size > p { prefix = p }
+            if prefix == nil, let cap = policy.cap(type), file.size > cap { skips.sizeCap += 1; continue }
             guard seen.insert(file.resourceId).inserted else { continue }
             var reference: Data?
             if let record = try tx.mediaReferences.get(file.resourceId) {
@@ -157,7 +185,7 @@ public struct PrefetchSelection: Sendable {
             guard let resource = resources.first(where: { $0.id.stringRepresentation == file.resourceId }) else { continue }
             var info = base
             info.contentType = type
-            candidates.append(PrefetchCandidate(resource: resource, size: file.size, info: info, timestamp: timestamp))
+            candidates.append(PrefetchCandidate(resource: resource, size: file.size, info: info, timestamp: timestamp, prefix: prefix))
         }
     }
 

@@ -9,10 +9,14 @@ enum HistoryRetentionRun {
         let engine = HistoryRetention(postbox: account.postbox, policy: policy, inUse: inUse)
         let report = try await engine.runDetached()
 
-        // Staged copies of pruned items: only inside this account's uploads directory.
-        let uploads = account.paths.uploads.path + "/"
+        // Staged copies of pruned items: only files directly in this account's uploads
+        // directory, removed beneath its descriptor (a link there is removed, never followed).
+        let prefix = account.paths.uploads.path + "/"
         var stagedRemoved: Int64 = 0
-        for path in report.prunedStagedFiles where path.hasPrefix(uploads) && unlink(path) == 0 { stagedRemoved += 1 }
+        let staged = report.prunedStagedFiles.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
+        if !staged.isEmpty, let uploads = try? account.paths.uploadsDirectory(create: false) {
+            for name in staged where !name.contains("/") && (try? uploads.removeFile(name)) == true { stagedRemoved += 1 }
+        }
 
         var counters = RetentionReporting.counters(report)
         counters["staged_files_removed"] = stagedRemoved

@@ -1,0 +1,149 @@
+import ArgumentParser
+import CloudCore
+import CloudProtocol
+import CloudServer
+import Foundation
+import MediaBox
+
+/// `jobrun-bench video-prefix`: header-first prefixes of streamable videos into a MediaBox
+/// against curl range requests for the same prefixes from the same cloud, and the time to a
+/// video's header at maximum priority while a large file downloads in the background.
+struct VideoPrefixBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "video-prefix",
+        abstract: "Video prefixes (MediaBox ranged fetch, header first) vs curl -r; header time under a background fetch.")
+
+    @Option(help: "Streamable videos in the set.") var videos = 200
+    @Option(help: "Prefix fetched of each video, MiB.") var prefixMib = 2
+    @Option(help: "Size of the background file, MB (0 skips the header-time measure).") var backgroundMb = 1000
+    @Option(help: "Files fetched in parallel (the product's tasks, curl's --parallel-max).") var parallel = 16
+
+    func run() throws {
+        let options = self
+        let outcome = BlockingResult()
+        Task {
+            do {
+                try await options.measure()
+                outcome.set(nil)
+            } catch {
+                outcome.set("\(error)")
+            }
+        }
+        if let failure = outcome.wait() { throw ValidationError("video-prefix benchmark failed: \(failure)") }
+    }
+
+    private func measure() async throws {
+        let prefix = Int64(prefixMib) << 20
+        var c = CloudServerConfig()
+        c.seed = 11
+        c.dcCount = 2
+        c.dataset.peers = 1
+        c.dataset.messagesPerPeer = 1
+        c.dataset.bigFiles = backgroundMb > 0 ? [Int64(backgroundMb) * 1_000_000] : []
+        // 3 to 8 MB, spread evenly: every video is larger than the prefix.
+        c.dataset.benchVideos = (0..<videos).map { 3_000_000 + Int64($0) * 5_000_000 / Int64(max(1, videos)) }
+        c.partHashesAtStart = true
+        let server = try await CloudServer.start(c)
+        defer { Task { await server.stop() } }
+        let dcURLs = server.dcURLs.map(\.absoluteString)
+        let transport = try CurlTransport()
+        while true {
+            struct Status: Decodable { let pending: Int }
+            let r = try await transport.get(dcURLs[0] + "/admin/part-hashes")
+            if try JSONDecoder().decode(Status.self, from: r.body).pending == 0 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let docs = try await BenchAPI(transport: transport, base: dcURLs[0]).benchDocuments()
+        let set = docs.filter { ($0.headerSize ?? 0) > 0 }
+        let background = docs.first { $0.size == Int64(backgroundMb) * 1_000_000 }
+        print("set: \(set.count) streamable videos, \(prefixMib) MiB prefix each; \(parallel) in parallel")
+        let work = NSTemporaryDirectory() + "jobrun-bench-video-prefix-\(getpid())"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { WorkDirectory.remove(work) }
+        var datacenters: [Int: String] = [:]
+        for (i, u) in dcURLs.enumerated() { datacenters[i + 1] = u }
+        let fetcher = MultipartFetch(transport: transport, configuration: MultipartFetchConfiguration(datacenters: datacenters))
+
+        // The product: ranged fetches into a MediaBox, header first.
+        let box = try MediaBox(basePath: work + "/media", fetcher: fetcher)
+        settleDisk()
+        let start = DispatchTime.now().uptimeNanoseconds
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var next = 0
+            func add() {
+                guard next < set.count else { return }
+                let resource = CloudDocumentMediaResource(document: set[next], reference: .standalone)
+                next += 1
+                group.addTask { _ = try await box.fetch(resource, info: MediaResourceStorageInfo(), ranges: [0..<prefix], priority: .default) }
+            }
+            for _ in 0..<parallel { add() }
+            while try await group.next() != nil { add() }
+        }
+        let product = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        for d in set {
+            let held = try required(box.heldRanges(CloudDocumentMediaResource(document: d, reference: .standalone).id), "\(d.id)")
+            guard held.ranges.contains(0..<prefix) else { throw BenchError("video \(d.id): prefix not held: \(held.ranges)") }
+        }
+
+        // curl: the same prefixes with range requests from the plain route.
+        let out = work + "/curl"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let cfg = work + "/curl.cfg"
+        try set.map { "url = \"\(dcURLs[($0.dcId - 1) % dcURLs.count])/plain/\($0.id)\"\noutput = \"\($0.id)\"" }.joined(separator: "\n")
+            .appending("\n").write(toFile: cfg, atomically: true, encoding: .utf8)
+        settleDisk()
+        let curlStart = DispatchTime.now().uptimeNanoseconds
+        try runPeerTool(["curl", "-s", "--parallel", "--parallel-max", "\(parallel)", "-r", "0-\(prefix - 1)", "--output-dir", out, "-K", cfg])
+        let curl = Double(DispatchTime.now().uptimeNanoseconds - curlStart) / 1e9
+        let curlFiles = try FileManager.default.contentsOfDirectory(atPath: out)
+        guard curlFiles.count == set.count,
+            try curlFiles.allSatisfy({ try FileManager.default.attributesOfItem(atPath: out + "/" + $0)[.size] as? Int64 == prefix })
+        else {
+            throw BenchError("curl fetched \(curlFiles.count) of \(set.count) prefixes")
+        }
+        let mb = Double(Int64(set.count) * prefix) / 1e6
+        print("MediaBox ranged fetch (header first): \(fmt(product)) s, \(fmt(mb / product, 0)) MB/s")
+        print("curl --parallel-max \(parallel) -r 0-\(prefix - 1): \(fmt(curl)) s, \(fmt(mb / curl, 0)) MB/s")
+        print("aria2c: no byte-range option (it always fetches whole files), so it cannot fetch prefixes: not compared")
+        BenchRatios.record(
+            "video-prefix", "\(set.count) videos × \(prefixMib) MiB prefix", product: fmt(mb / product, 0) + " MB/s",
+            peer: fmt(mb / curl, 0) + " MB/s curl -r", ratio: curl / product, target: 1)
+
+        // Header time: a maximum-priority header while a large file downloads, against idle.
+        // Medians of five headers each (other videos than the prefix set's: nothing cached).
+        let samples = 5
+        guard let background, set.count >= 2 * samples else { return }
+        func headerSeconds(_ d: Document, in box: MediaBox) async throws -> Double {
+            let resource = CloudDocumentMediaResource(document: d, reference: .standalone)
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            _ = try await box.fetch(resource, info: MediaResourceStorageInfo(), ranges: [0..<resource.headerSize], priority: .maximum)
+            return Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
+        }
+        let fresh = try MediaBox(basePath: work + "/media-header", fetcher: fetcher)
+        func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
+        var idleTimes: [Double] = []
+        for d in set.prefix(samples) { idleTimes.append(try await headerSeconds(d, in: fresh)) }
+        let idle = median(idleTimes)
+        let big = CloudDocumentMediaResource(document: background, reference: .standalone)
+        let running = Task { try await fresh.fetch(big, info: MediaResourceStorageInfo()) }
+        while (fresh.heldRanges(big.id)?.ranges.totalBytes ?? 0) < 50_000_000 { try await Task.sleep(for: .milliseconds(20)) }
+        var busyTimes: [Double] = []
+        for d in set.dropFirst(samples).prefix(samples) { busyTimes.append(try await headerSeconds(d, in: fresh)) }
+        let busy = median(busyTimes)
+        let stillRunning = (fresh.heldRanges(big.id)?.ranges.totalBytes ?? 0) < background.size
+        running.cancel()
+        _ = try? await running.value
+        print(
+            "header at maximum priority (median of \(samples)): idle \(fmt(idle * 1000, 1)) ms, during a \(backgroundMb) MB background fetch \(fmt(busy * 1000, 1)) ms"
+                + (stillRunning ? "" : " (the background fetch had finished: not a valid measure)"))
+        BenchRatios.record(
+            "video-prefix", "time to a header during a \(backgroundMb) MB fetch (target < 2× idle)", product: fmt(busy * 1000, 1) + " ms",
+            peer: fmt(idle * 1000, 1) + " ms idle", ratio: 2 * idle / busy, target: 1)
+    }
+}
+
+/// A value or a benchmark error naming what was missing.
+private func required<T>(_ value: T?, _ what: String) throws -> T {
+    guard let value else { throw BenchError("missing: \(what)") }
+    return value
+}
