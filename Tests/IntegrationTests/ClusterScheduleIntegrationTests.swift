@@ -151,7 +151,7 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         // A lease far longer than the hand-over may take: only the item handed back (and the
         // news of it) lets the other host run it so soon.
         let lease = 60
-        let hosts = try (0..<2).map { _ in try host(server, database: database, leaseSeconds: lease) }
+        let hosts = try hosts(2, server, database: database, leaseSeconds: lease)
         for h in hosts { try writeEveryMinuteJob(h, accounts: [0]) }
         let stopping = try hosts[0].start(["schedule"], failpoints: "after-start-record=sleep(120000)")
         defer { stopping.signal(SIGKILL) }
@@ -162,7 +162,7 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
             Thread.sleep(forTimeInterval: 0.2)
         }
         let claim = try XCTUnwrap(held, "the first host claimed the item: \(stopping.stderr)")
-        while Date() < deadline, !runs(server, database: database, account: 0).contains(where: { $0.pid == stopping.pid }) {
+        while Date() < deadline, !runs(server, database: database, account: 0, readBy: hosts[0]).contains(where: { $0.pid == stopping.pid }) {
             Thread.sleep(forTimeInterval: 0.1)
         }
         // The second host starts with the item held: it has nothing to do until it is handed over.
@@ -189,13 +189,13 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         XCTAssertTrue(events(hosts[1], "scheduler.took_over").isEmpty, "handed back, not taken over from an expired lease")
 
         while Date() < signalled.addingTimeInterval(60),
-            !runs(server, database: database, account: 0).contains(where: { $0.pid == taking.pid && $0.outcome == .succeeded })
+            !runs(server, database: database, account: 0, readBy: hosts[0]).contains(where: { $0.pid == taking.pid && $0.outcome == .succeeded })
         {
             Thread.sleep(forTimeInterval: 0.2)
         }
         taking.signal(SIGTERM)
         XCTAssertEqual(taking.wait(timeout: 60), 0, taking.stderr)
-        let recorded = runs(server, database: database, account: 0)
+        let recorded = runs(server, database: database, account: 0, readBy: hosts[0])
         XCTAssertEqual(recorded.first { $0.pid == stopping.pid }?.outcome, .cancelled, "the stopped host's run ended as cancelled: \(recorded)")
         XCTAssertTrue(
             recorded.contains { $0.pid == taking.pid && $0.outcome == .succeeded && $0.fireAt == recorded.first { $0.pid == stopping.pid }?.fireAt },
