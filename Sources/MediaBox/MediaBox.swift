@@ -187,7 +187,10 @@ public final class MediaBox: Sendable {
         let result = try await coordinator.run(key, ranges: ranges, priority: priority, headerSize: resource.headerSize) { [self] demand in
             let (data, fetched) = try await self.performFetch(resource, info: info, key: key, paths: paths, fetcher: fetcher, demand: demand)
             // After the partial file's lock is released: the complete file is immutable.
-            if fetched, data.complete { await fetcher.fetchCompleted(resource, data: data) }
+            if fetched, data.complete, let reader = try? self.openForReading(resource.id, location: info.location, touch: false) {
+                await fetcher.fetchCompleted(resource, reader: reader)
+                reader.close()
+            }
             return data
         }
         if let result { return result }

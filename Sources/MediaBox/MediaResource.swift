@@ -108,15 +108,17 @@ public struct MediaResourceFetchRequest: Sendable {
 public protocol MediaResourceFetcher: Sendable {
     func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error>
 
-    /// Called once MediaBox has completed `resource` from this fetcher's bytes: `data` is the
-    /// complete file, checked against the size and synced like every completed resource. A
-    /// fetch that ends incomplete, or a resource another process completed, never calls it.
-    /// The fetch's callers wait for it; it cannot fail the fetch. Default: nothing.
-    func fetchCompleted(_ resource: any MediaResource, data: MediaResourceData) async
+    /// Called once MediaBox has completed `resource` from this fetcher's bytes: `reader` is the
+    /// complete file, checked against the size and synced like every completed resource, opened
+    /// beneath the cache's folder and holding a shared lock (cleanup leaves it alone) until the
+    /// call returns, when MediaBox closes it. A fetch that ends incomplete, or a resource another
+    /// process completed, never calls it. The fetch's callers wait for it; it cannot fail the
+    /// fetch. Default: nothing.
+    func fetchCompleted(_ resource: any MediaResource, reader: MediaResourceReader) async
 }
 
 extension MediaResourceFetcher {
-    public func fetchCompleted(_ resource: any MediaResource, data: MediaResourceData) async {}
+    public func fetchCompleted(_ resource: any MediaResource, reader: MediaResourceReader) async {}
 }
 
 /// A fetcher made from a closure.

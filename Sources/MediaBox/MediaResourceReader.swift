@@ -32,6 +32,14 @@ public final class MediaResourceReader: @unchecked Sendable {
     /// The whole file.
     public func readAll() throws -> Data { try read(offset: 0, count: Int(size)) }
 
+    /// The open descriptor, for a reader that needs it (an upload with `pread`). It stays this
+    /// reader's: valid until `close()`, never to be closed by the caller.
+    public var descriptor: Int32 {
+        lock.lock()
+        defer { lock.unlock() }
+        return fd
+    }
+
     public var data: MediaResourceData { MediaResourceData(path: path, offset: 0, size: size, complete: true) }
 
     /// Releases the lock.

@@ -57,6 +57,9 @@ func checkoutDirectory() -> String? {
     return nil
 }
 
+/// The size of the file at `path` in bytes (0 when there is none).
+func fileBytes(_ path: String) -> Int64 { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? 0 }
+
 /// Peak resident set size of this process so far, in MiB (Linux reports ru_maxrss in KiB).
 func peakRSSMiB() -> Double {
     var usage = rusage()

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Jobs
+import ServerFixtures
 
 /// `jobrun-bench`: each benchmark prints its figures next to a peer measured in the same run.
 @main
@@ -11,7 +12,7 @@ struct JobrunBench: ParsableCommand {
         subcommands: [
             PostboxBench.self, NoopRunBench.self, CleanupBench.self, DownloadBench.self, UploadBench.self, RevalidateBench.self, RetentionBench.self,
             RetentionPassCommand.self, RepresentationsBench.self, RepresentationsPassCommand.self, FuzzBench.self, S3Bench.self, ClusterBench.self,
-            QueueDrainCommand.self, VideoPrefixBench.self, AllBench.self,
+            QueueDrainCommand.self, VideoPrefixBench.self, EncryptBench.self, EncryptPassCommand.self, AllBench.self,
         ]
     )
 }
@@ -23,21 +24,38 @@ struct PostboxBench: ParsableCommand {
     @Option(help: "Point reads.") var reads = 100_000
     @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-postbox"
     @Option(help: "Store: sqlite, or postgres (then also the SQLite figures, same sizes).") var store = "sqlite"
-    @Flag(help: "Also the encrypted Postbox against the plain one and raw SQLite, and opening with a raw key.") var encrypted = false
-    @Option(help: "PostgreSQL server for --store postgres (postgresql://user@host/db or postgresql:///db?host=/socket/dir).")
+    @Flag(
+        help:
+            "Also the encrypted Postbox against the plain one and raw SQLite, and opening with a raw key (with --store postgres: sealed values against clear ones)."
+    )
+    var encrypted = false
+    @Option(
+        help:
+            "PostgreSQL server for --store postgres (postgresql://user@host/db or postgresql:///db?host=/socket/dir); without one, a server of its own is started."
+    )
     var postgresUrl: String?
+    @Flag(help: "With --store postgres: only the PostgreSQL figures.") var postgresOnly = false
 
     func run() throws {
         defer { WorkDirectory.remove(workDir) }
         if store == "postgres" {
-            guard let url = postgresUrl ?? ProcessInfo.processInfo.environment[PostgresClusterConfig.urlVariable] else {
-                throw ValidationError("--store postgres needs --postgres-url or \(PostgresClusterConfig.urlVariable)")
-            }
             try FileManager.default.createDirectory(atPath: workDir, withIntermediateDirectories: true)
+            var server: PostgresServer?
+            defer { server?.stop() }
+            let url: String
+            if let given = postgresUrl ?? ProcessInfo.processInfo.environment[PostgresClusterConfig.urlVariable] {
+                url = given
+            } else {
+                let started = try PostgresServer()
+                server = started
+                url = "postgresql:///\(try started.createDatabase("bench_postbox"))?host=\(started.socketDirectory)&port=\(started.port)&user=\(started.user)"
+            }
             guard let pg = try ClusterConfig.load(root: DataRoot(path: workDir), environment: [PostgresClusterConfig.urlVariable: url]).postgres else {
                 throw ValidationError("--postgres-url: not a PostgreSQL URL")
             }
-            try PostgresPostboxBenchmark(messages: messages, smallTransactions: transactions, reads: reads, endpoint: try pg.endpoint()).run()
+            try PostgresPostboxBenchmark(messages: messages, smallTransactions: transactions, reads: reads, endpoint: try pg.endpoint(), sealed: encrypted)
+                .run()
+            if postgresOnly { return }
         } else if store != "sqlite" {
             throw ValidationError("--store must be sqlite or postgres")
         }

@@ -44,7 +44,7 @@ struct PostboxBenchmark {
     }
 
     private func fileMiB(_ path: String) -> String {
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? 0
+        let size = fileBytes(path)
         return fmt(Double(size) / 1_048_576, 1)
     }
 
@@ -72,7 +72,8 @@ final class RawStore {
         db = handle
         sqlite3_busy_timeout(db, 60_000)
         for sql in [
-            "PRAGMA auto_vacuum=INCREMENTAL", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA cache_size=-16384", "PRAGMA temp_store=MEMORY",
+            "PRAGMA auto_vacuum=INCREMENTAL", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA cache_size=-\(SqliteValueBox.pageCacheKiB)",
+            "PRAGMA temp_store=MEMORY",
             "CREATE TABLE t1 (key INTEGER PRIMARY KEY, value BLOB)",
             "CREATE TABLE t2 (key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID",
             "CREATE TABLE t3 (key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID",

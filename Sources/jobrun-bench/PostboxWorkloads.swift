@@ -33,6 +33,12 @@ struct PostboxWorkloads {
         var postbox: Double
     }
 
+    /// Each workload's faster time on each side, of the rounds `earlier` (none yet when empty)
+    /// and `round`.
+    static func faster(_ earlier: [Timing], _ round: [Timing]) -> [Timing] {
+        earlier.isEmpty ? round : zip(earlier, round).map { .init(name: $0.name, ops: $0.ops, raw: min($0.raw, $1.raw), postbox: min($0.postbox, $1.postbox)) }
+    }
+
     func run(raw: some RawPostboxPeer, postbox: Postbox, peerFirst: Bool = true) throws -> [Timing] {
         try run(raw: raw, product: PostboxSide(postbox: postbox), peerFirst: peerFirst)
     }

@@ -13,8 +13,19 @@ struct PostgresPostboxBenchmark {
     var reads: Int
     var peers = 10
     var endpoint: PostgresEndpoint
+    /// Also Postbox with every value sealed (`ValueCipher`, as on an encrypted root) against
+    /// Postbox with values in clear.
+    var sealed = false
+
+    /// Sealed values' time over clear ones', at most.
+    static let sealedTarget = 1.15
 
     func run() throws {
+        try runAgainstRaw()
+        if sealed { try runSealedAgainstClear() }
+    }
+
+    private func runAgainstRaw() throws {
         try PostgresValueBox.dropStore(endpoint: endpoint, schema: "bench_postbox")
         try PostgresValueBox.dropStore(endpoint: endpoint, schema: "bench_raw")
         defer {
@@ -29,6 +40,38 @@ struct PostgresPostboxBenchmark {
         let postbox = try Postbox(valueBox: PostgresValueBox(endpoint: endpoint, schema: "bench_postbox"), name: "postgres:bench_postbox")
         let workloads = PostboxWorkloads(messages: messages, smallTransactions: smallTransactions, reads: reads, peers: peers)
         for w in try workloads.run(raw: raw, postbox: postbox) { table.add(row(w.name, w.ops, w.raw, w.postbox)) }
+        table.print()
+    }
+
+    /// The same workloads on two Postbox stores of the server, one sealing its values under a
+    /// root key and one keeping them in clear: two rounds on new schemas, in both orders, each
+    /// side's faster round reported.
+    private func runSealedAgainstClear() throws {
+        let schemas = ["bench_clear", "bench_sealed"]
+        defer { for schema in schemas { try? PostgresValueBox.dropStore(endpoint: endpoint, schema: schema) } }
+        let cipher = try ValueCipher(storeKey: StoreKey.random())
+        let workloads = PostboxWorkloads(messages: messages, smallTransactions: smallTransactions, reads: reads, peers: peers)
+        var best: [PostboxWorkloads.Timing] = []
+        for round in 0..<2 {
+            for schema in schemas { try PostgresValueBox.dropStore(endpoint: endpoint, schema: schema) }
+            let clear = try Postbox(valueBox: PostgresValueBox(endpoint: endpoint, schema: schemas[0]), name: "postgres:" + schemas[0])
+            let sealedBox = try Postbox(valueBox: PostgresValueBox(endpoint: endpoint, schema: schemas[1], cipher: cipher), name: "postgres:" + schemas[1])
+            let timings = try workloads.run(raw: PostboxSide(postbox: clear), product: PostboxSide(postbox: sealedBox), peerFirst: round == 0)
+            best = PostboxWorkloads.faster(best, timings)
+        }
+        var table = BenchTable(
+            title: "Postbox on PostgreSQL: values sealed (AES-256-GCM, a fresh nonce per value) vs in clear (\(endpoint))",
+            columns: ["workload", "clear (ops/s)", "sealed (ops/s)", "sealed/clear time", "target"])
+        for w in best {
+            let ratio = w.postbox / w.raw
+            BenchRatios.record(
+                "postbox-postgres-sealed", w.name, product: fmt(Double(w.ops) / w.postbox, 0) + " ops/s sealed",
+                peer: fmt(Double(w.ops) / w.raw, 0) + " ops/s clear", ratio: w.raw / w.postbox, target: 1 / Self.sealedTarget)
+            table.add([
+                w.name, fmt(Double(w.ops) / w.raw, 0), fmt(Double(w.ops) / w.postbox, 0), fmt(ratio) + "×",
+                ratio <= Self.sealedTarget ? "≤\(fmt(Self.sealedTarget))× ok" : "≤\(fmt(Self.sealedTarget))× MISSED",
+            ])
+        }
         table.print()
     }
 

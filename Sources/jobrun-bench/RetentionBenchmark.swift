@@ -196,7 +196,7 @@ struct RetentionBenchmark {
         return (Pass(seconds: s, removed: r, rss: m), longest, writes)
     }
 
-    static func size(_ path: String) -> Int64 { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? 0 }
+    static func size(_ path: String) -> Int64 { fileBytes(path) }
 
     /// A closed store: the database file and its WAL (a small WAL keeps the last commits).
     static func copy(_ from: String, _ to: String) throws {
@@ -265,7 +265,7 @@ final class RawRetention {
         }
         db = handle
         sqlite3_busy_timeout(db, 60_000)
-        try exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY")
+        try exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-\(SqliteValueBox.pageCacheKiB); PRAGMA temp_store=MEMORY")
     }
 
     deinit { sqlite3_close_v2(db) }

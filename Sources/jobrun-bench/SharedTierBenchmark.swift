@@ -43,8 +43,9 @@ private func sharedTierBody(s3: S3Client, cloud: BenchCloud, largeBytes: Int64, 
     }
     let publishSeconds = try await measureAsync {
         try await forEachConcurrently(resources, limit: concurrency) { r in
-            guard let data = hostA.resourceData(r.id), data.complete else { throw BenchError("\(r.id) is not complete on host A") }
-            try await tier.publish(r.id, file: data)
+            guard let reader = try hostA.openForReading(r.id, touch: false) else { throw BenchError("\(r.id) is not complete on host A") }
+            defer { reader.close() }
+            try await tier.publish(r.id, file: reader)
         }
     }
 

@@ -27,13 +27,14 @@ final class SharedMediaTierCleanupTests: XCTestCase {
         // inside the grace window.
         let ages: [Int64] = [100 * 3600, 60 * 3600, 10 * 3600, 9 * 3600, 8 * 3600, 60]
         var entries: [SharedMediaTierEntry] = []
+        let box = try MediaBox(basePath: dir.file("media"))
         for i in 0..<6 {
-            let path = dir.file("file\(i)")
+            let id = MediaResourceId("telegram-cloud-document-1-\(100 + i)")
             let bytes = Data((0..<(1000 * (i + 1))).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) })
-            try bytes.write(to: URL(fileURLWithPath: path))
-            var entry = try await tier.publish(
-                MediaResourceId("telegram-cloud-document-1-\(100 + i)"),
-                file: MediaResourceData(path: path, offset: 0, size: Int64(bytes.count), complete: true))
+            try box.store(bytes, id: id, info: MediaResourceStorageInfo())
+            let reader = try XCTUnwrap(try box.openForReading(id, touch: false))
+            defer { reader.close() }
+            var entry = try await tier.publish(id, file: reader)
             XCTAssertEqual(entry.sha256, SHA256.hash(bytes).hexString)
             XCTAssertEqual(entry.writerHost, "host-a")
             entry.lastUsedAt = Self.now - ages[i]

@@ -104,14 +104,19 @@ final class TransferProgressTests: XCTestCase {
             func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error> {
                 AsyncThrowingStream { $0.finish() }
             }
-            func fetchCompleted(_ resource: any MediaResource, data: MediaResourceData) async { completed.append(data.path) }
+            func fetchCompleted(_ resource: any MediaResource, reader: MediaResourceReader) async { completed.append(reader.path) }
         }
         let log = JobLogger(sink: try LogSink(configuration: .init(directory: nil, process: "t", console: .off)))
         let inner = Recording()
         let counting = ProgressCountingFetcher(inner, progress: TransferProgress(label: "prefetch", totalFiles: 1, totalBytes: 1, log: log, mode: .off))
-        await counting.fetchCompleted(
-            SimpleMediaResource(id: MediaResourceId("done"), size: 1), data: MediaResourceData(path: "/cache/done", offset: 0, size: 1, complete: true))
-        XCTAssertEqual(inner.completed, ["/cache/done"])
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("completion-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let box = try MediaBox(basePath: folder)
+        let stored = try box.store(Data([7]), id: MediaResourceId("done"), info: MediaResourceStorageInfo())
+        let reader = try XCTUnwrap(try box.openForReading(MediaResourceId("done"), touch: false))
+        defer { reader.close() }
+        await counting.fetchCompleted(SimpleMediaResource(id: MediaResourceId("done"), size: 1), reader: reader)
+        XCTAssertEqual(inner.completed, [stored.path])
     }
 
     /// `upload-queue` counts an item's bytes as its parts are acknowledged: the prefix acknowledged

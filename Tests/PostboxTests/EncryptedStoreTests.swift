@@ -188,6 +188,38 @@ final class EncryptedStoreTests: XCTestCase {
         XCTAssertEqual(try box.integrityCheck(), ["ok"])
     }
 
+    /// A checkpoint copies a frame's ciphertext without decrypting it, as SQLCipher does: a frame
+    /// changed on disk after it was written is copied as it is, and the page then fails its HMAC
+    /// when it is read from the database file, naming that file and the page; its bytes are
+    /// never returned.
+    func testAFrameChangedBeforeItsCheckpointFailsWhenReadFromTheDatabase() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("db.sqlite")
+        let key = StoreKey.random()
+        let rows = ValueBoxTable(id: 100, keyType: .int64)
+        let box = try SqliteValueBox(path: path, options: .init(key: key))
+        try box.begin()
+        for i in 0..<500 { try box.set(rows, key: ValueBoxKey(Int64(i)), value: Data(repeating: 7, count: 100)) }
+        try box.commit()
+        let wal = try XCTUnwrap(FileManager.default.contents(atPath: path + "-wal"))
+        var frames: [Int: Int] = [:]  // page → offset of its newest frame
+        for offset in stride(from: 32, to: wal.count - 4119, by: 4120) { frames[wal[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }] = offset }
+        let page = try XCTUnwrap(frames.keys.filter { $0 > 2 }.max())
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path + "-wal"))
+        try handle.seek(toOffset: UInt64(frames[page]! + 24 + 200))
+        let original = try XCTUnwrap(handle.read(upToCount: 1))[0]
+        try handle.seek(toOffset: UInt64(frames[page]! + 24 + 200))
+        try handle.write(contentsOf: Data([original ^ 0x01]))
+        try handle.close()
+        XCTAssertFalse(try box.walCheckpoint(truncate: true).busy)
+        box.close()
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int, 0, "every frame is in the database file")
+        let reopened = try SqliteValueBox(path: path, options: .init(key: key))
+        XCTAssertThrowsError(try reopened.integrityCheck()) {
+            XCTAssertEqual($0 as? PostboxError, .pageAuthenticationFailed(path: path, page: Int64(page)))
+        }
+    }
+
     /// The WAL after a kill: a child commits transactions and is killed; the store opens with
     /// every commit.
     func testCommitsInTheWALSurviveAKill() throws {

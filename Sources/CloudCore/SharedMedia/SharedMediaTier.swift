@@ -144,15 +144,16 @@ public struct SharedMediaTier: Sendable {
 
     // MARK: publishing
 
-    /// Uploads the complete file of `id` (one PUT below the multipart threshold, a resumable
-    /// multipart upload above it) and then indexes it. Returns the entry written.
+    /// Uploads the complete file of `id`, read through the open `file` MediaBox handed over (one
+    /// PUT below the multipart threshold, a resumable multipart upload above it), and then
+    /// indexes it. No name is opened again, so a link planted at the cache's name changes
+    /// nothing. Returns the entry written.
     @discardableResult
-    public func publish(_ id: MediaResourceId, file: MediaResourceData) async throws -> SharedMediaTierEntry {
-        guard file.complete else { throw SharedMediaTierReadError.local("only complete resources are published") }
+    public func publish(_ id: MediaResourceId, file: MediaResourceReader) async throws -> SharedMediaTierEntry {
         let key = objectKey(id)
         let journal = S3UploadJournal.Location(".tier-publish-" + String(key.suffix(32)) + ".journal", in: try scratchFolder())
         let upload = S3FileUpload(client: client, partSize: partSize, multipartThreshold: partSize * 2)
-        let result = try await upload.upload(file: file.path, to: key, journal: journal)
+        let result = try await upload.upload(descriptor: file.descriptor, to: key, journal: journal)
         guard result.size == file.size else {
             throw SharedMediaTierReadError.local("the file changed while it was published (\(result.size) bytes, expected \(file.size))")
         }

@@ -16,7 +16,7 @@ import Synchronization
 /// ranges are delivered. A missing or mismatching object drops the index entry and the resource
 /// comes from the cloud; so does everything when the index or the bucket cannot be reached.
 /// A resource completed from the cloud is published once MediaBox has completed and checked it
-/// (``fetchCompleted(_:data:)``); a publish failure is reported to `observer` and never fails
+/// (``fetchCompleted(_:reader:)``); a publish failure is reported to `observer` and never fails
 /// the fetch.
 public final class SharedTierFetcher: MediaResourceFetcher {
     public let tier: SharedMediaTier
@@ -37,12 +37,12 @@ public final class SharedTierFetcher: MediaResourceFetcher {
         return AsyncThrowingStream(unfolding: { try await read.next() })
     }
 
-    public func fetchCompleted(_ resource: any MediaResource, data: MediaResourceData) async {
-        await cloud.fetchCompleted(resource, data: data)
+    public func fetchCompleted(_ resource: any MediaResource, reader: MediaResourceReader) async {
+        await cloud.fetchCompleted(resource, reader: reader)
         let id = resource.id
         guard fromCloud.withLock({ $0.remove(id) }) != nil else { return }
         do {
-            let entry = try await tier.publish(id, file: data)
+            let entry = try await tier.publish(id, file: reader)
             observer(.published(id, bytes: entry.size))
         } catch {
             observer(.publishFailed(id, reason: "\(error)"))

@@ -103,7 +103,7 @@ struct AccountFetcher: MediaResourceFetcher {
         }
     }
 
-    func fetchCompleted(_ resource: any MediaResource, data: MediaResourceData) async {
-        await (try? cloud.mediaFetcher())?.fetchCompleted(resource, data: data)
+    func fetchCompleted(_ resource: any MediaResource, reader: MediaResourceReader) async {
+        await (try? cloud.mediaFetcher())?.fetchCompleted(resource, reader: reader)
     }
 }

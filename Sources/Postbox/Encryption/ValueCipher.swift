@@ -17,11 +17,46 @@ public struct ValueCipher: Sendable {
     static let tagSize = 16
     static let info = Array("jobrun postgres values v1".utf8)
 
-    private let key: [UInt8]
+    /// The key's two AES-256-GCM contexts, keyed once.
+    private let contexts: Contexts
+
+    /// AES-256-GCM, fetched from libcrypto's provider once: naming it `EVP_aes_256_gcm()` made
+    /// libcrypto look the implementation up again for every value.
+    nonisolated(unsafe) private static let gcm: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil)
+
+    /// A sealing and an opening context keyed once: each value only sets its nonce, so no value
+    /// allocates a context or expands the key again (which cost about as much as opening a
+    /// short value). One value at a time uses them.
+    private final class Contexts: @unchecked Sendable {
+        let lock = NSLock()
+        let sealer: OpaquePointer
+        let opener: OpaquePointer
+
+        init?(key: [UInt8]) {
+            guard let sealer = EVP_CIPHER_CTX_new() else { return nil }
+            guard let opener = EVP_CIPHER_CTX_new() else {
+                EVP_CIPHER_CTX_free(sealer)
+                return nil
+            }
+            self.sealer = sealer
+            self.opener = opener
+            let cipher = ValueCipher.gcm ?? EVP_aes_256_gcm()
+            let keyed = key.withUnsafeBufferPointer { k in
+                EVP_CipherInit_ex(sealer, cipher, nil, k.baseAddress, nil, 1) == 1 && EVP_CipherInit_ex(opener, cipher, nil, k.baseAddress, nil, 0) == 1
+            }
+            if !keyed { return nil }
+        }
+
+        deinit {
+            EVP_CIPHER_CTX_free(sealer)
+            EVP_CIPHER_CTX_free(opener)
+        }
+    }
 
     /// The cipher of the store key `storeKey`.
     public init(storeKey: StoreKey) throws {
         var derived = [UInt8](repeating: 0, count: 32)
+        defer { for i in derived.indices { derived[i] = 0 } }
         let ok = storeKey.withBytes { secret -> Bool in
             guard let ctx = EVP_PKEY_CTX_new_id(NID_hkdf, nil) else { return false }
             defer { EVP_PKEY_CTX_free(ctx) }
@@ -32,7 +67,8 @@ public struct ValueCipher: Sendable {
                 && EVP_PKEY_derive(ctx, &derived, &length) == 1 && length == 32
         }
         guard ok else { throw PostboxError.invalidKey(reason: "the value key could not be derived (libcrypto HKDF failed)") }
-        key = derived
+        guard let contexts = Contexts(key: derived) else { throw Self.failure("EVP_CipherInit_ex") }
+        self.contexts = contexts
     }
 
     /// `value` sealed for the row `key` of table `table`.
@@ -44,10 +80,8 @@ public struct ValueCipher: Sendable {
             guard RAND_bytes(p + 1, Int32(Self.nonceSize)) == 1 else { throw Self.failure("RAND_bytes") }
             try value.withUnsafeBytes { plain in
                 _ = try run(
-                    encrypt: true, nonce: p + 1, aad: Self.associatedData(table, rowKey), input: plain, output: p + 1 + Self.nonceSize,
-                    afterFinal: { ctx in
-                        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, Int32(Self.tagSize), p + 1 + Self.nonceSize + value.count) == 1
-                    })
+                    encrypt: true, nonce: p + 1, table: table, rowKey: rowKey, input: plain, output: p + 1 + Self.nonceSize,
+                    tag: p + 1 + Self.nonceSize + value.count)
             }
         }
         return out
@@ -62,13 +96,12 @@ public struct ValueCipher: Sendable {
         let length = sealed.count - Self.overhead
         var out = Data(count: length)
         let base = sealed.bindMemory(to: UInt8.self).baseAddress!
-        var tag = [UInt8](UnsafeBufferPointer(start: base + 1 + Self.nonceSize + length, count: Self.tagSize))
         let ok = try out.withUnsafeMutableBytes { raw -> Bool in
             let output = raw.bindMemory(to: UInt8.self).baseAddress ?? UnsafeMutablePointer<UInt8>(mutating: base)
             return try run(
-                encrypt: false, nonce: base + 1, aad: Self.associatedData(table, rowKey),
+                encrypt: false, nonce: base + 1, table: table, rowKey: rowKey,
                 input: UnsafeRawBufferPointer(start: base + 1 + Self.nonceSize, count: length), output: output,
-                beforeFinal: { ctx in EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, Int32(Self.tagSize), &tag) == 1 })
+                tag: UnsafeMutablePointer(mutating: base + 1 + Self.nonceSize + length))
         }
         guard ok else { throw PostboxError.decoding("\(store): a value in table \(table) fails authentication (another key, or altered)") }
         return out
@@ -79,40 +112,37 @@ public struct ValueCipher: Sendable {
         (try? sealed.withUnsafeBytes { try open($0, table: table, key: rowKey, store: "") }) != nil
     }
 
-    /// One GCM pass; `beforeFinal` gets or sets the tag. True when the final step succeeded
-    /// (for decryption: the tag matched).
+    /// One GCM pass with the keyed context, the table id (big-endian) and the row's key as
+    /// associated data. Sealing writes the tag at `tag`; opening checks the one there. True when
+    /// the final step succeeded (for opening: the tag matched).
     private func run(
-        encrypt: Bool, nonce: UnsafePointer<UInt8>, aad: [UInt8], input: UnsafeRawBufferPointer, output: UnsafeMutablePointer<UInt8>,
-        afterFinal: ((OpaquePointer) -> Bool)? = nil, beforeFinal: ((OpaquePointer) -> Bool)? = nil
+        encrypt: Bool, nonce: UnsafePointer<UInt8>, table: Int32, rowKey: [UInt8], input: UnsafeRawBufferPointer,
+        output: UnsafeMutablePointer<UInt8>, tag: UnsafeMutablePointer<UInt8>
     ) throws -> Bool {
-        guard let ctx = EVP_CIPHER_CTX_new() else { throw Self.failure("EVP_CIPHER_CTX_new") }
-        defer { EVP_CIPHER_CTX_free(ctx) }
+        contexts.lock.lock()
+        defer { contexts.lock.unlock() }
+        let ctx = encrypt ? contexts.sealer : contexts.opener
         var written: Int32 = 0
-        let initialized = key.withUnsafeBufferPointer { k in
-            EVP_CipherInit_ex(ctx, EVP_aes_256_gcm(), nil, k.baseAddress, nonce, encrypt ? 1 : 0) == 1
-        }
-        guard initialized else { throw Self.failure("EVP_CipherInit_ex") }
-        let aadOK = aad.withUnsafeBufferPointer { EVP_CipherUpdate(ctx, nil, &written, $0.baseAddress, Int32($0.count)) == 1 }
+        guard EVP_CipherInit_ex(ctx, nil, nil, nil, nonce, encrypt ? 1 : 0) == 1 else { throw Self.failure("EVP_CipherInit_ex") }
+        var id = UInt32(bitPattern: table).bigEndian
+        let aadOK =
+            withUnsafeBytes(of: &id) { EVP_CipherUpdate(ctx, nil, &written, $0.bindMemory(to: UInt8.self).baseAddress, 4) == 1 }
+            && rowKey.withUnsafeBufferPointer { EVP_CipherUpdate(ctx, nil, &written, $0.baseAddress, Int32($0.count)) == 1 }
         guard aadOK else { throw Self.failure("EVP_CipherUpdate (associated data)") }
+        written = 0
         if input.count > 0 {
             guard EVP_CipherUpdate(ctx, output, &written, input.bindMemory(to: UInt8.self).baseAddress, Int32(input.count)) == 1 else {
                 throw Self.failure("EVP_CipherUpdate")
             }
         }
-        if let beforeFinal, !beforeFinal(ctx) { throw Self.failure("EVP_CIPHER_CTX_ctrl (tag)") }
+        if !encrypt, EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, Int32(Self.tagSize), tag) != 1 { throw Self.failure("EVP_CIPHER_CTX_ctrl (tag)") }
         var tail: Int32 = 0
         let finished = EVP_CipherFinal_ex(ctx, output + Int(written), &tail) == 1
         if encrypt {
             guard finished else { throw Self.failure("EVP_CipherFinal_ex") }
-            if let afterFinal, !afterFinal(ctx) { throw Self.failure("EVP_CIPHER_CTX_ctrl (tag)") }
+            if EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, Int32(Self.tagSize), tag) != 1 { throw Self.failure("EVP_CIPHER_CTX_ctrl (tag)") }
         }
         return finished
-    }
-
-    /// The table id (big-endian) and the row's key.
-    private static func associatedData(_ table: Int32, _ key: [UInt8]) -> [UInt8] {
-        let id = UInt32(bitPattern: table)
-        return [UInt8(id >> 24), UInt8((id >> 16) & 0xff), UInt8((id >> 8) & 0xff), UInt8(id & 0xff)] + key
     }
 
     private static func failure(_ call: String) -> PostboxError { .invalidKey(reason: "libcrypto \(call) failed") }

@@ -139,6 +139,12 @@ extension StoreFileState {
         let frameStart = WALFrames.frameOffset(frame)
         switch (within, amount) {
         case (WALFrames.headerSize, PageCipher.pageSize):
+            if let copy = connection?.checkpointCopy, copy.copying {
+                // A checkpoint's read: the ciphertext is copied as it is (`CheckpointCopy`).
+                let rc = readReal(copy.frame, StoreFileState.frameSize, frameStart)
+                if rc == SQLITE_OK { copy.read(into: buffer) }
+                return rc
+            }
             // A page image: its page number is in the frame's header.
             let rc = readReal(disk, StoreFileState.frameSize, frameStart)
             if rc != SQLITE_OK {
@@ -149,7 +155,6 @@ extension StoreFileState {
             guard authenticate(cipher, page: page, disk: disk + WALFrames.headerSize, into: buffer, file: path) else {
                 return StoreVFS.authenticationError
             }
-            connection?.checkpointCopy?.remember(page: page, buffer: buffer, disk: disk + WALFrames.headerSize)
             return SQLITE_OK
         case (0, StoreFileState.frameSize):
             return readWholeFrame(cipher, buffer, frame)

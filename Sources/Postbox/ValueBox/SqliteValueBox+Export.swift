@@ -9,6 +9,9 @@ extension SqliteValueBox {
     /// Rows copied per write transaction of an export: enough that commits cost little, few
     /// enough that the new file's WAL and the page cache stay small.
     static let exportRowsPerTransaction = 20_000
+    /// The page cache of each side of an export, in KiB: rows are read once, in order, and
+    /// written in order, so a larger cache would only hold pages never used again.
+    static let exportCacheKiB = 4 * 1024
 
     /// Copies every table of the store at `from` (opened with `fromKey`, or in clear) into a
     /// new store at `to`, which must not exist, encrypted with `toKey` (or in clear). Rows are
@@ -18,13 +21,13 @@ extension SqliteValueBox {
     public static func export(from: String, fromKey: StoreKey?, to: String, toKey: StoreKey?) throws {
         var exists = stat()
         if lstat(to, &exists) == 0 { throw PostboxError.sqlite(path: to, code: SQLITE_CANTOPEN, message: "the export's target already exists") }
-        let source = try SqliteValueBox(path: from, options: Options(readOnly: true, key: fromKey))
+        let source = try SqliteValueBox(path: from, options: Options(readOnly: true, cacheSizeKiB: exportCacheKiB, key: fromKey))
         defer { source.close() }
         guard let fd = try StoreFile.open(to, .createNew, policy: ConfinementPolicy()) else {
             throw PostboxError.sqlite(path: to, code: SQLITE_CANTOPEN, message: "cannot create the export's target")
         }
         Glibc.close(fd)
-        let target = try SqliteValueBox(path: to, options: Options(synchronous: .normal, cacheSizeKiB: 4 * 1024, key: toKey))
+        let target = try SqliteValueBox(path: to, options: Options(synchronous: .normal, cacheSizeKiB: exportCacheKiB, key: toKey))
         defer { target.close() }
         try source.beginRead()
         defer { source.rollback() }

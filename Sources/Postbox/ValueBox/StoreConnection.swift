@@ -12,7 +12,7 @@ final class StoreConnection: @unchecked Sendable {
     /// The database's path, as the store names it in errors.
     let path: String
     let cipher: PageCipher?
-    /// For an encrypted connection, the page last read from the WAL (see `CheckpointCopy`).
+    /// For an encrypted connection, how its checkpoints copy the WAL (`CheckpointCopy`).
     let checkpointCopy: CheckpointCopy?
     let policy: ConfinementPolicy
     /// The unix VFS's handle of the open database file, for the salt a WAL page needs.

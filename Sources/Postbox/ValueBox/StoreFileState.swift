@@ -133,8 +133,8 @@ final class StoreFileState {
         return result
     }
 
-    /// Writes whole pages of the database, each encrypted with a fresh IV, or, when a
-    /// checkpoint copies it from the WAL, as its ciphertext there (`CheckpointCopy`).
+    /// Writes whole pages of the database, each encrypted with a fresh IV, or, while a
+    /// checkpoint copies the WAL, as the ciphertext of the frame it read (`CheckpointCopy`).
     private func writeDatabase(_ cipher: PageCipher, _ buffer: UnsafeRawPointer, _ amount: Int, _ offset: Int64) -> Int32 {
         let size = PageCipher.pageSize
         guard offset % Int64(size) == 0, amount % size == 0 else { return StoreVFS.writeError }
@@ -142,7 +142,8 @@ final class StoreFileState {
         while done < amount {
             let page = UInt32((offset + Int64(done)) / Int64(size) + 1)
             let rc: Int32
-            if let copied = connection?.checkpointCopy?.ciphertext(page: page, buffer: buffer + done) {
+            if let copy = connection?.checkpointCopy, copy.copying {
+                guard let copied = copy.ciphertext(page: page, buffer: buffer + done) else { return StoreVFS.writeError }
                 rc = writeReal(copied, size, offset + Int64(done))
             } else {
                 guard prepareSalt(cipher, writingPage: page), cipher.encrypt(page: page, plain: buffer + done, into: disk) else { return StoreVFS.writeError }

@@ -16,8 +16,9 @@ import ConfinedFiles
 ///   page image in the WAL is encrypted in SQLCipher 4's format (`PageCipher`) on its way to
 ///   the disk and authenticated and decrypted on its way back; SQLite above sees plain pages.
 ///   The WAL's frame headers stay in clear and their checksums cover the ciphertext on disk,
-///   as SQLCipher writes them (`WALFrames`). Memory-mapped reads are off for such files, and a
-///   rollback journal is never given a page.
+///   as SQLCipher writes them (`WALFrames`). A checkpoint copies the WAL's ciphertext into the
+///   database file as it is (`CheckpointCopy`). Memory-mapped reads are off for such files, and
+///   a rollback journal is never given a page.
 ///
 /// A file is laid out as this VFS's header (SQLite's methods pointer, then the file's state)
 /// followed by the unix VFS's file.
@@ -87,7 +88,13 @@ enum StoreVFS {
         methods.pointee.xLock = { file, lock in StoreVFS.state(file).forward { $0.pointee.pMethods.pointee.xLock($0, lock) } }
         methods.pointee.xUnlock = { file, lock in StoreVFS.state(file).forward { $0.pointee.pMethods.pointee.xUnlock($0, lock) } }
         methods.pointee.xCheckReservedLock = { file, out in StoreVFS.state(file).forward { $0.pointee.pMethods.pointee.xCheckReservedLock($0, out) } }
-        methods.pointee.xFileControl = { file, op, arg in StoreVFS.state(file).forward { $0.pointee.pMethods.pointee.xFileControl($0, op, arg) } }
+        methods.pointee.xFileControl = { file, op, arg in
+            let state = StoreVFS.state(file)
+            if op == SQLITE_FCNTL_CKPT_START || op == SQLITE_FCNTL_CKPT_DONE, state.kind == .main, let copy = state.connection?.checkpointCopy {
+                copy.set(copying: op == SQLITE_FCNTL_CKPT_START)
+            }
+            return state.forward { $0.pointee.pMethods.pointee.xFileControl($0, op, arg) }
+        }
         methods.pointee.xSectorSize = { file in StoreVFS.state(file).forward { $0.pointee.pMethods.pointee.xSectorSize($0) } }
         methods.pointee.xDeviceCharacteristics = { file in StoreVFS.state(file).forward { $0.pointee.pMethods.pointee.xDeviceCharacteristics($0) } }
         methods.pointee.xShmMap = { file, region, size, extend, out in StoreVFS.state(file).shmMap(region, size, extend, out) }

@@ -23,8 +23,8 @@ final class ProgressCountingFetcher: MediaResourceFetcher {
         progress.moved(bytes: bytes)
     }
 
-    func fetchCompleted(_ resource: any MediaResource, data: MediaResourceData) async {
-        await inner.fetchCompleted(resource, data: data)
+    func fetchCompleted(_ resource: any MediaResource, reader: MediaResourceReader) async {
+        await inner.fetchCompleted(resource, reader: reader)
     }
 
     func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error> {
