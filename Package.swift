@@ -82,6 +82,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
@@ -112,7 +113,7 @@ let package = Package(
 
         // Real servers and hosts (PostgreSQL, network namespaces) for tests and the benchmarks; no XCTest.
         .target(name: "ServerFixtures"),
-        .target(name: "TestSupport", dependencies: ["ServerFixtures", "MediaBox"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ServerFixtures", "MediaBox", "Postbox", "Jobs"], path: "Tests/TestSupport"),
         .testTarget(name: "ConfinedFilesTests", dependencies: ["ConfinedFiles"]),
         .testTarget(name: "PostboxTests", dependencies: ["Postbox", "PostboxPostgres", "CSQLite", "TestSupport"]),
         .testTarget(name: "MediaBoxTests", dependencies: ["ConfinedFiles", "MediaBox", "Postbox", "TestSupport"]),

@@ -42,6 +42,10 @@ public enum CloudHeader {
     public static let partSHA256 = "X-Part-SHA256"
     /// Total size of the file in bytes, on part answers and plain GET/HEAD.
     public static let fileSize = "X-File-Size"
+    /// The revision of a streamable video's header (`0..<headerSize`), on its part answers:
+    /// 0 until the header is first revised. Read before the part's bytes, so it never names a
+    /// revision newer than the header bytes of that answer.
+    public static let headerRevision = "X-Header-Revision"
     /// `part` for raw part bytes, `cdnRedirect` for a JSON CDN redirect (on `upload.getFile`).
     public static let result = "X-Cloud-Result"
     /// Seconds to wait, on FLOOD_WAIT answers.

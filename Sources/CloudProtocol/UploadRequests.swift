@@ -45,13 +45,22 @@ public struct SendMediaRequest: Codable, Hashable, Sendable {
     public var file: InputFile
     public var mimeType: String?
     public var caption: String?
+    /// Pipelined send: the client sent this call while parts were still on their way, and the
+    /// server waits up to this many milliseconds (at most `maxPartsWaitMs`) for every part to
+    /// be stored before it answers `FILE_PART_<n>_MISSING`. Absent or 0: the parts must all be
+    /// stored when the call arrives.
+    public var partsWaitMs: Int?
 
-    public init(peerId: Int64, randomId: Int64, file: InputFile, mimeType: String? = nil, caption: String? = nil) {
+    /// The longest `partsWaitMs` the server honours.
+    public static let maxPartsWaitMs = 10_000
+
+    public init(peerId: Int64, randomId: Int64, file: InputFile, mimeType: String? = nil, caption: String? = nil, partsWaitMs: Int? = nil) {
         self.peerId = peerId
         self.randomId = randomId
         self.file = file
         self.mimeType = mimeType
         self.caption = caption
+        self.partsWaitMs = partsWaitMs
     }
 }
 

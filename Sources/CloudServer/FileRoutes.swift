@@ -82,6 +82,9 @@ extension ServerCore {
     func partResponse(_ file: ServerFile, offset: Int64, limit: Int64, encrypt: (key: Data, iv: Data)?) throws -> Response {
         let end = min(offset + limit, file.size)
         let n = Int(max(0, end - offset))
+        // Before the bytes: an answer never names a revision newer than the header it carries.
+        var headerRevision: Int?
+        if case .video = file.source { headerRevision = bytes.headerRevision(file.id) }
         var buffer = ByteBufferAllocator().buffer(capacity: n)
         if n > 0 {
             try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: n) { ptr in
@@ -100,6 +103,7 @@ extension ServerCore {
         headers[HTTPField.Name(CloudHeader.result)!] = "part"
         headers[HTTPField.Name(CloudHeader.fileSize)!] = String(file.size)
         headers[HTTPField.Name(CloudHeader.partSHA256)!] = sha
+        if let headerRevision { headers[HTTPField.Name(CloudHeader.headerRevision)!] = String(headerRevision) }
         let k = faults.current
         return Response(
             status: .ok, headers: headers,

@@ -45,7 +45,7 @@ extension ServerCore {
             let chunk = Int64(HTTPSupport.throttleChunk(bandwidth: k.bandwidth, unthrottled: 256 << 10))
             var off = range.lowerBound
             let stopAt = drop ? range.lowerBound + Int64(total) / 2 : range.upperBound
-            let pacer = Pacer(bandwidth: k.bandwidth)
+            let pacer = k.networkDelay.pacer()
             var corruptPending = corrupt
             while off < stopAt {
                 let n = Int(min(chunk, stopAt - off))

@@ -20,8 +20,7 @@ extension ServerCore {
             if case .dc = role, segments.first == "admin" {
                 return try await admin(&request, path: Array(segments.dropFirst()))
             }
-            let k = faults.current
-            if k.latencyMs > 0 { try await Task.sleep(for: .milliseconds(k.latencyMs)) }
+            try await faults.current.networkDelay.beforeAnswer()
             if segments.first == "api", segments.count == 2 {
                 return try await api(&request, name: String(segments[1]), role: role)
             }

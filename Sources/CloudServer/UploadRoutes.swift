@@ -60,6 +60,10 @@ extension ServerCore {
         let f = body.file
         guard f.id != 0 else { throw CloudError(.fileIdInvalid) }
         guard f.parts >= 1, f.parts <= UploadPartRules.maxParts else { throw CloudError(.filePartsInvalid) }
+        if let wait = body.partsWaitMs, wait > 0 {
+            // Pipelined: parts sent just before this call may still be arriving.
+            await uploads.waitForParts(f.id, count: f.parts, upTo: .milliseconds(min(wait, SendMediaRequest.maxPartsWaitMs)))
+        }
         guard let entry = uploads.entry(f.id) else { throw CloudError(.filePartMissing(0)) }
         var sizes: [Int] = []
         for p in 0..<f.parts {

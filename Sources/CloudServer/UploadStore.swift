@@ -104,6 +104,17 @@ final class UploadStore: Sendable {
 
     func entry(_ fileId: Int64) -> Entry? { state.withLock { $0.entries[fileId] } }
 
+    /// Waits until parts `0..<count` of `fileId` are all stored, or `limit` has passed (for a
+    /// pipelined `sendMedia`, sent while its parts were still on their way).
+    func waitForParts(_ fileId: Int64, count: Int, upTo limit: Duration) async {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            let stored = state.withLock { s in s.entries[fileId].map { e in (0..<count).allSatisfy { e.partSizes[$0] != nil } } ?? false }
+            if stored { return }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
     func info(_ fileId: Int64) -> UploadInfo? {
         guard let e = entry(fileId) else { return nil }
         return UploadInfo(

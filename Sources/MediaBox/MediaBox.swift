@@ -341,6 +341,7 @@ public final class MediaBox: Sendable {
         var request = MediaResourceFetchRequest(resource: resource, missingRanges: partial.missingRanges, knownSize: partial.knownSize)
         request.partWriter = writer
         request.ranges = demand
+        request.headerRevision = partial.headerRevision
         func checkBounds(_ offset: Int64, _ length: Int) throws {
             if offset < 0 || (partial.knownSize.map { offset + Int64(length) > $0 } ?? false) {
                 throw MediaBoxError.invalidDataPart(id: resource.id.stringRepresentation, offset: offset, length: length)
@@ -368,6 +369,8 @@ public final class MediaBox: Sendable {
             case let .resourceSizeUpdated(size):
                 try partial.setSize(size)
                 demand.setSize(size)
+            case let .headerRevision(revision):
+                try partial.setHeaderRevision(revision)
             }
             // Part by part, what other processes ask for joins the wanted ranges.
             for (range, priority) in foreign.pull() { _ = demand.add([range], priority: priority, foreign: true) }

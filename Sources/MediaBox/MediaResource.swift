@@ -73,6 +73,11 @@ public enum MediaResourceFetchEvent: Sendable {
     /// A new version of the resource's first `data.count` bytes (a revised header): replaces
     /// that range of the partial file durably, whatever it held before.
     case replaceHeader(data: Data)
+    /// The revision of the header (`0..<headerSize`) that the header bytes delivered in this
+    /// stream belong to, as the fetcher's source names it; sent after those bytes. MediaBox
+    /// records it with the partial file and gives it back in `MediaResourceFetchRequest.headerRevision`,
+    /// so a later fetch that sees another revision can send `replaceHeader`.
+    case headerRevision(Int64)
 
     /// Bytes of the resource this event delivers.
     public var deliveredBytes: Int {
@@ -80,7 +85,7 @@ public enum MediaResourceFetchEvent: Sendable {
         case .dataPart(_, let data): return data.count
         case .dataWritten(_, let length): return length
         case .replaceHeader(let data): return data.count
-        case .resourceSizeUpdated: return 0
+        case .resourceSizeUpdated, .headerRevision: return 0
         }
     }
 }
@@ -99,6 +104,8 @@ public struct MediaResourceFetchRequest: Sendable {
     /// The ranges wanted now, by priority; they change while the fetch runs (see
     /// `MediaResourceFetchRanges`). A fetcher that ignores them fetches `missingRanges`.
     public var ranges: MediaResourceFetchRanges? = nil
+    /// The revision of the header bytes the partial file holds (nil: none recorded).
+    public var headerRevision: Int64? = nil
 }
 
 /// The injected download function (Telegram-iOS's `fetchResource`): MediaBox knows nothing of the

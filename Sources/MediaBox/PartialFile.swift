@@ -29,6 +29,8 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     let media: ConfinedDirectory
     public private(set) var ranges: RangeMap
     public private(set) var knownSize: Int64?
+    /// The fetcher's revision of the header bytes held, when it sent one.
+    public private(set) var headerRevision: Int64?
     public let durability: Durability
     /// Start the disk write of every part as soon as it is written (`sync_file_range`, async), so
     /// a completion that syncs finds most of the file already on disk instead of writing it all
@@ -105,9 +107,11 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
             for r in meta.ranges where r.lowerBound < dataSize { clipped.insert(r.lowerBound..<min(r.upperBound, dataSize)) }
             self.ranges = clipped
             self.knownSize = meta.totalSize
+            self.headerRevision = meta.headerRevision
         } else {
             self.ranges = RangeMap()
             self.knownSize = nil
+            self.headerRevision = nil
             self.discardedTornMeta = !bytes.isEmpty
         }
     }
@@ -157,9 +161,18 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
         if metaFd >= 0, fdatasync(metaFd) != 0 { throw PosixFile.fail(paths.partialMeta, "fdatasync") }
     }
 
+    /// Records the revision of the header bytes now held (sent by the fetcher after the header
+    /// itself, so a crash in between leaves the older revision: the next fetch sees a revision
+    /// that differs and fetches the header again).
+    public func setHeaderRevision(_ revision: Int64) throws {
+        guard headerRevision != revision else { return }
+        headerRevision = revision
+        try writeMeta()
+    }
+
     private func writeMeta() throws {
         guard metaFd >= 0 else { return }  // opened without a meta (whole data in hand)
-        let bytes = PartialFileMeta(totalSize: knownSize, ranges: ranges.ranges).encode()
+        let bytes = PartialFileMeta(totalSize: knownSize, ranges: ranges.ranges, headerRevision: headerRevision).encode()
         try bytes.withUnsafeBytes { try PosixFile.pwriteAll(metaFd, $0, offset: 0, path: paths.partialMeta) }
         if ftruncate(metaFd, off_t(bytes.count)) != 0 { throw PosixFile.fail(paths.partialMeta, "ftruncate") }
     }
@@ -234,23 +247,28 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
 }
 
 /// The `<name>_partial.meta` format (little-endian):
-/// `"MBPM"` · version u8 (1) · 3 reserved bytes · total size i64 (−1 unknown) · range count u32 ·
-/// ranges (lower i64, upper i64)… · CRC-32 u32 of everything before it.
+/// `"MBPM"` · version u8 (1 or 2) · 3 reserved bytes · total size i64 (−1 unknown) ·
+/// (version 2 only) header revision i64 · range count u32 · ranges (lower i64, upper i64)… ·
+/// CRC-32 u32 of everything before it. Version 1 is written while no header revision is known.
 /// A file whose length or checksum does not match is a torn write and is ignored.
 public struct PartialFileMeta: Sendable, Equatable {
     public var totalSize: Int64?
     public var ranges: [Range<Int64>]
+    /// The fetcher's revision of the header bytes held (see `MediaResourceFetchEvent.headerRevision`).
+    public var headerRevision: Int64?
 
-    public init(totalSize: Int64?, ranges: [Range<Int64>]) {
+    public init(totalSize: Int64?, ranges: [Range<Int64>], headerRevision: Int64? = nil) {
         self.totalSize = totalSize
         self.ranges = ranges
+        self.headerRevision = headerRevision
     }
 
     static let magic: [UInt8] = Array("MBPM".utf8)
 
     public func encode() -> [UInt8] {
-        var out = Self.magic + [1, 0, 0, 0]
+        var out = Self.magic + [headerRevision == nil ? 1 : 2, 0, 0, 0]
         Self.append(&out, UInt64(bitPattern: totalSize ?? -1))
+        if let headerRevision { Self.append(&out, UInt64(bitPattern: headerRevision)) }
         Self.append32(&out, UInt32(ranges.count))
         for r in ranges {
             Self.append(&out, UInt64(bitPattern: r.lowerBound))
@@ -262,20 +280,24 @@ public struct PartialFileMeta: Sendable, Equatable {
 
     public static func decode(_ data: Data) -> PartialFileMeta? {
         let b = [UInt8](data)
-        guard b.count >= 24, Array(b[0..<4]) == magic, b[4] == 1 else { return nil }
-        let count = Int(read32(b, 16))
-        guard count <= (b.count - 24) / 16, b.count == 20 + count * 16 + 4 else { return nil }
+        guard b.count >= 24, Array(b[0..<4]) == magic, b[4] == 1 || b[4] == 2 else { return nil }
+        // Version 2 puts the header revision between the size and the range count.
+        let countAt = b[4] == 2 ? 24 : 16
+        guard b.count >= countAt + 8 else { return nil }
+        let count = Int(read32(b, countAt))
+        guard count <= (b.count - countAt - 8) / 16, b.count == countAt + 4 + count * 16 + 4 else { return nil }
         let crc = read32(b, b.count - 4)
         guard CRC32.checksum(Array(b[0..<(b.count - 4)])) == crc else { return nil }
         let size = Int64(bitPattern: read64(b, 8))
         var ranges: [Range<Int64>] = []
         for i in 0..<count {
-            let lo = Int64(bitPattern: read64(b, 20 + i * 16))
-            let hi = Int64(bitPattern: read64(b, 28 + i * 16))
+            let lo = Int64(bitPattern: read64(b, countAt + 4 + i * 16))
+            let hi = Int64(bitPattern: read64(b, countAt + 12 + i * 16))
             guard lo >= 0, hi >= lo else { return nil }
             ranges.append(lo..<hi)
         }
-        return PartialFileMeta(totalSize: size >= 0 ? size : nil, ranges: ranges)
+        let revision = b[4] == 2 ? Int64(bitPattern: read64(b, 16)) : nil
+        return PartialFileMeta(totalSize: size >= 0 ? size : nil, ranges: ranges, headerRevision: revision)
     }
 
     static func append(_ out: inout [UInt8], _ v: UInt64) { for i in 0..<8 { out.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) } }

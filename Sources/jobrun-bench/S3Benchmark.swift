@@ -1,6 +1,7 @@
 import ArgumentParser
 import CloudCore
 import CloudCrypto
+import CloudServer
 import Foundation
 import ServerFixtures
 
@@ -23,6 +24,11 @@ struct S3Bench: ParsableCommand {
     @Option(help: "Large files of the shared-tier section.") var tierLargeFiles = 4
     @Option(help: "Size of each large file of the shared-tier section in MB.") var tierLargeMb = 16
     @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-s3"
+    @Option(
+        help:
+            "Round trips MS:BANDWIDTH (comma-separated): the delayed ones go through a delaying proxy in front of the server, which both tools use; 0:0 = direct, context only."
+    )
+    var roundTrips = RoundTrip.defaultAxis
 
     func run() throws {
         let options = self
@@ -82,7 +88,7 @@ struct S3Benchmark {
             print("server: moto_server child process (pid \(p.processIdentifier)) on \(endpointURL)")
         }
         env["AWS_DEFAULT_REGION"] = env["AWS_REGION"] ?? "us-east-1"
-        let s3 = try await makeBucket(endpointURL: endpointURL, environment: env)
+        let direct = try await makeBucket(endpointURL: endpointURL, environment: env)
         let files = try makeFiles()
         // Both tools create files in the timed rounds (the server's spooled parts, the small
         // files read back): like the download and upload benchmarks, start once that is quick.
@@ -91,16 +97,31 @@ struct S3Benchmark {
             "large file \(files.largeSize) bytes, \(options.smallFiles) small files (\(files.smallBytes) bytes), parts \(options.partMib) MiB, \(options.concurrency) in flight"
         )
         let awsEnvironment = env
-        // `aws s3 cp` with `arguments`, on this server.
-        func awsCopy(_ arguments: [String]) throws {
-            try runPeerTool(
-                [aws, "--endpoint-url", endpointURL, "--only-show-errors", "s3", "cp"] + arguments, environment: awsEnvironment, showErrors: true)
+        // The delayed settings reach the server through one proxy (cloudd's delay before every
+        // answer and pace per body; S3 servers have no such knobs), the product and aws alike.
+        guard let upstream = URLComponents(string: endpointURL), let upstreamPort = upstream.port else {
+            throw BenchError("the endpoint \(endpointURL) names no port")
         }
-        let rssBefore = peakRSSMiB()
-        let measures = try await timeRounds(s3, files, awsCopy: awsCopy)
-        let rssAfter = peakRSSMiB()
-        report(measures, files)
-        print("jobrun peak RSS: \(fmt(rssBefore, 1)) MiB before the large file, \(fmt(rssAfter, 1)) MiB after staging and reading it back")
+        let proxy = try await DelayingProxy.start(upstreamHost: upstream.host ?? "127.0.0.1", upstreamPort: upstreamPort)
+        let proxyURL = "http://127.0.0.1:\(proxy.port)"
+        let delayed = try client(endpointURL: proxyURL, environment: env)
+        for roundTrip in try RoundTrip.parse(options.roundTrips) {
+            proxy.current = NetworkDelay(latencyMs: roundTrip.latencyMs, bandwidth: roundTrip.bandwidth)
+            let url = roundTrip.isLoopback ? endpointURL : proxyURL
+            print("\n──── round trip: \(roundTrip)" + (roundTrip.isLoopback ? " (straight to the server)" : " (through the delaying proxy at \(url))"))
+            // `aws s3 cp` with `arguments`, on this server.
+            func awsCopy(_ arguments: [String]) throws {
+                try runPeerTool(
+                    [aws, "--endpoint-url", url, "--only-show-errors", "s3", "cp"] + arguments, environment: awsEnvironment, showErrors: true)
+            }
+            let rssBefore = peakRSSMiB()
+            let measures = try await timeRounds(roundTrip.isLoopback ? direct : delayed, files, tag: "\(roundTrip.latencyMs)", awsCopy: awsCopy)
+            let rssAfter = peakRSSMiB()
+            report(measures, files, roundTrip: roundTrip)
+            print("jobrun peak RSS: \(fmt(rssBefore, 1)) MiB before the large file, \(fmt(rssAfter, 1)) MiB after staging and reading it back")
+        }
+        await proxy.stop()
+        let s3 = direct
 
         if options.tierSmallFiles + options.tierLargeFiles > 0 {
             try await runSharedTierBenchmark(
@@ -124,12 +145,17 @@ struct S3Benchmark {
         return (p, port)
     }
 
-    /// The product's client for the bucket, created (waiting up to 30 s for the server to answer).
-    private func makeBucket(endpointURL: String, environment env: [String: String]) async throws -> S3Client {
+    /// The product's client for the bucket at `endpointURL`.
+    private func client(endpointURL: String, environment env: [String: String]) throws -> S3Client {
         guard let credentials = try S3Credentials.fromEnvironment(env) else { throw S3CredentialsError.none }
-        let s3 = S3Client(
+        return S3Client(
             transport: try CurlTransport(), bucket: S3Bucket(endpoint: endpointURL, name: options.bucket, region: env["AWS_DEFAULT_REGION"]!),
             credentials: credentials)
+    }
+
+    /// The product's client for the bucket, created (waiting up to 30 s for the server to answer).
+    private func makeBucket(endpointURL: String, environment env: [String: String]) async throws -> S3Client {
+        let s3 = try client(endpointURL: endpointURL, environment: env)
         let deadline = Date().addingTimeInterval(30)
         while true {
             do {
@@ -157,7 +183,7 @@ struct S3Benchmark {
         return Files(large: large, largeSize: largeSize, smallDir: smallDir, smallBytes: smallBytes)
     }
 
-    private func timeRounds(_ s3: S3Client, _ files: Files, awsCopy: ([String]) throws -> Void) async throws -> Measures {
+    private func timeRounds(_ s3: S3Client, _ files: Files, tag: String, awsCopy: ([String]) throws -> Void) async throws -> Measures {
         let fm = FileManager.default
         let (large, largeSize, smallDir) = (files.large, files.largeSize, files.smallDir)
         let partSize = Int64(options.partMib) << 20
@@ -174,17 +200,18 @@ struct S3Benchmark {
             // 1. Large file into the bucket.
             var staged: S3FileUpload.Result? = nil
             try await m.largePut.time(productFirst: productFirst) {
-                staged = try await upload.upload(file: large, to: "product/\(round)/large", journalPath: options.workDir + "/large-\(round).journal")
+                staged = try await upload.upload(
+                    file: large, to: "product/\(tag)-\(round)/large", journalPath: options.workDir + "/large-\(tag)-\(round).journal")
             } peer: {
-                try awsCopy([large, "s3://\(options.bucket)/peer/\(round)/large"])
+                try awsCopy([large, "s3://\(options.bucket)/peer/\(tag)-\(round)/large"])
             }
 
             // 2. Large file back by ranged GETs; the product's copy is checked against what it staged.
             let (productBack, peerBack) = (options.workDir + "/large.product-back", options.workDir + "/large.peer-back")
             try await m.largeGet.time(productFirst: productFirst) {
-                try await rangedDownload(s3, key: "product/\(round)/large", size: largeSize, partSize: partSize, to: productBack)
+                try await rangedDownload(s3, key: "product/\(tag)-\(round)/large", size: largeSize, partSize: partSize, to: productBack)
             } peer: {
-                try awsCopy(["s3://\(options.bucket)/peer/\(round)/large", peerBack])
+                try awsCopy(["s3://\(options.bucket)/peer/\(tag)-\(round)/large", peerBack])
             }
             guard try SHA256.hash(contentsOfFile: productBack) == staged?.sha256 else {
                 throw BenchError("the large file read back differs from what was staged")
@@ -197,42 +224,44 @@ struct S3Benchmark {
             try await m.smallPut.time(productFirst: productFirst) {
                 try await forEachConcurrently(names, limit: options.concurrency) { name in
                     let data = try Data(contentsOf: URL(fileURLWithPath: smallDir + "/" + name))
-                    try await s3.putObject("product/\(round)/small/" + name, body: .data(data), sha256: CloudCrypto.SHA256.hash(data))
+                    try await s3.putObject("product/\(tag)-\(round)/small/" + name, body: .data(data), sha256: CloudCrypto.SHA256.hash(data))
                 }
             } peer: {
-                try awsCopy(["--recursive", smallDir, "s3://\(options.bucket)/peer/\(round)/small/"])
+                try awsCopy(["--recursive", smallDir, "s3://\(options.bucket)/peer/\(tag)-\(round)/small/"])
             }
-            let smallBack = options.workDir + "/small-back-\(round)"
+            let smallBack = options.workDir + "/small-back-\(tag)-\(round)"
             try fm.createDirectory(atPath: smallBack, withIntermediateDirectories: true)
             try await m.smallGet.time(productFirst: productFirst) {
                 try await forEachConcurrently(names, limit: options.concurrency) { name in
                     let fd = open(smallBack + "/" + name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
                     guard fd >= 0 else { throw BenchError("cannot create \(name)") }
                     defer { close(fd) }
-                    _ = try await s3.getObject("product/\(round)/small/" + name, to: .fileDescriptor(fd, offset: 0))
+                    _ = try await s3.getObject("product/\(tag)-\(round)/small/" + name, to: .fileDescriptor(fd, offset: 0))
                 }
             } peer: {
-                try awsCopy(["--recursive", "s3://\(options.bucket)/peer/\(round)/small/", smallBack + "-peer"])
+                try awsCopy(["--recursive", "s3://\(options.bucket)/peer/\(tag)-\(round)/small/", smallBack + "-peer"])
             }
         }
         return m
     }
 
     /// The table of each measure's best round, and the ratios.
-    private func report(_ m: Measures, _ files: Files) {
+    private func report(_ m: Measures, _ files: Files, roundTrip: RoundTrip) {
         var table = BenchTable(
-            title: "S3 staging and ranged reads (same server, same bytes; best of \(options.rounds) rounds, the first tool alternating)",
+            title: "S3 staging and ranged reads, \(roundTrip) (same server, same bytes; best of \(options.rounds) rounds, the first tool alternating)",
             columns: ["measure", "jobrun s", "aws s3 cp s", "ratio", "jobrun MB/s", "jobrun / aws s3 cp s, every round"])
-        func row(_ name: String, _ pairs: TimedPairs, _ bytes: Int64) {
+        func row(_ name: String, _ pairs: TimedPairs, _ bytes: Int64, peerName: String = "aws s3 cp") {
             let (product, peer) = (pairs.product.min()!, pairs.peer.min()!)
             let rounds = zip(pairs.product, pairs.peer).map { "\(fmt($0)) / \(fmt($1))" }.joined(separator: ", ")
             table.add([name, fmt(product), fmt(peer), fmt(peer / product) + "x", fmt(Double(bytes) / 1e6 / product, 1), rounds])
-            BenchRatios.record("s3", name, product: fmt(product) + " s", peer: fmt(peer) + " s", ratio: peer / product, target: 1.0)
+            BenchRatios.record(
+                "s3", "\(roundTrip.rowLabel): \(name)", product: fmt(product) + " s", peer: fmt(peer) + " s \(peerName)", ratio: peer / product,
+                target: roundTrip.target(1.0))
         }
         row("large put", m.largePut, files.largeSize)
         row("large get (ranges)", m.largeGet, files.largeSize)
-        row("\(options.smallFiles) small put", m.smallPut, files.smallBytes)
-        row("\(options.smallFiles) small get", m.smallGet, files.smallBytes)
+        row("\(options.smallFiles) small put", m.smallPut, files.smallBytes, peerName: "aws s3 cp --recursive")
+        row("\(options.smallFiles) small get", m.smallGet, files.smallBytes, peerName: "aws s3 cp --recursive")
         table.print()
     }
 }

@@ -16,8 +16,13 @@ struct UploadBench: ParsableCommand {
     @Option(help: "Size of the large file in MB (10^6 bytes).") var largeMb = 1000
     @Option(help: "Small files (10–200 KB).") var smallFiles = 500
     @Option(help: "Rounds (each runs curl and the product once; the best round of each is reported).") var rounds = 2
-    @Option(help: "Queue items uploaded at once for the small files.") var concurrency = 16
-    @Option(help: "Parts in flight for the large file (the seed's 30).") var partsInFlight = 30
+    @Option(
+        help:
+            "curl --parallel-max of the first small-file peer, and the upload-queue job's concurrency (the product's own files in flight follow its measured throughput)."
+    )
+    var concurrency = 16
+    @Option(help: "Round trips MS:BANDWIDTH (comma-separated; cloudd's delay before every answer and pace per body; 0:0 = loopback, context only).")
+    var roundTrips = RoundTrip.defaultAxis
     @Option(help: "A cloudd executable (default: the one next to this binary, else in-process).") var cloudd: String?
     @Option(help: "Scratch directory (removed afterwards).") var workDir = NSTemporaryDirectory() + "jobrun-bench-upload"
     @Option(help: "Workloads to run: large, small or both (one alone is for profiling it).") var only: UploadWorkload?
@@ -133,8 +138,10 @@ struct UploadBenchmark {
     /// Every round's timing of each method.
     private struct Rounds {
         var curlLarge: [Timing] = [], productLarge: [Timing] = [], productLargeWithEnqueue: [Timing] = [], productLargeParts: [Timing] = []
-        var curlSmall: [Timing] = [], productSmall: [Timing] = [], jobSmall: [Timing] = []
+        var curlSmall: [Timing] = [], curlSmall50: [Timing] = [], productSmall: [Timing] = [], jobSmall: [Timing] = []
         var rssAfterLarge = 0.0
+        /// What the product settled on in each round: parts in flight (large), files in flight (small).
+        var largeWindow: [String] = [], smallWindow: [String] = []
     }
 
     /// What one round's phases share: the server, the product's client and the store of this round.
@@ -156,13 +163,31 @@ struct UploadBenchmark {
         let client = try makeClient(server)
         let peer = try await client.getDialogs(limit: 1).dialogs[0].peer.id
         let rssStart = peakRSSMiB()
-        var rounds = Rounds()
         let jobRun = UploadJobRun(dcURLs: server.dcURLs, concurrency: options.concurrency, peer: peer, serverCPU: server.cpuSeconds)
         // The small files stay on the server until the benchmark ends (`WorkDirectory`): removing
         // one tool's 500 would slow the file creation of the tool timed after it. A large file is
         // one inode, removed at once; kept, it made the next round's large uploads slower for both.
         if options.only != .large { FileCreationQuiet.wait(scratch: work, before: "the small-file uploads") }
-        for index in 0..<options.rounds {
+        var index = 0
+        for roundTrip in try RoundTrip.parse(options.roundTrips) {
+            try await roundTrip.apply(base: server.dcURLs[0], transport: client.transport)
+            var rounds = Rounds()
+            for _ in 0..<options.rounds {
+                try await runRound(
+                    index, server: server, client: client, peer: peer, files: files, jobRun: roundTrip.isLoopback ? jobRun : nil, work: work, into: &rounds)
+                index += 1
+            }
+            report(rounds, files, roundTrip: roundTrip, rssStart: rssStart)
+        }
+    }
+
+    /// One round of every workload at the current round trip; the upload-queue job (a process
+    /// start and a data root per run) only when `jobRun` is given.
+    private func runRound(
+        _ index: Int, server: UploadBenchServer, client: CloudClient, peer: Int64, files: Files, jobRun: UploadJobRun?, work: String,
+        into rounds: inout Rounds
+    ) async throws {
+        do {
             let postbox = try Postbox(directory: work + "/postbox-\(index)")
             let round = Round(
                 index: index, server: server, client: client, peer: peer, postbox: postbox,
@@ -172,16 +197,18 @@ struct UploadBenchmark {
                 try await productLarge(round, files, into: &rounds)
             }
             if options.only != .large {
-                rounds.curlSmall.append(try curlSmall(round, files, work: work))
-                rounds.productSmall.append(try await productSmall(round, files))
-                // The same files through the upload-queue job, as an operator runs it.
-                let (js, jobCPU) = try await jobRun.run(files.small, in: work + "/job-\(index)")
-                rounds.jobSmall.append(Timing(seconds: js, bytes: files.smallBytes, files: files.small.count))
-                print("product small, upload-queue job (jobrun run, queued beforehand): \(fmt(js)) s; \(jobCPU)")
+                rounds.curlSmall.append(try curlSmall(round, files, parallel: options.concurrency, work: work))
+                rounds.curlSmall50.append(try curlSmall(round, files, parallel: 50, work: work))
+                rounds.productSmall.append(try await productSmall(round, files, into: &rounds))
+                if let jobRun {
+                    // The same files through the upload-queue job, as an operator runs it.
+                    let (js, jobCPU) = try await jobRun.run(files.small, in: work + "/job-\(index)")
+                    rounds.jobSmall.append(Timing(seconds: js, bytes: files.smallBytes, files: files.small.count))
+                    print("product small, upload-queue job (jobrun run, queued beforehand): \(fmt(js)) s; \(jobCPU)")
+                }
             }
             printRound(index, rounds)
         }
-        report(rounds, files, rssStart: rssStart)
     }
 
     /// One large file and `smallFiles` small ones of random bytes, written in 1 MiB blocks.
@@ -204,11 +231,9 @@ struct UploadBenchmark {
         return Files(large: large, largeBytes: largeBytes, largeSHA: largeSHA, small: small, smallBytes: smallBytes)
     }
 
-    /// The product's client: one transport, enough connections for 30 parts in flight.
+    /// The product's client: one transport with the default connection limits.
     private func makeClient(_ server: UploadBenchServer) throws -> CloudClient {
         var tc = TransportConfiguration()
-        tc.maxConnectionsPerHost = max(32, options.concurrency * 2)
-        tc.maxTotalConnections = 96
         tc.requestTimeout = 300
         var account = CloudAccountConfig(datacenters: [1: server.dcURLs[0], 2: server.dcURLs[1]], mainDc: 1, requestTimeout: 300)
         account.retry = CloudRetryPolicy(maxAttempts: 3, baseDelay: 0.05, maxDelay: 0.5)
@@ -234,8 +259,7 @@ struct UploadBenchmark {
     /// SHA-256 on the server.
     private func productLarge(_ round: Round, _ files: Files, into rounds: inout Rounds) async throws {
         let partsDone = PhaseClock()
-        var largeConfig = MultipartUploadConfiguration()
-        largeConfig.partsInFlight = options.partsInFlight
+        let largeConfig = MultipartUploadConfiguration()
         settleDisk()
         var cpu = PhaseCPU(server: round.server.cpuSeconds)
         let upload = MultipartUpload(
@@ -250,9 +274,10 @@ struct UploadBenchmark {
         let result = try await upload.upload(itemId: item.id)
         let t2 = DispatchTime.now().uptimeNanoseconds
         rounds.rssAfterLarge = max(rounds.rssAfterLarge, peakRSSMiB())
+        rounds.largeWindow.append(result.partsInFlight.map { "\($0)" } ?? "?")
         print("product large, enqueue (hard link + SHA-256): \(fmt(Double(t1 - t0) / 1e9)) s; \(enqueueCPU)")
         print(
-            "product large, upload: parts \(fmt(Double(partsDone.last - t1) / 1e9)) s, sendMedia (server assembly) \(fmt(Double(t2 - partsDone.last) / 1e9)) s; \(cpu.report(client: "this process"))"
+            "product large, upload: parts \(fmt(Double(partsDone.last - t1) / 1e9)) s, sendMedia (server assembly) \(fmt(Double(t2 - partsDone.last) / 1e9)) s; parts in flight \(rounds.largeWindow.last!); \(cpu.report(client: "this process"))"
         )
         let info = try JSONDecoder().decode(
             FileInfo.self, from: try await round.client.transport.get("\(round.dc)/admin/files/\(result.documentId)").body)
@@ -265,53 +290,37 @@ struct UploadBenchmark {
         rounds.productLargeParts.append(Timing(seconds: Double(partsDone.last - t1) / 1e9, bytes: files.largeBytes, files: 1))
     }
 
-    /// curl --parallel of the small files to the plain upload endpoint.
-    private func curlSmall(_ round: Round, _ files: Files, work: String) throws -> Timing {
-        let config = work + "/curl-small-\(round.index).cfg"
+    /// curl --parallel of the small files to the plain upload endpoint, `parallel` at once.
+    private func curlSmall(_ round: Round, _ files: Files, parallel: Int, work: String) throws -> Timing {
+        let config = work + "/curl-small-\(round.index)-\(parallel).cfg"
         try files.small.enumerated()
-            .map { "upload-file = \"\($0.element)\"\nurl = \"\(round.dc)/plain/upload/r\(round.index)-s\($0.offset)\"\noutput = \"/dev/null\"\n" }
+            .map { "upload-file = \"\($0.element)\"\nurl = \"\(round.dc)/plain/upload/r\(round.index)-p\(parallel)-s\($0.offset)\"\noutput = \"/dev/null\"\n" }
             .joined().write(toFile: config, atomically: true, encoding: .utf8)
         settleDisk()
         var cpu = PhaseCPU(server: round.server.cpuSeconds)
         let cs = try measure {
-            try runPeerTool(["curl", "-s", "--no-progress-meter", "-H", "Expect:", "--parallel", "--parallel-max", String(options.concurrency), "-K", config])
+            try runPeerTool(["curl", "-s", "--no-progress-meter", "-H", "Expect:", "--parallel", "--parallel-max", String(parallel), "-K", config])
         }
-        print("curl small: \(cpu.report(client: "curl", isChild: true))")
+        print("curl small, \(parallel) at once: \(cpu.report(client: "curl", isChild: true))")
         return Timing(seconds: cs, bytes: files.smallBytes, files: files.small.count)
     }
 
     /// The product on the small files: enqueue all (one batch: staged on every core, one
-    /// transaction), then drain `concurrency` at a time.
-    private func productSmall(_ round: Round, _ files: Files) async throws -> Timing {
+    /// transaction), then upload them with as many files in flight as the measured throughput
+    /// calls for (`MultipartUpload.upload(itemIds:)`).
+    private func productSmall(_ round: Round, _ files: Files, into rounds: inout Rounds) async throws -> Timing {
         settleDisk()
         var cpu = PhaseCPU(server: round.server.cpuSeconds)
         let s0 = DispatchTime.now().uptimeNanoseconds
         let ids = try await round.queue.enqueue(files.small.map { UploadRequest(path: $0, peerId: round.peer) }).map(\.id)
         let sEnqueued = DispatchTime.now().uptimeNanoseconds
-        let smallUpload = MultipartUpload(client: round.client, postbox: round.postbox)
-        let sent = try await withThrowingTaskGroup(of: Int.self) { group in
-            var next = 0, done = 0
-            for _ in 0..<min(options.concurrency, ids.count) {
-                let id = ids[next]; next += 1
-                group.addTask {
-                    _ = try await smallUpload.upload(itemId: id); return 1
-                }
-            }
-            while let n = try await group.next() {
-                done += n
-                if next < ids.count {
-                    let id = ids[next]; next += 1
-                    group.addTask {
-                        _ = try await smallUpload.upload(itemId: id); return 1
-                    }
-                }
-            }
-            return done
-        }
+        let report = try await MultipartUpload(client: round.client, postbox: round.postbox).upload(itemIds: ids)
         let s1 = DispatchTime.now().uptimeNanoseconds
+        let sent = report.results.count
         guard sent == files.small.count else { throw ValidationError("only \(sent) small files sent") }
+        rounds.smallWindow.append("\(report.filesInFlight)")
         print(
-            "product small: enqueue \(fmt(Double(sEnqueued - s0) / 1e9)) s, upload \(fmt(Double(s1 - sEnqueued) / 1e9)) s; enqueue and upload: \(cpu.report(client: "this process"))"
+            "product small: enqueue \(fmt(Double(sEnqueued - s0) / 1e9)) s, upload \(fmt(Double(s1 - sEnqueued) / 1e9)) s, files in flight \(report.filesInFlight); enqueue and upload: \(cpu.report(client: "this process"))"
         )
         return Timing(seconds: Double(s1 - s0) / 1e9, bytes: files.smallBytes, files: files.small.count)
     }
@@ -321,17 +330,20 @@ struct UploadBenchmark {
         if let c = rounds.curlLarge.last, let p = rounds.productLarge.last {
             line.append("curl \(fmt(c.mbps, 0)) MB/s, product \(fmt(p.mbps, 0)) MB/s (large)")
         }
-        if let c = rounds.curlSmall.last, let p = rounds.productSmall.last, let j = rounds.jobSmall.last {
-            let rates = "curl \(fmt(c.filesPerSecond, 0)) files/s, product \(fmt(p.filesPerSecond, 0)) files/s"
-            line.append(rates + ", upload-queue job \(fmt(j.filesPerSecond, 0)) files/s (small)")
+        if let c = rounds.curlSmall.last, let c50 = rounds.curlSmall50.last, let p = rounds.productSmall.last {
+            var rates =
+                "curl \(options.concurrency) at once \(fmt(c.filesPerSecond, 0)) files/s, curl 50 \(fmt(c50.filesPerSecond, 0)), product \(fmt(p.filesPerSecond, 0))"
+            if let j = rounds.jobSmall.last { rates += ", upload-queue job \(fmt(j.filesPerSecond, 0))" }
+            line.append(rates + " (small)")
         }
         print("round \(index + 1): " + line.joined(separator: "; "))
     }
 
-    /// The table of each method's best round, and the ratios against curl.
-    private func report(_ rounds: Rounds, _ files: Files, rssStart: Double) {
+    /// The table of each method's best round at one round trip, and the ratios against curl.
+    private func report(_ rounds: Rounds, _ files: Files, roundTrip: RoundTrip, rssStart: Double) {
         func best(_ t: [Timing]) -> Timing { t.min { $0.seconds < $1.seconds }! }
-        var table = BenchTable(title: "Upload: product vs curl, same server, same bytes", columns: ["method", "files", "MB", "seconds", "MB/s", "files/s"])
+        var table = BenchTable(
+            title: "Upload: product vs curl, same server, same bytes, \(roundTrip)", columns: ["method", "files", "MB", "seconds", "MB/s", "files/s"])
         func add(_ label: String, _ t: Timing) {
             table.add([label, String(t.files), fmt(Double(t.bytes) / 1e6, 1), fmt(t.seconds, 2), fmt(t.mbps, 1), fmt(t.filesPerSecond, 1)])
         }
@@ -343,8 +355,9 @@ struct UploadBenchmark {
         }
         if !rounds.curlSmall.isEmpty {
             add("curl --parallel \(options.concurrency), small", best(rounds.curlSmall))
-            add("product, small (enqueue+upload, \(options.concurrency) at once)", best(rounds.productSmall))
-            add("upload-queue job, small (jobrun run, queued beforehand)", best(rounds.jobSmall))
+            add("curl --parallel 50 (its default), small", best(rounds.curlSmall50))
+            add("product, small (enqueue+upload, files in flight adaptive)", best(rounds.productSmall))
+            if !rounds.jobSmall.isEmpty { add("upload-queue job, small (jobrun run, queued beforehand)", best(rounds.jobSmall)) }
         }
         table.print()
         if !rounds.curlLarge.isEmpty {
@@ -352,25 +365,34 @@ struct UploadBenchmark {
                 best(rounds.productLarge), best(rounds.productLargeWithEnqueue), best(rounds.productLargeParts), best(rounds.curlLarge)
             )
             BenchRatios.record(
-                "upload", "\(fmt(Double(files.largeBytes) / 1e6, 0)) MB file", product: fmt(product.mbps, 0) + " MB/s",
-                peer: fmt(curl.mbps, 0) + " MB/s curl -T", ratio: product.mbps / curl.mbps, target: 1)
+                "upload", "\(roundTrip.rowLabel): \(fmt(Double(files.largeBytes) / 1e6, 0)) MB file",
+                product: fmt(product.mbps, 0) + " MB/s (parts in flight \(rounds.largeWindow.last ?? "?"))",
+                peer: fmt(curl.mbps, 0) + " MB/s curl -T", ratio: product.mbps / curl.mbps, target: roundTrip.target(1))
             print("ratio large (product upload / curl): \(fmt(product.mbps / curl.mbps))× (target ≥ 1.0×); with enqueue: \(fmt(withEnqueue.mbps / curl.mbps))×")
             print(
                 "ratio large, parts phase only (sendMedia then waits for the server to finish hashing the file): \(fmt(parts.mbps / curl.mbps))×"
             )
+            print("parts in flight the large upload settled on, each round: \(rounds.largeWindow.joined(separator: "; "))")
         }
         if !rounds.curlSmall.isEmpty {
-            let (product, job, curl) = (best(rounds.productSmall), best(rounds.jobSmall), best(rounds.curlSmall))
+            let product = best(rounds.productSmall)
             let count = files.small.count
-            BenchRatios.record(
-                "upload", "\(count) small files", product: fmt(product.filesPerSecond, 0) + " files/s",
-                peer: fmt(curl.filesPerSecond, 0) + " files/s curl --parallel \(options.concurrency)",
-                ratio: product.filesPerSecond / curl.filesPerSecond, target: 1)
-            print("ratio small files/s (product / curl): \(fmt(product.filesPerSecond / curl.filesPerSecond))× (target ≥ 1.0×)")
-            BenchRatios.record(
-                "upload", "\(count) small files, upload-queue job", product: fmt(job.filesPerSecond, 0) + " files/s",
-                peer: fmt(curl.filesPerSecond, 0) + " files/s curl --parallel \(options.concurrency)",
-                ratio: job.filesPerSecond / curl.filesPerSecond, target: nil)
+            for (curl, parallel) in [(best(rounds.curlSmall), options.concurrency), (best(rounds.curlSmall50), 50)] {
+                BenchRatios.record(
+                    "upload", "\(roundTrip.rowLabel): \(count) small files",
+                    product: fmt(product.filesPerSecond, 0) + " files/s (files in flight \(rounds.smallWindow.last ?? "?"))",
+                    peer: fmt(curl.filesPerSecond, 0) + " files/s curl --parallel \(parallel)",
+                    ratio: product.filesPerSecond / curl.filesPerSecond, target: roundTrip.target(1))
+                print("ratio small files/s (product / curl --parallel \(parallel)): \(fmt(product.filesPerSecond / curl.filesPerSecond))× (target ≥ 1.0×)")
+            }
+            print("files in flight the small uploads settled on, each round: \(rounds.smallWindow.joined(separator: "; "))")
+            if !rounds.jobSmall.isEmpty {
+                let (job, curl) = (best(rounds.jobSmall), best(rounds.curlSmall))
+                BenchRatios.record(
+                    "upload", "\(roundTrip.rowLabel): \(count) small files, upload-queue job", product: fmt(job.filesPerSecond, 0) + " files/s",
+                    peer: fmt(curl.filesPerSecond, 0) + " files/s curl --parallel \(options.concurrency)",
+                    ratio: job.filesPerSecond / curl.filesPerSecond, target: nil)
+            }
         }
         print(
             "peak RSS of this process: \(fmt(rssStart, 1)) MiB before uploading, \(fmt(rounds.rssAfterLarge, 1)) MiB after the \(fmt(Double(files.largeBytes) / 1e6, 0)) MB upload, \(fmt(peakRSSMiB(), 1)) MiB at the end (bounded: parts are sent from the file by region)"

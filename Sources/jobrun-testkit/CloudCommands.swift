@@ -36,7 +36,7 @@ private struct AnnouncingFetcher: MediaResourceFetcher {
             case let .dataPart(offset, data): emit("part \(offset) \(data.count)")
             case let .dataWritten(offset, length): emit("part \(offset) \(length)")
             case let .replaceHeader(data): emit("header \(data.count)")
-            case .resourceSizeUpdated: break
+            case .resourceSizeUpdated, .headerRevision: break
             }
             return e
         })

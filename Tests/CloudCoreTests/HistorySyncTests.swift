@@ -18,7 +18,7 @@ final class HistorySyncTests: XCTestCase {
     }
 
     func makePostbox() throws -> Postbox {
-        try Postbox(directory: directory.file("db"))
+        try Postbox(directory: directory.file("db"), key: TestRoot.storeKey)
     }
 
     func options(_ tweak: (inout HistorySyncOptions) -> Void = { _ in }) -> HistorySyncOptions {

@@ -23,7 +23,7 @@ final class UploadFixture: @unchecked Sendable {
 
     private init(cloud: ClientFixture) throws {
         self.cloud = cloud
-        postbox = try Postbox(directory: directory.file("db"))
+        postbox = try Postbox(directory: directory.file("db"), key: TestRoot.storeKey)
         var transport = TransportConfiguration()
         transport.maxConnectionsPerHost = 40
         transport.requestTimeout = 60

@@ -29,7 +29,7 @@ final class EventOrderFetcher: MediaResourceFetcher {
             switch event {
             case let .dataPart(offset, _), let .dataWritten(offset, _): offsets.withLock { $0.append(offset) }
             case .replaceHeader: offsets.withLock { $0.append(0) }
-            case .resourceSizeUpdated: break
+            case .resourceSizeUpdated, .headerRevision: break
             }
             return event
         })

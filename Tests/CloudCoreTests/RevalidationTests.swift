@@ -23,7 +23,7 @@ final class RevalidationTests: XCTestCase {
             var config = CloudAccountConfig(datacenters: fx.datacenters, mainDc: 1, requestTimeout: 10)
             config.retry = CloudRetryPolicy(maxAttempts: 2, baseDelay: 0.02, maxDelay: 0.05, jitter: 0, maxFloodWait: 5, maxFloodWaits: 2)
             client = try CloudClient(config: config, transport: fx.transport)
-            postbox = try Postbox(directory: fx.directory.file("db"))
+            postbox = try Postbox(directory: fx.directory.file("db"), key: TestRoot.storeKey)
         }
 
         func context(
@@ -312,7 +312,7 @@ final class RevalidationTests: XCTestCase {
         let (message, parent) = try await f.bundle()
         let resources = CloudResources.resources(of: message)
         // A second Postbox instance on the same file: what a second process opens.
-        let other = try Postbox(directory: f.fx.directory.file("db"))
+        let other = try Postbox(directory: f.fx.directory.file("db"), key: TestRoot.storeKey)
         let a = f.context(holder: "process-a")
         let b = f.context(holder: "process-b", postbox: other)
         f.fx.server.expireReferences()

@@ -20,7 +20,7 @@ final class SharedMediaTierCleanupTests: XCTestCase {
             transport: try CurlTransport(), bucket: S3Bucket(endpoint: moto.endpoint, name: "tier-cleanup"),
             credentials: S3Credentials(accessKeyId: moto.credentials.accessKeyId, secretAccessKey: moto.credentials.secretAccessKey))
         try await s3.createBucket()
-        let store = try Postbox(directory: dir.file("index"))
+        let store = try Postbox(directory: dir.file("index"), key: TestRoot.storeKey)
         let tier = SharedMediaTier(client: s3, store: store, prefix: "t/", host: "host-a", scratchDirectory: dir.file("scratch"))
 
         // Six objects of 1000…6000 bytes; last uses: two past the TTL, three an hour apart, one

@@ -5,9 +5,10 @@ import XCTest
 /// The run lock across hosts: two data roots (two hosts' local state) sharing one PostgreSQL
 /// store, each running the built `jobrun`.
 final class ClusterRunLockIntegrationTests: XCTestCase {
-    /// A root whose `cluster.yaml` points at `database` on the shared test server.
-    private func host(_ database: String, server: PostgresServer, policy: String) throws -> JobrunHarness {
-        let h = JobrunHarness()
+    /// A root whose `cluster.yaml` points at `database` on the shared test server; a host
+    /// `beside` another shares its key, as the hosts of one fleet do.
+    private func host(_ database: String, server: PostgresServer, policy: String, beside first: JobrunHarness? = nil) throws -> JobrunHarness {
+        let h = first.map { JobrunHarness(sharingKeyOf: $0) } ?? JobrunHarness()
         try FileManager.default.createDirectory(atPath: h.root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let cluster = h.root + "/cluster.yaml"
         try "postgres:\n  url: postgresql://\(server.user)@/\(database)?host=\(server.socketDirectory)&port=\(server.port)\n"
@@ -24,7 +25,7 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
         let server = try PostgresServer.shared()
         let database = try server.createDatabase("lock_\(UUID().uuidString.prefix(8).lowercased())")
         let a = try host(database, server: server, policy: policy)
-        let b = try host(database, server: server, policy: policy)
+        let b = try host(database, server: server, policy: policy, beside: a)
         let holder = try a.start(["run", "cleanup"], failpoints: "after-lock=sleep(60000)")
         XCTAssertTrue(waitForClusterLock(server, database: database), "host a took the cluster lock: \(holder.stderr)")
         return (b, holder)
@@ -90,8 +91,8 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
                 """)
         }
         let a = try host(database, server: server, policy: "Forbid")
-        let b = try host(database, server: server, policy: "Forbid")
-        let c = try host(database, server: server, policy: "Forbid")
+        let b = try host(database, server: server, policy: "Forbid", beside: a)
+        let c = try host(database, server: server, policy: "Forbid", beside: a)
         try job(a, accounts: "[1]")
         try job(b, accounts: "[2]")
         try job(c, accounts: "[2, 1]")
@@ -123,7 +124,7 @@ final class ClusterRunLockIntegrationTests: XCTestCase {
         let server = try PostgresServer.shared()
         let database = try server.createDatabase("lock_\(UUID().uuidString.prefix(8).lowercased())")
         let a = try host(database, server: server, policy: "Replace")
-        let b = try host(database, server: server, policy: "Replace")
+        let b = try host(database, server: server, policy: "Replace", beside: a)
         let scheduler = try a.start(["schedule", "--now"], failpoints: "after-start-record=sleep(60000)")
         defer { scheduler.signal(SIGKILL) }
         XCTAssertTrue(waitForClusterLock(server, database: database), "the scheduler's run took the cluster lock: \(scheduler.stderr)")

@@ -11,9 +11,12 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
     /// The lease the schedule tests run with: short, so a takeover comes within seconds.
     private let leaseSeconds = 3
 
-    /// A host's root whose `cluster.yaml` points at `database` on the shared test server.
-    private func host(_ server: PostgresServer, database: String, leaseSeconds: Int? = nil, maxOpenStores: Int? = nil) throws -> JobrunHarness {
-        let h = JobrunHarness()
+    /// A host's root whose `cluster.yaml` points at `database` on the shared test server; a host
+    /// `beside` another shares its key, as the hosts of one fleet do.
+    private func host(
+        _ server: PostgresServer, database: String, leaseSeconds: Int? = nil, maxOpenStores: Int? = nil, beside first: JobrunHarness? = nil
+    ) throws -> JobrunHarness {
+        let h = first.map { JobrunHarness(sharingKeyOf: $0) } ?? JobrunHarness()
         try FileManager.default.createDirectory(atPath: h.root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let cluster = h.root + "/cluster.yaml"
         try
@@ -22,6 +25,17 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
             .write(toFile: cluster, atomically: true, encoding: .utf8)
         chmod(cluster, 0o600)
         return h
+    }
+
+    /// `count` hosts of one fleet on `database`.
+    private func hosts(_ count: Int, _ server: PostgresServer, database: String, leaseSeconds: Int? = nil, maxOpenStores: Int? = nil) throws
+        -> [JobrunHarness]
+    {
+        let first = try host(server, database: database, leaseSeconds: leaseSeconds, maxOpenStores: maxOpenStores)
+        return try [first]
+            + (1..<count).map { _ in
+                try host(server, database: database, leaseSeconds: leaseSeconds, maxOpenStores: maxOpenStores, beside: first)
+            }
     }
 
     /// A `time-based-cleanup` job firing every minute over `accounts`.
@@ -40,13 +54,15 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
             """)
     }
 
-    /// The `cleanup` runs recorded in `account`'s Postbox on the server.
-    private func runs(_ server: PostgresServer, database: String, account: Int) -> [JobRunRecord] {
+    /// The `cleanup` runs recorded in `account`'s Postbox on the server, read with `host`'s key;
+    /// none while the account's store does not exist yet.
+    private func runs(_ server: PostgresServer, database: String, account: Int, readBy host: JobrunHarness) -> [JobRunRecord] {
         let endpoint = PostgresEndpoint(address: .unixSocket(path: server.socketPath), username: server.user, database: database)
-        guard let box = try? PostgresValueBox(endpoint: endpoint, schema: "jobrun_account_\(account)", readOnly: true),
-            let postbox = try? Postbox(valueBox: box, name: "jobrun_account_\(account)", readOnly: true)
-        else { return [] }
-        return (try? postbox.readSync { try $0.jobRuns.recent(job: "cleanup", limit: 50) }) ?? []
+        let schema = "jobrun_account_\(account)"
+        let recorded = try? Postbox(
+            valueBox: PostgresValueBox(endpoint: endpoint, schema: schema, readOnly: true, cipher: host.valueCipher), name: schema, readOnly: true
+        ).readSync { try $0.jobRuns.recent(job: "cleanup", limit: 50) }
+        return recorded ?? []
     }
 
     /// The events named `event` in `h`'s logs.
@@ -61,26 +77,24 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
     func testThreeSchedulersRunEachFireOnce() throws {
         let server = try PostgresServer.shared()
         let database = try server.createDatabase("sched_\(UUID().uuidString.prefix(8).lowercased())")
-        var hosts: [JobrunHarness] = []
-        for _ in 0..<3 {
-            let h = try host(server, database: database)
+        let hosts = try hosts(3, server, database: database)
+        for h in hosts {
             // Allow: no run lock, so only the work item keeps the hosts from each running it.
             try h.writeCleanupJob("cleanup", policy: "Allow", schedule: "\"* * * * *\"")
-            hosts.append(h)
         }
         let schedulers = try hosts.map { try $0.start(["schedule"]) }
         defer { for s in schedulers { s.signal(SIGKILL) } }
 
         // Wait for the first fire (at most a minute away) to be claimed and finished.
         let deadline = Date().addingTimeInterval(100)
-        while Date() < deadline && !runs(server, database: database, account: 0).contains(where: { $0.outcome == .succeeded }) {
+        while Date() < deadline && !runs(server, database: database, account: 0, readBy: hosts[0]).contains(where: { $0.outcome == .succeeded }) {
             Thread.sleep(forTimeInterval: 1)
         }
         Thread.sleep(forTimeInterval: 3)
         for s in schedulers { s.signal(SIGTERM) }
         for s in schedulers { XCTAssertEqual(s.wait(timeout: 60), 0, s.stderr) }
 
-        let recorded = runs(server, database: database, account: 0)
+        let recorded = runs(server, database: database, account: 0, readBy: hosts[0])
         XCTAssertFalse(recorded.isEmpty, "a fire ran: \(schedulers.map(\.stderr))")
         // Each minute's fire ran once, whichever host claimed it.
         let minutes = recorded.map { $0.startedAt / 60_000 }
@@ -95,7 +109,7 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         let server = try PostgresServer.shared()
         let database = try server.createDatabase("spread_\(UUID().uuidString.prefix(8).lowercased())")
         let accounts = Array(0..<6)
-        let hosts = try (0..<3).map { _ in try host(server, database: database, leaseSeconds: leaseSeconds) }
+        let hosts = try hosts(3, server, database: database, leaseSeconds: leaseSeconds)
         for h in hosts { try writeEveryMinuteJob(h, accounts: accounts) }
         // Each account's run takes 1.5 s, so no host can drain the fire before the others claim.
         let schedulers = try hosts.map { try $0.start(["schedule"], failpoints: "after-lock=sleep(1500)") }
@@ -104,7 +118,7 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         func succeededFires() -> [Int: [Int64]] {
             Dictionary(
                 uniqueKeysWithValues: accounts.map { a in
-                    (a, runs(server, database: database, account: a).filter { $0.outcome == .succeeded }.compactMap(\.fireAt))
+                    (a, runs(server, database: database, account: a, readBy: hosts[0]).filter { $0.outcome == .succeeded }.compactMap(\.fireAt))
                 })
         }
         let deadline = Date().addingTimeInterval(110)
@@ -112,7 +126,7 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         for s in schedulers { s.signal(SIGTERM) }
         for s in schedulers { XCTAssertEqual(s.wait(timeout: 60), 0, s.stderr) }
 
-        let records = Dictionary(uniqueKeysWithValues: accounts.map { ($0, runs(server, database: database, account: $0)) })
+        let records = Dictionary(uniqueKeysWithValues: accounts.map { ($0, runs(server, database: database, account: $0, readBy: hosts[0])) })
         let firstFire = try XCTUnwrap(records.values.flatMap { $0 }.compactMap(\.fireAt).min(), "a fire ran: \(schedulers.map(\.stderr))")
         var ranBy = [Int](repeating: 0, count: hosts.count)
         for (account, recorded) in records {
@@ -145,7 +159,7 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         let server = try PostgresServer(maxConnections: maxConnections)
         let database = try server.createDatabase("bound_\(UUID().uuidString.prefix(8).lowercased())")
         let accounts = Array(0..<40)  // twice the server's connections
-        let hosts = try (0..<2).map { _ in try host(server, database: database, maxOpenStores: maxOpenStores) }
+        let hosts = try hosts(2, server, database: database, maxOpenStores: maxOpenStores)
         for h in hosts { try writeEveryMinuteJob(h, accounts: accounts) }
         let schedulers = try hosts.map { try $0.start(["schedule"]) }
         defer { for s in schedulers { s.signal(SIGKILL) } }
@@ -171,7 +185,7 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
 
         let failed = hosts.flatMap { events($0, "run.finished") }.filter { $0["outcome"] as? String != "succeeded" }
         XCTAssertEqual(failed.count, 0, "no run failed: \(failed)")
-        let succeeded = accounts.filter { a in runs(server, database: database, account: a).contains { $0.outcome == .succeeded } }
+        let succeeded = accounts.filter { a in runs(server, database: database, account: a, readBy: hosts[0]).contains { $0.outcome == .succeeded } }
         XCTAssertEqual(succeeded.count, accounts.count, "every account's run succeeded: \(schedulers.map(\.stderr))")
         // Each host: its open account stores, plus the work queue's session, its listener and
         // the running account's run lock (concurrencyPolicy Forbid).
@@ -189,7 +203,7 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         // A lease far longer than the hand-over may take: only the item handed back (and the
         // news of it) lets the other host run it so soon.
         let lease = 60
-        let hosts = try (0..<2).map { _ in try host(server, database: database, leaseSeconds: lease) }
+        let hosts = try hosts(2, server, database: database, leaseSeconds: lease)
         for h in hosts { try writeEveryMinuteJob(h, accounts: [0]) }
         let stopping = try hosts[0].start(["schedule"], failpoints: "after-start-record=sleep(120000)")
         defer { stopping.signal(SIGKILL) }
@@ -200,7 +214,7 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
             Thread.sleep(forTimeInterval: 0.2)
         }
         let claim = try XCTUnwrap(held, "the first host claimed the item: \(stopping.stderr)")
-        while Date() < deadline, !runs(server, database: database, account: 0).contains(where: { $0.pid == stopping.pid }) {
+        while Date() < deadline, !runs(server, database: database, account: 0, readBy: hosts[0]).contains(where: { $0.pid == stopping.pid }) {
             Thread.sleep(forTimeInterval: 0.1)
         }
         // The second host starts with the item held: it has nothing to do until it is handed over.
@@ -227,13 +241,13 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         XCTAssertTrue(events(hosts[1], "scheduler.took_over").isEmpty, "handed back, not taken over from an expired lease")
 
         while Date() < signalled.addingTimeInterval(60),
-            !runs(server, database: database, account: 0).contains(where: { $0.pid == taking.pid && $0.outcome == .succeeded })
+            !runs(server, database: database, account: 0, readBy: hosts[0]).contains(where: { $0.pid == taking.pid && $0.outcome == .succeeded })
         {
             Thread.sleep(forTimeInterval: 0.2)
         }
         taking.signal(SIGTERM)
         XCTAssertEqual(taking.wait(timeout: 60), 0, taking.stderr)
-        let recorded = runs(server, database: database, account: 0)
+        let recorded = runs(server, database: database, account: 0, readBy: hosts[0])
         XCTAssertEqual(recorded.first { $0.pid == stopping.pid }?.outcome, .cancelled, "the stopped host's run ended as cancelled: \(recorded)")
         XCTAssertTrue(
             recorded.contains { $0.pid == taking.pid && $0.outcome == .succeeded && $0.fireAt == recorded.first { $0.pid == stopping.pid }?.fireAt },
@@ -244,7 +258,7 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         let server = try PostgresServer.shared()
         let database = try server.createDatabase("takeover_\(UUID().uuidString.prefix(8).lowercased())")
         let accounts = Array(0..<6)
-        let hosts = try (0..<3).map { _ in try host(server, database: database, leaseSeconds: leaseSeconds) }
+        let hosts = try hosts(3, server, database: database, leaseSeconds: leaseSeconds)
         for h in hosts { try writeEveryMinuteJob(h, accounts: accounts) }
         // The first host's runs block, once recorded as running, until it is killed; the
         // others' take half a second.
@@ -261,10 +275,10 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
         let claim = try XCTUnwrap(held, "the first host claimed an item: \(victim.stderr)")
         let account = try XCTUnwrap(claim["account"] as? Int)
         // Its run is under way (recorded, holding the account's run lock) when it is killed.
-        while Date() < deadline, !runs(server, database: database, account: account).contains(where: { $0.pid == victim.pid }) {
+        while Date() < deadline, !runs(server, database: database, account: account, readBy: hosts[0]).contains(where: { $0.pid == victim.pid }) {
             Thread.sleep(forTimeInterval: 0.1)
         }
-        XCTAssertTrue(runs(server, database: database, account: account).contains { $0.pid == victim.pid && $0.outcome == .running })
+        XCTAssertTrue(runs(server, database: database, account: account, readBy: hosts[0]).contains { $0.pid == victim.pid && $0.outcome == .running })
         victim.signal(SIGKILL)
         victim.wait()
         let killed = Date()
@@ -287,20 +301,22 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
 
         let fireDeadline = Date().addingTimeInterval(60)
         func done() -> Bool {
-            accounts.allSatisfy { a in runs(server, database: database, account: a).contains { $0.outcome == .succeeded && $0.fireAt != nil } }
+            accounts.allSatisfy { a in
+                runs(server, database: database, account: a, readBy: hosts[0]).contains { $0.outcome == .succeeded && $0.fireAt != nil }
+            }
         }
         while Date() < fireDeadline, !done() { Thread.sleep(forTimeInterval: 0.5) }
         for s in others { s.signal(SIGTERM) }
         for s in others { XCTAssertEqual(s.wait(timeout: 60), 0, s.stderr) }
 
         for a in accounts {
-            let recorded = runs(server, database: database, account: a)
+            let recorded = runs(server, database: database, account: a, readBy: hosts[0])
             let fire = try XCTUnwrap(recorded.compactMap(\.fireAt).min())
             let succeeded = recorded.filter { $0.fireAt == fire && $0.outcome == .succeeded }
             XCTAssertEqual(succeeded.count, 1, "account \(a)'s fire completed once: \(recorded)")
             XCTAssertNotEqual(succeeded.first?.pid, victim.pid)
         }
-        let abandoned = runs(server, database: database, account: account).filter { $0.pid == victim.pid }
+        let abandoned = runs(server, database: database, account: account, readBy: hosts[0]).filter { $0.pid == victim.pid }
         XCTAssertEqual(abandoned.map(\.outcome), [.failed], "the killed run is closed by the host that took over")
         XCTAssertTrue(abandoned.first?.message?.contains("abandoned") == true, "\(abandoned)")
         XCTAssertEqual(

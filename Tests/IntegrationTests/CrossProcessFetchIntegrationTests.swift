@@ -76,9 +76,13 @@ final class CrossProcessFetchIntegrationTests: XCTestCase {
         let path = try XCTUnwrap(try MediaBox(basePath: h.root + "/account-0/postbox/media", readOnly: true).resourceData(MediaResourceId(id))?.path)
         XCTAssertEqual(SHA256.hash(try Data(contentsOf: URL(fileURLWithPath: path))).hexString, info.sha256)
 
-        // A: a 1 MiB prefix. B: ranges A never wanted, which A fetches for it before it lets go.
+        // A: a prefix of more parts than a file has in flight at once (8), so A is still running
+        // when its first parts land. B: ranges A never wanted, which A fetches for it before it
+        // lets go.
         let otherId = "telegram-cloud-document-\(other.dcId)-\(other.id)"
-        let a2 = try startFetch(h, otherId, ["--range", "0-\((1 << 20) - 1)"])
+        XCTAssertGreaterThan(other.size, 3 << 20, "a second video with room for a prefix of two rounds of parts")
+        let prefixEnd = min(Int64(2 << 20), other.size / 2)
+        let a2 = try startFetch(h, otherId, ["--range", "0-\(prefixEnd - 1)"])
         let beyond = (other.size / 2)..<other.size
         let b2 = try h.run(["fetch", "--resource", otherId, "--range", "\(beyond.lowerBound)-\(beyond.upperBound - 1)", "--json"])
         XCTAssertEqual(b2.status, 0, b2.stdout + b2.stderr)

@@ -6,11 +6,12 @@ import XCTest
 /// An encrypted data root as an operator runs it with the built `jobrun`: one key for every
 /// process (`init --encrypt`, runs, `status`, `stats`, `enqueue-upload`), no message text or
 /// file reference in clear in the database files, and clear refusals (exit 78) that change no
-/// byte of a store when the key and the store do not match.
+/// byte of a store when the key and the store do not match. Each test sets its root's key up
+/// itself, so every root starts plaintext whatever kind the other tests make.
 final class EncryptionAtRestIntegrationTests: XCTestCase {
     func testOneKeyForEveryCommandAndNoMessageOrReferenceInClear() throws {
         let cloud = try startCloudd(["--seed", "11", "--dcs", "1", "--peers", "3", "--messages-per-peer", "12", "--cdn-fraction", "0"])
-        let h = JobrunHarness()
+        let h = JobrunHarness(root: .plaintext)
         let initialized = try h.run(["init", "--encrypt"])
         XCTAssertEqual(initialized.status, 0, initialized.stderr)
         let keyPath = h.root + "/keys/store.key"
@@ -54,7 +55,7 @@ final class EncryptionAtRestIntegrationTests: XCTestCase {
     }
 
     func testAMismatchedKeyIsExit78AndChangesNoByteOfTheStore() throws {
-        let h = JobrunHarness()
+        let h = JobrunHarness(root: .plaintext)
         try h.writeCleanupJob("cleanup")
         XCTAssertEqual(try h.run(["init", "--encrypt"]).status, 0)
         let first = try h.run(["run", "cleanup"])
@@ -92,7 +93,7 @@ final class EncryptionAtRestIntegrationTests: XCTestCase {
         XCTAssertEqual(try h.run(["run", "cleanup"]).status, 0, "the right key opens it again")
 
         // A plaintext root opened with a key configured.
-        let plain = JobrunHarness()
+        let plain = JobrunHarness(root: .plaintext)
         try plain.writeCleanupJob("cleanup")
         XCTAssertEqual(try plain.run(["run", "cleanup"]).status, 0)
         let plainBefore = EncryptedRoot.contents(of: plain.account + "/postbox/db")
@@ -105,7 +106,7 @@ final class EncryptionAtRestIntegrationTests: XCTestCase {
     /// A systemd credential (what `LoadCredential=` hands the service) is the key, and wins over
     /// a key file of the root.
     func testASystemdCredentialIsTheKey() throws {
-        let h = JobrunHarness()
+        let h = JobrunHarness(root: .plaintext)
         try h.writeCleanupJob("cleanup")
         let credentials = h.dir.file("credentials")
         try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

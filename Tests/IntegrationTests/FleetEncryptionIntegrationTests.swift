@@ -13,7 +13,7 @@ final class FleetEncryptionIntegrationTests: XCTestCase {
         defer { server.stop() }
         let database = try server.createDatabase("sealed")
         let cloud = try startCloudd(["--seed", "13", "--dcs", "1", "--peers", "3", "--messages-per-peer", "10", "--cdn-fraction", "0"])
-        let h = JobrunHarness()
+        let h = JobrunHarness(root: .plaintext)  // `init --encrypt` below makes its key
         try h.configureAccount(for: cloud)
         try FileManager.default.createDirectory(atPath: h.root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let cluster = h.root + "/cluster.yaml"

@@ -15,7 +15,7 @@ final class HardeningIntegrationTests: XCTestCase {
         let account = h.root + "/account-0/postbox/db"
         try FileManager.default.createDirectory(atPath: account, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: h.root)
-        let postbox = try Postbox(directory: account)
+        let postbox = try Postbox(directory: account, key: h.storeKey)
         try postbox.transactionSync { try $0.peers.set(Peer(id: PeerId(1001), category: .contact, title: "c")) }
 
         let source = h.dir.file("src")
@@ -57,7 +57,7 @@ final class HardeningIntegrationTests: XCTestCase {
 
     /// A root that is a plain file used to fail with exit 1 and `NSCocoaErrorDomain Code=516`.
     func testARootThatIsAFileIs73AndNamesThePath() throws {
-        let h = JobrunHarness()
+        let h = JobrunHarness(root: .plaintext)  // no root yet: a file takes its place
         try h.writeCleanupJob("cleanup")
         try Data("not a directory".utf8).write(to: URL(fileURLWithPath: h.root))
         let r = try h.run(["run", "cleanup"])

@@ -34,7 +34,7 @@ final class HistoryRetentionIntegrationTests: XCTestCase {
         try h.syncOnce(initialMessages: 60)
         let peers = try cloud.dataset().peers.map { PeerId($0.id) }
         func ids(_ peer: PeerId) throws -> [Int32] {
-            try Postbox(path: dbPath(h), readOnly: true).readSync { tx in
+            try h.accountPostbox().readSync { tx in
                 var out: [Int32] = []
                 try tx.messages.scan(peer: peer, newestFirst: false) {
                     out.append($0.id.id); return true
@@ -44,7 +44,7 @@ final class HistoryRetentionIntegrationTests: XCTestCase {
         }
         let before = try Dictionary(uniqueKeysWithValues: peers.map { ($0, try ids($0)) })
         XCTAssertGreaterThan(before.values.map(\.count).reduce(0, +), 100, "sync stored history to trim")
-        let referencesBefore = try Postbox(path: dbPath(h), readOnly: true).readSync { try $0.mediaReferences.count() }
+        let referencesBefore = try h.accountPostbox().readSync { try $0.mediaReferences.count() }
 
         try h.writeJob(
             "retention",
@@ -78,7 +78,7 @@ final class HistoryRetentionIntegrationTests: XCTestCase {
         XCTAssertFalse(run.stderr.contains("retention.report: retention retention.report"), run.stderr)
         // A fresh connection per look: this test process never keeps one open while it opens
         // another on the same file.
-        func store() throws -> Postbox { try Postbox(path: dbPath(h), readOnly: true) }
+        func store() throws -> Postbox { try h.accountPostbox() }
         for peer in peers {
             let now = try ids(peer), then = before[peer]!
             XCTAssertEqual(now, Array(then.suffix(20)), "peer \(peer)")
@@ -146,7 +146,7 @@ final class HistoryRetentionIntegrationTests: XCTestCase {
         try h.configureAccount(for: cloud)
         try h.syncOnce(initialMessages: 80)
         func settledBytes() throws -> Int64 {
-            let store = try Postbox(path: dbPath(h))
+            let store = try h.accountPostbox(readOnly: false)
             _ = try store.checkpointWAL(truncate: true)
             return try store.databaseBytes()
         }

@@ -97,7 +97,7 @@ final class HistoryRetentionScheduleTests: XCTestCase {
 
         // No lost write: the newest 120 messages of every peer (sync's new pages among them) are
         // stored, and the store is consistent.
-        let postbox = try Postbox(path: h.account + "/postbox/db/db.sqlite")
+        let postbox = try h.accountPostbox(readOnly: false)
         XCTAssertEqual(try postbox.checkHistoryConsistency(), [])
         XCTAssertEqual(try postbox.integrityCheck(), ["ok"])
         try postbox.readSync { tx in

@@ -1,16 +1,33 @@
 import Foundation
+import Postbox
 import TestSupport
 import XCTest
 
-/// A data root and a jobs directory for running the built `jobrun` as a user would.
+/// A data root and a jobs directory for running the built `jobrun` as a user would. The root is
+/// of the kind the test process makes (`TestRoot`: plaintext, or encrypted with its key in
+/// `<root>/keys/store.key`) unless a test names one.
 final class JobrunHarness: @unchecked Sendable {
     let dir = TemporaryDirectory(prefix: "jobrun-it")
     var root: String { dir.file("root") }
     var jobsDir: String { dir.file("jobs") }
     let binary = Products.executable("jobrun")
 
-    init() {
+    init(root kind: TestRoot.Kind = TestRoot.kind) {
         try? FileManager.default.createDirectory(atPath: jobsDir, withIntermediateDirectories: true)
+        TestRoot.prepare(root, as: kind)
+    }
+
+    /// Another host of the fleet `first` belongs to: a root of its kind holding its key (see
+    /// `TestRoot.prepare(_:sharingKeyOf:)`), so both hosts open the stores they share.
+    init(sharingKeyOf first: JobrunHarness) {
+        try? FileManager.default.createDirectory(atPath: jobsDir, withIntermediateDirectories: true)
+        TestRoot.prepare(root, sharingKeyOf: first.root)
+    }
+
+    /// The key the root's stores are encrypted with, nil for a plaintext root: what a test
+    /// opening one of them itself passes to `Postbox`.
+    var storeKey: StoreKey? {
+        get throws { try TestRoot.key(ofRoot: root) }
     }
 
     /// Writes `jobs/<name>.yaml`.
@@ -92,8 +109,19 @@ final class JobrunHarness: @unchecked Sendable {
 }
 
 extension JobrunHarness {
+    /// The cipher that seals the values the root's stores keep on a PostgreSQL server, nil for
+    /// a plaintext root: what a test reading them itself passes to `PostgresValueBox`.
+    var valueCipher: ValueCipher? {
+        get throws { try storeKey.map { try ValueCipher(storeKey: $0) } }
+    }
+
     /// Account 0's directory.
     var account: String { root + "/account-0" }
+
+    /// Account 0's Postbox, opened with the root's key as jobrun opens it.
+    func accountPostbox(readOnly: Bool = true) throws -> Postbox {
+        try Postbox(path: account + "/postbox/db/db.sqlite", readOnly: readOnly, key: storeKey)
+    }
 
     /// Writes account 0's `config.yaml` for `cloud`, plus `extra` lines.
     func configureAccount(for cloud: ClouddProcess, extra: String = "") throws {

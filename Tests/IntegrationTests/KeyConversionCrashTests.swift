@@ -130,7 +130,7 @@ final class KeyConversionCrashTests: XCTestCase {
     }
 
     func testAConversionRefusesWhileAnotherProcessHasTheStoresOpen() throws {
-        let h = JobrunHarness()
+        let h = JobrunHarness(root: .plaintext)  // what `encrypt` would convert
         try h.writeCleanupJob("cleanup")
         XCTAssertEqual(try h.run(["run", "cleanup"]).status, 0)
         let holder = try h.start(["run", "cleanup"], failpoints: "after-start-record=sleep(120000)")

@@ -49,7 +49,7 @@ final class MultiHostCluster: @unchecked Sendable {
         }
         var hosts: [ClusterHost] = []
         for host in network.hosts {
-            let h = ClusterHost(host: host)
+            let h = ClusterHost(host: host, beside: hosts.first)
             try h.configure(postgres: postgres, database: database, cloud: cloud, accounts: accounts, moto: moto)
             hosts.append(h)
         }
@@ -98,7 +98,8 @@ final class MultiHostCluster: @unchecked Sendable {
     func postbox(account id: Int64) throws -> Postbox {
         let endpoint = PostgresEndpoint(address: .unixSocket(path: postgres.socketPath), username: postgres.user, database: database)
         let schema = "jobrun_account_\(id)"
-        return try Postbox(valueBox: PostgresValueBox(endpoint: endpoint, schema: schema, readOnly: true), name: schema, readOnly: true)
+        let cipher = try hosts[0].harness.valueCipher
+        return try Postbox(valueBox: PostgresValueBox(endpoint: endpoint, schema: schema, readOnly: true, cipher: cipher), name: schema, readOnly: true)
     }
 
     /// The run records of `job` in account `id` (empty until the account's store exists).
@@ -127,13 +128,16 @@ final class MultiHostCluster: @unchecked Sendable {
 }
 
 /// One host of a `MultiHostCluster`: its own data root and jobs folder, and where its processes
-/// run (`HostNetwork.Host`).
+/// run (`HostNetwork.Host`). Every host after the first holds the first one's key.
 final class ClusterHost: @unchecked Sendable {
     let host: HostNetwork.Host
-    let harness = JobrunHarness()
+    let harness: JobrunHarness
     var root: String { harness.root }
 
-    init(host: HostNetwork.Host) { self.host = host }
+    init(host: HostNetwork.Host, beside first: ClusterHost?) {
+        self.host = host
+        self.harness = first.map { JobrunHarness(sharingKeyOf: $0.harness) } ?? JobrunHarness()
+    }
 
     /// Writes `cluster.yaml` (the shared PostgreSQL over TCP on the bridge address, and the
     /// bucket when there is one) and each account's `config.yaml` naming `cloud`.

@@ -63,7 +63,7 @@ final class OperatorEdgeTests: XCTestCase {
         let successRun = try XCTUnwrap(first["run"] as? String)
 
         // 60 newer failed runs, newer than the success, written as the runner writes them.
-        let postbox = try Postbox(path: h.account + "/postbox/db/db.sqlite")
+        let postbox = try h.accountPostbox(readOnly: false)
         let base = Int64(Date().timeIntervalSince1970 * 1000) + 1000
         try postbox.transactionSync { tx in
             for i in 0..<60 {

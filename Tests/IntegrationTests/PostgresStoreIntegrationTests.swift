@@ -43,7 +43,8 @@ final class PostgresStoreIntegrationTests: XCTestCase {
         // The rows are in the account's schema on the server.
         let endpoint = PostgresEndpoint(address: .unixSocket(path: server.socketPath), username: server.user, database: database)
         let postbox = try Postbox(
-            valueBox: try PostgresValueBox(endpoint: endpoint, schema: "fleet_account_0", readOnly: true), name: "fleet_account_0", readOnly: true)
+            valueBox: try PostgresValueBox(endpoint: endpoint, schema: "fleet_account_0", readOnly: true, cipher: h.valueCipher), name: "fleet_account_0",
+            readOnly: true)
         let (peers, runs) = try postbox.readSync { tx in (try tx.peers.count(), try tx.jobRuns.recent(job: "sync", limit: 5)) }
         XCTAssertEqual(peers, 3)
         XCTAssertEqual(runs.map(\.outcome), [.succeeded])

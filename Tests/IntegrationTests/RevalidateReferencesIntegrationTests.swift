@@ -10,7 +10,7 @@ import XCTest
 /// call per parent in total), and a failing cloud (exit 69, then recovery).
 final class RevalidateReferencesIntegrationTests: XCTestCase {
     /// A cloudd child, a root with a `sync` job and `reval-a` / `reval-b` revalidation jobs, synced.
-    func startSynced(seed: Int, window: String = "2h", config extra: String = "") throws -> (ClouddProcess, JobrunHarness, String) {
+    func startSynced(seed: Int, window: String = "2h", config extra: String = "") throws -> (ClouddProcess, JobrunHarness) {
         let cloud = try startCloudd(["--seed", "\(seed)", "--dcs", "2", "--peers", "5", "--messages-per-peer", "12", "--cdn-fraction", "0"])
         let h = JobrunHarness()
         for name in ["reval-a", "reval-b"] {
@@ -34,12 +34,12 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
         }
         try h.configureAccount(for: cloud, extra: extra)
         try h.syncOnce(initialMessages: 12)
-        return (cloud, h, h.account + "/postbox/db/db.sqlite")
+        return (cloud, h)
     }
 
     /// resource id → obtainedAt of every stored reference.
-    func obtained(_ path: String) throws -> [String: Int64] {
-        try Postbox(path: path, readOnly: true).readSync { tx in
+    func obtained(_ h: JobrunHarness) throws -> [String: Int64] {
+        try h.accountPostbox().readSync { tx in
             var out: [String: Int64] = [:]
             try tx.mediaReferences.obtained(before: .max) {
                 out[$0.resourceId] = $0.obtainedAt; return true
@@ -50,8 +50,8 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
 
     func testRevalidateJobRefreshesExpiredReferences() throws {
         // References live 3 s; the job refreshes those expiring within 1 s.
-        let (cloud, h, db) = try startSynced(seed: 11, window: "1s", config: "referenceTTL: 3s\n")
-        let before = try obtained(db)
+        let (cloud, h) = try startSynced(seed: 11, window: "1s", config: "referenceTTL: 3s\n")
+        let before = try obtained(h)
         XCTAssertGreaterThan(before.count, 0)
         Thread.sleep(forTimeInterval: 3.2)  // the synced references are now within the window
         try cloud.expireReferences()
@@ -61,7 +61,7 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
         XCTAssertEqual(run.status, 0, run.stderr)
         XCTAssertTrue(run.stdout.contains("parents_refreshed:"), run.stdout)
         XCTAssertTrue(run.stdout.contains("refreshed_message:"), run.stdout)
-        let after = try obtained(db)
+        let after = try obtained(h)
         XCTAssertEqual(Set(after.keys), Set(before.keys))
         for (id, at) in before { XCTAssertGreaterThan(after[id] ?? 0, at, "\(id) refreshed") }
         let counters = try cloud.counters()
@@ -89,7 +89,7 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
 
     func testTwoProcessesRevalidateEachParentOnce() throws {
         // References live 3 s and the window is 1 s: after 3.2 s every synced one is due.
-        let (cloud, h, _) = try startSynced(seed: 12, window: "1s", config: "referenceTTL: 3s\n")
+        let (cloud, h) = try startSynced(seed: 12, window: "1s", config: "referenceTTL: 3s\n")
         Thread.sleep(forTimeInterval: 3.2)
         try cloud.expireReferences()
         try cloud.setFaults(FaultConfig(latencyMs: 100))
@@ -109,7 +109,7 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
     /// parents the first had just refreshed. Clamped, and with outcomes reused by the run's own
     /// rule, two runs ask each parent at most once in total.
     func testTwoRunsAMomentApartWithAWindowCoveringTheLifetimeAskEachParentOnce() throws {
-        let (cloud, h, _) = try startSynced(seed: 14, window: "2h", config: "referenceTTL: 4s\n")
+        let (cloud, h) = try startSynced(seed: 14, window: "2h", config: "referenceTTL: 4s\n")
         Thread.sleep(forTimeInterval: 4.2)
         try cloud.expireReferences()
         try cloud.setFaults(FaultConfig(latencyMs: 30))
@@ -126,7 +126,7 @@ final class RevalidateReferencesIntegrationTests: XCTestCase {
     }
 
     func testFailingCloudExits69ThenRecovers() throws {
-        let (cloud, h, _) = try startSynced(seed: 13, window: "1s", config: "referenceTTL: 3s\n")
+        let (cloud, h) = try startSynced(seed: 13, window: "1s", config: "referenceTTL: 3s\n")
         Thread.sleep(forTimeInterval: 3.2)  // every synced reference is now due
         try cloud.expireReferences()
         try cloud.setFaults(FaultConfig(failRevalidation: true))

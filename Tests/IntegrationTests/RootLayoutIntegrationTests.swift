@@ -55,7 +55,8 @@ final class RootLayoutIntegrationTests: XCTestCase {
         let dir = TemporaryDirectory(prefix: "jobrun-layout")
         let binary = Products.executable("jobrun")
         let populated = dir.file("populated")
-        let demo = try ChildProcess(binary, ["demo", "--json", "--root", populated])
+        // The demo populates a root of the kind the tests make (`TestRoot`): an encrypted one has its key's paths too.
+        let demo = try ChildProcess(binary, ["demo", "--json", "--root", populated] + (TestRoot.kind == .encrypted ? ["--encrypt"] : []))
         XCTAssertEqual(demo.wait(timeout: 600), 0, demo.stderr)
         // What the demo leaves empty: a pause, a failure streak, a staged upload, a stale temp file.
         let pause = try ChildProcess(binary, ["pause", "sync-history", "--root", populated, "--jobs-dir", populated + "/jobs"])

@@ -16,7 +16,7 @@ final class RunnerIntegrationTests: XCTestCase {
         // The holder takes its lock before it records its start: wait for the record too, so the
         // kill below always finds a started run to abandon (a loaded machine may be slow here).
         func holderRecorded() -> Bool {
-            guard let postbox = try? Postbox(path: h.root + "/account-0/postbox/db/db.sqlite", readOnly: true) else { return false }
+            guard let postbox = try? h.accountPostbox() else { return false }
             return (try? postbox.readSync { try $0.jobRuns.recent(job: "cleanup", limit: 10) })?.contains { $0.pid == holder.pid } == true
         }
         while Date() < deadline, !holderRecorded() { usleep(50_000) }
@@ -29,7 +29,7 @@ final class RunnerIntegrationTests: XCTestCase {
         let third = try h.run(["run", "cleanup"])
         XCTAssertEqual(third.status, 0, "the lock of a SIGKILLed holder is gone with it: \(third.stderr)")
 
-        let postbox = try Postbox(path: h.root + "/account-0/postbox/db/db.sqlite", readOnly: true)
+        let postbox = try h.accountPostbox()
         let runs = try postbox.readSync { try $0.jobRuns.recent(job: "cleanup", limit: 10) }
         XCTAssertEqual(runs.filter { $0.outcome == .succeeded }.count, 1)
         XCTAssertEqual(runs.count, 2, "the skipped run records nothing; the killed one and the next do")
@@ -102,7 +102,7 @@ final class RunnerIntegrationTests: XCTestCase {
         XCTAssertLessThan(time("cleanup-b", "run.started"), time("cleanup-a", "run.finished"))
         XCTAssertTrue(events.contains { $0["event"] as? String == "scheduler.stopped" })
 
-        let postbox = try Postbox(path: h.root + "/account-0/postbox/db/db.sqlite", readOnly: true)
+        let postbox = try h.accountPostbox()
         let names = try postbox.readSync { try $0.jobRuns.jobNames() }
         XCTAssertEqual(names, ["cleanup-a", "cleanup-b"])
         XCTAssertEqual(try postbox.integrityCheck(), ["ok"])

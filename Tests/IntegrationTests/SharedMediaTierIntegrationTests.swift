@@ -36,9 +36,13 @@ final class SharedMediaTierIntegrationTests: XCTestCase {
     }
 
     /// A host: a data root whose `cluster.yaml` enables the tier (and, with `postgres`, shares
-    /// its stores there), a config for `cloudd` and a `prefetch` job.
-    func host(_ servers: Servers, postgres: (server: PostgresServer, database: String)? = nil, tier: String = "") throws -> JobrunHarness {
-        let h = JobrunHarness()
+    /// its stores there), a config for `cloudd` and a `prefetch` job. A host `beside` another
+    /// shares its key, as the hosts of one fleet do.
+    func host(
+        _ servers: Servers, postgres: (server: PostgresServer, database: String)? = nil, tier: String = "", beside first: JobrunHarness? = nil,
+        root kind: TestRoot.Kind = TestRoot.kind
+    ) throws -> JobrunHarness {
+        let h = first.map { JobrunHarness(sharingKeyOf: $0) } ?? JobrunHarness(root: kind)
         try FileManager.default.createDirectory(atPath: h.root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try h.configureAccount(for: servers.cloud)
         try writePrivate(
@@ -76,7 +80,7 @@ final class SharedMediaTierIntegrationTests: XCTestCase {
 
     /// The tier's index of a single host (SQLite under its root).
     func localIndex(_ h: JobrunHarness) throws -> [SharedMediaTierEntry] {
-        let store = try Postbox(path: h.root + "/media-tier/db.sqlite", readOnly: true)
+        let store = try Postbox(path: h.root + "/media-tier/db.sqlite", readOnly: true, key: h.storeKey)
         return try store.readSync { try $0.sharedMediaTier.all() }
     }
 
@@ -134,7 +138,7 @@ final class SharedMediaTierIntegrationTests: XCTestCase {
         let scratch = TemporaryDirectory(prefix: "tier-it")
         let servers = try await startServers(logDirectory: scratch.file("."))
         let a = try host(servers, postgres: (server, database))
-        let b = try host(servers, postgres: (server, database))
+        let b = try host(servers, postgres: (server, database), beside: a)
         try a.syncOnce(initialMessages: 12)
 
         let first = try a.run(["run", "prefetch", "--json"])
@@ -146,7 +150,7 @@ final class SharedMediaTierIntegrationTests: XCTestCase {
         XCTAssertEqual(ca["tier_publish_failed"], 0, first.stdout)
         let endpoint = PostgresEndpoint(address: .unixSocket(path: server.socketPath), username: server.user, database: database)
         let store = try Postbox(
-            valueBox: try PostgresValueBox(endpoint: endpoint, schema: "jobrun_media_tier", readOnly: true), name: "jobrun_media_tier",
+            valueBox: try PostgresValueBox(endpoint: endpoint, schema: "jobrun_media_tier", readOnly: true, cipher: a.valueCipher), name: "jobrun_media_tier",
             readOnly: true)
         let index = try store.readSync { try $0.sharedMediaTier.all() }
         XCTAssertEqual(index.count, published, "one index row per published object")
@@ -191,7 +195,7 @@ final class SharedMediaTierIntegrationTests: XCTestCase {
         XCTAssertEqual(index.count, published)
         XCTAssertGreaterThan(index.count, 1)
         try await assertOpaqueObjects(servers, index, secrets: [servers.secretKey, "telegram"])
-        let references = try Postbox(path: h.account + "/postbox/db/db.sqlite", readOnly: true).readSync { tx in
+        let references = try h.accountPostbox().readSync { tx in
             try index.compactMap { try tx.mediaReferences.get($0.resourceId)?.fileReference }.filter { !$0.isEmpty }
         }
         XCTAssertFalse(references.isEmpty, "the shared files have file references")
@@ -251,7 +255,7 @@ final class SharedMediaTierIntegrationTests: XCTestCase {
         let now = Int64(Date().timeIntervalSince1970)
         for i in index.indices { index[i].lastUsedAt = i < 2 ? now - 40 * 86_400 - Int64(i) : now - Int64(index.count - i) * 3_600 }
         index[index.count - 1].lastUsedAt = now
-        let store = try Postbox(path: h.root + "/media-tier/db.sqlite")
+        let store = try Postbox(path: h.root + "/media-tier/db.sqlite", key: h.storeKey)
         let rewritten = index
         try store.transactionSync { tx in for e in rewritten { try tx.sharedMediaTier.set(e) } }
         let expired = Array(index[0..<2])
@@ -290,5 +294,56 @@ final class SharedMediaTierIntegrationTests: XCTestCase {
         let metrics = try String(contentsOfFile: h.root + "/metrics/jobrun_cleanup.prom", encoding: .utf8)
         XCTAssertTrue(metrics.contains("jobrun_time_based_cleanup_tier_objects_evicted{jobrun_job=\"cleanup\",kind=\"time-based-cleanup\"} 2"), metrics)
         assertNoSecrets(h, [servers.secretKey], outputs: [dry.stdout, dry.stderr, run.stdout, run.stderr])
+    }
+
+    /// On an encrypted root, what leaves the host for the bucket (the tier's published media,
+    /// a staged upload, a secret chat's staged file) holds no message text and no file
+    /// reference: every object, read back with another S3 client (awscli), and every object key
+    /// are searched for each of them, as are the root's database files.
+    func testTheBucketHoldsNoMessageTextOrFileReferenceOfAnEncryptedRoot() async throws {
+        let scratch = TemporaryDirectory(prefix: "tier-it")
+        let servers = try await startServers(logDirectory: scratch.file("."))
+        let h = try host(servers, root: .encrypted)
+        try h.syncOnce(initialMessages: 12)
+        let prefetch = try h.run(["run", "prefetch", "--json"])
+        XCTAssertEqual(prefetch.status, 0, prefetch.stderr)
+        let published = try XCTUnwrap(JobrunHarness.counters(prefetch.stdout)["tier_published"], prefetch.stdout)
+        XCTAssertGreaterThan(published, 0, prefetch.stdout)
+        let (texts, references) = try EncryptedRoot.secrets(try h.accountPostbox())
+        XCTAssertGreaterThan(texts.count, 5)
+        XCTAssertGreaterThan(references.count, 0)
+        let peer = try XCTUnwrap(try h.accountPostbox().readSync { try $0.peers.all() }.first?.id.rawValue)
+        let marker = "a staged upload's own words, readable in the bucket \(UUID().uuidString)"
+        for (name, extra) in [("plain.txt", [String]()), ("secret.txt", ["--secret"])] {
+            let file = h.dir.file(name)
+            try String(repeating: marker + "\n", count: 400).write(toFile: file, atomically: true, encoding: .utf8)
+            let enqueued = try h.run(["enqueue-upload", file, "--peer", String(peer)] + extra)
+            XCTAssertEqual(enqueued.status, 0, enqueued.stderr)
+        }
+
+        let copy = scratch.file("bucket-read-by-awscli")
+        let aws = try SystemCommand.status(
+            [
+                "/usr/bin/env", "AWS_ACCESS_KEY_ID=\(servers.moto.credentials.accessKeyId)",
+                "AWS_SECRET_ACCESS_KEY=\(servers.moto.credentials.secretAccessKey)", "AWS_DEFAULT_REGION=us-east-1", "aws", "--endpoint-url",
+                servers.moto.endpoint, "s3", "cp", "--recursive", "--only-show-errors", "s3://\(Self.bucket)", copy,
+            ])
+        XCTAssertEqual(aws.status, 0, aws.stderr)
+        let keys = try await servers.s3.listAllObjects(prefix: "").map(\.key)
+        XCTAssertEqual(keys.count, published + 2, "the tier's objects and the two staged uploads: \(keys)")
+        let needles = texts.map { Data($0.utf8) } + references + references.map { Data($0.hexString.utf8) }
+        XCTAssertEqual(EncryptedRoot.filesContaining(needles, under: copy), [], "message texts or file references in the bucket's objects")
+        for key in keys {
+            for text in texts { XCTAssertFalse(key.contains(text), "a message text in the object key \(key)") }
+            for reference in references {
+                XCTAssertFalse(key.contains(reference.hexString) || key.contains(reference.base64EncodedString()), "a file reference in \(key)")
+            }
+        }
+        XCTAssertEqual(
+            EncryptedRoot.filesContaining([Data(marker.utf8)], under: copy).count, 1,
+            "the search reads the objects' bytes: the plain upload's words are there, the secret one's are not")
+        for directory in [h.account + "/postbox/db", h.root + "/media-tier"] {
+            XCTAssertEqual(EncryptedRoot.filesContaining(needles, under: directory), [], "message texts or file references in \(directory)")
+        }
     }
 }

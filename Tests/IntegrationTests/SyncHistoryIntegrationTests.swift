@@ -58,7 +58,7 @@ final class SyncHistoryIntegrationTests: XCTestCase {
         XCTAssertTrue(first.stdout.contains("messages_stored: 50"), first.stdout)
         let peers = try cloud.dataset().peers.map(\.id)
         do {
-            let postbox = try Postbox(path: account + "/postbox/db/db.sqlite", readOnly: true)
+            let postbox = try h.accountPostbox()
             let (storedPeers, counts, states, references) = try postbox.readSync { tx in
                 (
                     try tx.peers.count(), try peers.map { try tx.messages.count(peer: PeerId($0)) },
@@ -88,7 +88,7 @@ final class SyncHistoryIntegrationTests: XCTestCase {
         XCTAssertEqual(counters.methods["messages.getHistory"], 1, "only the peer with new messages: \(counters.methods)")
         XCTAssertEqual(counters.methods["messages.getDialogs"], 1)
         do {
-            let postbox = try Postbox(path: account + "/postbox/db/db.sqlite", readOnly: true)
+            let postbox = try h.accountPostbox()
             let count = try postbox.readSync { try $0.messages.count(peer: PeerId(peers[1])) }
             XCTAssertEqual(count, 13)
         }
@@ -119,7 +119,7 @@ extension SyncHistoryIntegrationTests {
         let killed = try h.run(["run", "sync"], failpoints: "sync-after-page=kill")
         XCTAssertNotEqual(killed.status, 0, "the run was killed: \(killed.stderr)")
         let peers = try cloud.dataset().peers.map(\.id)
-        let (stored, holes) = try Postbox(path: account + "/postbox/db/db.sqlite", readOnly: true).readSync { tx in
+        let (stored, holes) = try h.accountPostbox().readSync { tx in
             (
                 try peers.map { try tx.messages.count(peer: PeerId($0)) }.reduce(0, +),
                 try peers.flatMap { try tx.holes.holes(peer: PeerId($0)) }
@@ -131,7 +131,7 @@ extension SyncHistoryIntegrationTests {
         try cloud.resetCounters()
         let resumed = try h.run(["run", "sync", "-v"])
         XCTAssertEqual(resumed.status, 0, resumed.stderr)
-        let counts = try Postbox(path: account + "/postbox/db/db.sqlite", readOnly: true).readSync { tx in
+        let counts = try h.accountPostbox().readSync { tx in
             (try peers.map { try tx.messages.count(peer: PeerId($0)) }, try peers.flatMap { try tx.holes.holes(peer: PeerId($0)) })
         }
         XCTAssertEqual(counts.0, Array(repeating: 10, count: 5))

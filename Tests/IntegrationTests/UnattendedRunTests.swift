@@ -91,7 +91,7 @@ final class UnattendedRunTests: XCTestCase {
         XCTAssertEqual(result["dry_run"] as? Bool, true)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: prom)), before, "a dry run does not touch the metrics file")
 
-        let postbox = try Postbox(path: h.root + "/account-0/postbox/db/db.sqlite", readOnly: true)
+        let postbox = try h.accountPostbox()
         let runs = try postbox.readSync { try $0.jobRuns.recent(job: "cleanup", limit: 10) }
         XCTAssertEqual(runs.count, 2)
         XCTAssertEqual(runs.filter(\.dryRun).count, 1, "the dry run is recorded as one")
@@ -155,7 +155,7 @@ final class UnattendedRunTests: XCTestCase {
         let suspended = h.logEvents().filter { $0["event"] as? String == "run.suspended" }
         XCTAssertEqual(Set(suspended.compactMap { $0["job"] as? String }), ["dormant", "held"])
         XCTAssertTrue(suspended.allSatisfy { ($0["msg"] as? String)?.contains("not run") == true }, "\(suspended)")
-        let postbox = try Postbox(path: h.root + "/account-0/postbox/db/db.sqlite", readOnly: true)
+        let postbox = try h.accountPostbox()
         XCTAssertEqual(try postbox.readSync { try $0.jobRuns.jobNames() }, ["active"], "suspended jobs did not run")
 
         // schedule --now starts every enabled job at once: the paused one is skipped.
@@ -187,7 +187,7 @@ final class UnattendedRunTests: XCTestCase {
     }
 
     func testWrongJobsDirectoriesFailWithTheFix() throws {
-        let h = JobrunHarness()
+        let h = JobrunHarness(root: .plaintext)  // no root yet: the test checks that none is created
         let missing = h.dir.file("nowhere")
         for command in [["validate"], ["list"], ["units", "--out", h.dir.file("u")], ["schedule"], ["run", "x"]] {
             let p = try ChildProcess(h.binary, command + ["--root", h.root, "--jobs-dir", missing])

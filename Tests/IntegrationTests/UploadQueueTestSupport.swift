@@ -118,7 +118,7 @@ extension JobrunHarness {
 
     /// The upload queue as the last commit left it (read-only, never blocks a writer).
     func uploadItems() throws -> [UploadItem] {
-        let postbox = try Postbox(path: root + "/account-0/postbox/db/db.sqlite", readOnly: true)
+        let postbox = try accountPostbox()
         return try postbox.readSync { tx in
             var out: [UploadItem] = []
             try tx.uploadQueue.scan {
@@ -129,7 +129,7 @@ extension JobrunHarness {
     }
 
     func acknowledgedParts(_ item: Int64) throws -> Set<Int> {
-        let postbox = try Postbox(path: root + "/account-0/postbox/db/db.sqlite", readOnly: true)
+        let postbox = try accountPostbox()
         return Set(try postbox.readSync { try $0.uploadQueue.acknowledgedParts(item: item) }.map(Int.init))
     }
 

@@ -37,15 +37,29 @@ final class VideoPrefixIntegrationTests: XCTestCase {
         }
     }
 
+    /// A cloudd (stopped by the caller) and an account whose first prefetch run took 256 KiB
+    /// prefixes of its videos.
+    func prefetchPrefixes(
+        seed: Int, peers: Int
+    ) throws -> (cloud: ClouddProcess, h: JobrunHarness, first: (status: Int32, stdout: String, stderr: String)) {
+        let cloud = try startCloudd(["--seed", "\(seed)", "--dcs", "2", "--peers", "\(peers)", "--messages-per-peer", "16", "--cdn-fraction", "0"])
+        do {
+            let h = JobrunHarness()
+            try h.configureAccount(for: cloud)
+            try h.syncOnce(initialMessages: 16)
+            try h.writePrefetchJob("  mediaTypes: [video]\n  videoPrefix: 256KiB\n  budget: 1GiB\n")
+            let first = try h.run(["run", "prefetch", "--json"])
+            XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
+            return (cloud, h, first)
+        } catch {
+            cloud.stop()
+            throw error
+        }
+    }
+
     func testHeaderFirstPrefixesAreCacheEntriesThatGrowAndGetEvicted() throws {
-        let cloud = try startCloudd(["--seed", "31", "--dcs", "2", "--peers", "6", "--messages-per-peer", "16", "--cdn-fraction", "0"])
+        let (cloud, h, first) = try prefetchPrefixes(seed: 31, peers: 6)
         defer { cloud.stop() }
-        let h = JobrunHarness()
-        try h.configureAccount(for: cloud)
-        try h.syncOnce(initialMessages: 16)
-        try h.writePrefetchJob("  mediaTypes: [video]\n  videoPrefix: 256KiB\n  budget: 1GiB\n")
-        let first = try h.run(["run", "prefetch", "--json"])
-        XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
         let c1 = JobrunHarness.counters(first.stdout)
         let prefixes = try XCTUnwrap(c1["video_prefixes"])
         XCTAssertGreaterThan(prefixes, 1, first.stdout)
@@ -108,5 +122,40 @@ final class VideoPrefixIntegrationTests: XCTestCase {
             XCTAssertFalse(FileManager.default.fileExists(atPath: e.path), "\(e.path) was removed")
             XCTAssertFalse(FileManager.default.fileExists(atPath: e.path + ".meta") && e.path.hasSuffix("_partial"), "its meta too")
         }
+    }
+
+    /// The cloud revises the headers of prefetched videos: a larger prefix then fetches each
+    /// header again (once) and replaces it, fetches only the missing bytes after the prefix, and
+    /// every byte held equals the cloud's current file.
+    func testRevisedHeadersAreReplacedWhenAPrefixGrows() throws {
+        let (cloud, h, first) = try prefetchPrefixes(seed: 37, peers: 4)
+        defer { cloud.stop() }
+        let partials = try videoEntries(h).filter { e in e.size.map { !e.held.contains(0..<$0) } ?? true }
+        XCTAssertGreaterThan(partials.count, 1, first.stdout)
+        for p in partials {
+            let revised = try cloud.reviseHeader(try XCTUnwrap(Self.fileId(p.entry.resourceId)))
+            XCTAssertEqual(revised.revision, 1)
+        }
+
+        try cloud.resetCounters()
+        try h.writePrefetchJob("  mediaTypes: [video]\n  videoPrefix: 1MiB\n  budget: 1GiB\n")
+        let grown = try h.run(["run", "prefetch", "--json"])
+        XCTAssertEqual(grown.status, 0, grown.stdout + grown.stderr)
+        let box = try MediaBox(basePath: h.root + "/account-0/postbox/media", readOnly: true)
+        for p in partials {
+            let id = try XCTUnwrap(Self.fileId(p.entry.resourceId))
+            let counters = try cloud.filePartCounters(id)
+            XCTAssertEqual(counters.offsets["0"], 1, "\(p.entry.resourceId): the revised header fetched again, once")
+            XCTAssertTrue(
+                counters.offsets.keys.allSatisfy { $0 == "0" || Int64($0)! >= p.held.contiguousPrefix },
+                "\(p.entry.resourceId): only the header and the missing ranges: \(counters.offsets)")
+            XCTAssertTrue(counters.offsets.values.allSatisfy { $0 == 1 }, "\(counters.offsets)")
+            let meta = FileManager.default.contents(atPath: box.paths(for: MediaResourceId(p.entry.resourceId)).partialMeta)
+            if let meta { XCTAssertEqual(PartialFileMeta.decode(meta)?.headerRevision, 1, p.entry.resourceId) }
+        }
+        let ids = Set(partials.map(\.entry.resourceId))
+        let now = try videoEntries(h).filter { ids.contains($0.entry.resourceId) }
+        XCTAssertEqual(now.count, partials.count)
+        try assertHeldBytesMatch(now, cloud: cloud)
     }
 }

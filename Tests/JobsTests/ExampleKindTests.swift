@@ -29,9 +29,10 @@ final class ExampleKindTests: XCTestCase {
 
     func testTheRunnerRunsIt() async throws {
         let dir = TemporaryDirectory()
+        TestRoot.prepare(dir.file("root"))
         let root = DataRoot(path: dir.file("root"))
         try root.createDirectories(accounts: [0])
-        let postbox = try Postbox(directory: root.account(0).postboxDatabase.path)
+        let postbox = try Postbox(directory: root.account(0).postboxDatabase.path, key: TestRoot.key(ofRoot: root.path))
         try await postbox.transaction { tx in
             try tx.peers.set(Peer(id: PeerId(7), category: .group, title: "g"))
             try tx.messages.add((1...3).map { Message(id: MessageId(peerId: PeerId(7), namespace: MessageId.cloudNamespace, id: $0), timestamp: 100 + $0) })

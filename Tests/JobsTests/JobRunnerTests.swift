@@ -50,6 +50,7 @@ final class JobRunnerTests: XCTestCase {
     }
 
     private func runner(_ kind: ScriptedKind, _ dir: TemporaryDirectory) throws -> JobRunner {
+        TestRoot.prepare(dir.file("root"))
         let root = DataRoot(path: dir.file("root"))
         try root.createDirectories()
         let sink = try LogSink(root: root, process: "test", console: .off)
@@ -59,7 +60,7 @@ final class JobRunnerTests: XCTestCase {
     }
 
     private func history(_ dir: TemporaryDirectory) throws -> [JobRunRecord] {
-        let postbox = try Postbox(path: dir.file("root/account-0/postbox/db/db.sqlite"), readOnly: true)
+        let postbox = try Postbox(path: dir.file("root/account-0/postbox/db/db.sqlite"), readOnly: true, key: TestRoot.key(ofRoot: dir.file("root")))
         return try postbox.readSync { try $0.jobRuns.recent(job: "scripted", limit: 10) }
     }
 
@@ -164,7 +165,7 @@ final class JobRunnerTests: XCTestCase {
         let dir = TemporaryDirectory()
         let r = try runner(ScriptedKind(), dir)
         let j = try job()
-        let postbox = try Postbox(directory: dir.file("root/account-0/postbox/db"))
+        let postbox = try Postbox(directory: dir.file("root/account-0/postbox/db"), key: TestRoot.key(ofRoot: dir.file("root")))
         try postbox.transactionSync { tx in
             try tx.jobRuns.set(JobRunRecord(runId: "killed", job: "scripted", kind: "scripted", startedAt: 1_000, pid: 4_000_001, attempt: 1))
             try tx.jobRuns.set(JobRunRecord(runId: "ended", job: "scripted", kind: "scripted", startedAt: 2_000, pid: 4_000_002, attempt: 1))

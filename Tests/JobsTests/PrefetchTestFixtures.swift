@@ -21,7 +21,7 @@ struct PrefetchDataset {
 
     init() throws {
         CloudCoreTypes.registerAll()
-        postbox = try Postbox(directory: dir.file("postbox"))
+        postbox = try Postbox(directory: dir.file("postbox"), key: TestRoot.storeKey)
         let now = Self.now, day = Self.day
         var messages: [PostboxMessage] = []
         // Contact: a photo (sizes 10K / 200K / 2M → the 200K one), a 5 MiB video, a 4 MiB file

@@ -79,6 +79,22 @@ final class PartialFileTests: XCTestCase {
         }
     }
 
+    func testMetaKeepsTheHeaderRevisionAndReadsVersionOne() {
+        let plain = PartialFileMeta(totalSize: 1000, ranges: [0..<100])
+        XCTAssertEqual(plain.encode()[4], 1, "no revision: version 1, as before")
+        let revised = PartialFileMeta(totalSize: 1000, ranges: [0..<100, 200..<300], headerRevision: 3)
+        let bytes = revised.encode()
+        XCTAssertEqual(bytes[4], 2)
+        XCTAssertEqual(PartialFileMeta.decode(Data(bytes)), revised)
+        XCTAssertEqual(PartialFileMeta.decode(Data(plain.encode()))?.headerRevision, nil)
+        for cut in [1, 24, 31, bytes.count - 1] { XCTAssertNil(PartialFileMeta.decode(Data(bytes.prefix(cut))), "torn at \(cut)") }
+        for i in 0..<bytes.count {
+            var flipped = bytes
+            flipped[i] ^= 0x40
+            XCTAssertNil(PartialFileMeta.decode(Data(flipped)), "flipped byte \(i)")
+        }
+    }
+
     func testFetchWritesPartialThenCompletesAtomically() async throws {
         let tmp = TemporaryDirectory(prefix: "mediabox-fetch")
         let fetcher = PatternFetcher(chunk: 1000)

@@ -1,5 +1,6 @@
 import Foundation
 import Postbox
+import TestSupport
 import XCTest
 
 /// A record with more fields than the decoder indexes inline (16), names longer than the six
@@ -99,7 +100,7 @@ final class DecoderIndexTests: XCTestCase {
     func testMessageScanDecodesEveryRowInOrder() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("decoder-index-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let postbox = try Postbox(path: dir.appendingPathComponent("db.sqlite").path)
+        let postbox = try Postbox(path: dir.appendingPathComponent("db.sqlite").path, key: TestRoot.storeKey)
         let peer = PeerId(5)
         try postbox.transactionSync { tx in
             try tx.messages.add(

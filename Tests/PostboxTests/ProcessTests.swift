@@ -33,19 +33,19 @@ final class ProcessTests: XCTestCase {
     /// when not), and the opener that finds it must neither fail with a busy store nor lose a
     /// write of the other process.
     func testTwoProcessesOpeningAndClosingOneStoreAtOnceManyTimesLoseNothing() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("open-close-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let path = dir + "/db.sqlite"
-        _ = try Postbox(path: path)  // created before the race, closed at once
+        let store = TestStore(.ofTestRoot)
+        let path = store.identity
+        _ = try store.postbox()  // created before the race, closed at once
+        let spec = try store.childSpec()
         let opens = 300
-        let a = try ChildProcess(testkit, ["open-write-close", path, "1000000", "\(opens)"])
-        let b = try ChildProcess(testkit, ["open-write-close", path, "2000000", "\(opens)"])
+        let a = try ChildProcess(testkit, ["open-write-close", spec, "1000000", "\(opens)"])
+        let b = try ChildProcess(testkit, ["open-write-close", spec, "2000000", "\(opens)"])
         XCTAssertEqual(a.wait(timeout: 600), 0, a.stderr)
         XCTAssertEqual(b.wait(timeout: 600), 0, b.stderr)
         var st = stat()
         XCTAssertEqual(stat(path + "-wal", &st), 0, "the WAL is kept at close")
         XCTAssertLessThanOrEqual(Int64(st.st_size), SqliteValueBox.walKeptAtCloseBytes, "a close leaves at most a small WAL")
-        let postbox = try Postbox(path: path)
+        let postbox = try store.postbox()
         XCTAssertEqual(try postbox.readSync { try $0.peers.count() }, 2 * opens)
         try postbox.readSync { tx in
             for id in [1_000_000, 1_000_000 + Int64(opens) - 1, 2_000_000, 2_000_000 + Int64(opens) - 1] {

@@ -13,7 +13,7 @@ final class RetentionTests: XCTestCase {
     /// trimmed hole, no dangling reference, integrity ok.
     func testSizeLimitTrimsOldestAcrossPeersAndEndsUnderIt() throws {
         let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        let postbox = try Postbox(path: dir.file("db.sqlite"), key: TestRoot.storeKey)
         let peers = 1000, perPeer = 100, keep = 10
         try RetentionFixture.fill(postbox, peers: peers, perPeer: perPeer)
         _ = try postbox.checkpointWAL(truncate: true)
@@ -75,7 +75,7 @@ final class RetentionTests: XCTestCase {
     /// run that lists exactly what the real run then removes while changing nothing.
     func testAgeCountExclusionsAndDryRun() throws {
         let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        let postbox = try Postbox(path: dir.file("db.sqlite"), key: TestRoot.storeKey)
         try RetentionFixture.fill(postbox, peers: 30, perPeer: 60)
         let now = Int64(RetentionFixture.timestamp(peer: 0, message: 40))  // messages 1…39 are older than 0 s
         var policy = RetentionFixture.policy()
@@ -130,7 +130,7 @@ final class RetentionTests: XCTestCase {
     /// it; the next run, once it is free, removes it and the holes merge.
     func testInUseMessagesStayAndHolesSplitAroundThem() throws {
         let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        let postbox = try Postbox(path: dir.file("db.sqlite"), key: TestRoot.storeKey)
         try RetentionFixture.fill(postbox, peers: 2, perPeer: 40)
         let peer = RetentionFixture.peerId(0)
         var policy = RetentionFixture.policy()
@@ -159,7 +159,7 @@ final class RetentionTests: XCTestCase {
     /// same media, so revalidation can refresh it; once no stored message uses the file, it goes.
     func testAReferenceOutlivesItsHolderWhileAnyStoredMessageUsesTheFile() throws {
         let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        let postbox = try Postbox(path: dir.file("db.sqlite"), key: TestRoot.storeKey)
         let peer = RetentionFixture.peerId(0)
         let other = RetentionFixture.peerId(1)
         let sticker = TestPhoto(id: 77, resourceIds: ["sticker-77"])
@@ -223,7 +223,7 @@ final class RetentionTests: XCTestCase {
     /// recent ones stay.
     func testFinishedUploadItemsArePrunedWithTheirParts() throws {
         let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        let postbox = try Postbox(path: dir.file("db.sqlite"), key: TestRoot.storeKey)
         let now: Int64 = 1_700_000_000
         let old = (now - 40 * 86_400) * 1000, recent = (now - 86_400) * 1000
         let cases: [(UploadItem.State, Int64)] = [(.sent, old), (.failed, old), (.queued, old), (.uploading, old), (.sent, recent)]
@@ -255,7 +255,7 @@ final class RetentionTests: XCTestCase {
     /// (four bytes) reads as a gap.
     func testHoleKindsSurviveFillsAndOldValuesReadAsGaps() throws {
         let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        let postbox = try Postbox(path: dir.file("db.sqlite"), key: TestRoot.storeKey)
         let peer = PeerId(5)
         try postbox.transactionSync { tx in
             try tx.holes.add(peer: peer, range: 1...100, kind: .trimmed)
@@ -278,7 +278,7 @@ final class RetentionTests: XCTestCase {
     /// and retention's returned space shows as a smaller file with no free pages.
     func testDatabaseUsageReportsTablesPeersAndFreePages() throws {
         let dir = TemporaryDirectory()
-        let postbox = try Postbox(path: dir.file("db.sqlite"))
+        let postbox = try Postbox(path: dir.file("db.sqlite"), key: TestRoot.storeKey)
         try RetentionFixture.fill(postbox, peers: 20, perPeer: 200)
         try RetentionFixture.fill(postbox, peers: 1, perPeer: 1000, firstPeer: 50)
         _ = try postbox.checkpointWAL(truncate: true)

@@ -13,6 +13,10 @@ enum StoreEngine: String, CaseIterable, Sendable {
 
     /// A file of SQLite's, in clear or encrypted.
     var isSQLite: Bool { self != .postgres }
+
+    /// SQLite of the kind the test process makes (`TestRoot`): for a test of SQLite's files
+    /// themselves, which runs on both kinds through that switch.
+    static var ofTestRoot: StoreEngine { TestRoot.kind == .encrypted ? .encryptedSqlite : .sqlite }
 }
 
 /// One store of one test on one engine, reopened as often as the test needs: an SQLite file

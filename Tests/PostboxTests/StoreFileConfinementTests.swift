@@ -16,7 +16,7 @@ final class StoreFileConfinementTests: XCTestCase {
         root = TemporaryDirectory()
         outside = TemporaryDirectory()
         // A real store outside the root: what a link would lead to.
-        let store = try Postbox(path: victim)
+        let store = try Postbox(path: victim, key: TestRoot.storeKey)
         try store.transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .contact, title: "victim")) }
         _ = try store.compact()
     }
@@ -30,7 +30,7 @@ final class StoreFileConfinementTests: XCTestCase {
         return state
     }
 
-    private func assertRefused(_ named: String, key: StoreKey? = nil, file: StaticString = #filePath, line: UInt = #line) throws {
+    private func assertRefused(_ named: String, key: StoreKey? = TestRoot.storeKey, file: StaticString = #filePath, line: UInt = #line) throws {
         let before = try outsideState()
         let started = Date()
         XCTAssertThrowsError(try Postbox(path: path, key: key).readSync { try $0.peers.count() }, file: file, line: line) { error in
@@ -68,7 +68,7 @@ final class StoreFileConfinementTests: XCTestCase {
     }
 
     func testALinkedSharedMemoryFileIsRefused() throws {
-        try Postbox(path: path).transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .contact, title: "mine")) }
+        try Postbox(path: path, key: TestRoot.storeKey).transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .contact, title: "mine")) }
         try FileManager.default.removeItem(atPath: path + "-shm")
         try FileManager.default.createSymbolicLink(atPath: path + "-shm", withDestinationPath: victim)
         try assertRefused(path + "-shm")
@@ -85,11 +85,12 @@ final class StoreFileConfinementTests: XCTestCase {
     }
 
     func testADatabaseWritableByOthersIsRefusedUnlessAllowed() throws {
-        try Postbox(path: path).transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .contact, title: "mine")) }
+        try Postbox(path: path, key: TestRoot.storeKey).transactionSync { try $0.peers.set(Peer(id: PeerId(1), category: .contact, title: "mine")) }
         XCTAssertEqual(chmod(path, 0o666), 0)
         try assertRefused(path)
         var options = SqliteValueBox.Options()
         options.allowInsecureFiles = true
+        options.key = TestRoot.storeKey
         XCTAssertNoThrow(try SqliteValueBox(path: path, options: options))
     }
 }

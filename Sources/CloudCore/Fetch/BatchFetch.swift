@@ -18,13 +18,15 @@ extension MultipartFetch {
     /// `MediaBox.storeBatch` (one file-system sync per batch instead of an fsync per file, then
     /// each file linked into place — never a complete file with missing data; batches form as a
     /// group commit, see `BatchStore`); files of at most 1 MiB come in one request; larger ones are
-    /// streamed through `mediaBox.fetch` into their partial files. At most `maxConcurrentFiles`
-    /// files are in progress; parts still obey the fetcher's shared limit. Memory stays bounded by
+    /// streamed through `mediaBox.fetch` into their partial files. Files in progress follow the
+    /// fetcher's shared part limit, which follows the measured throughput: as many as parts may
+    /// be in flight, and `filesAhead` more so that a finished part always finds the next file
+    /// waiting, up to `maxConcurrentFiles`. Memory stays bounded by
     /// `maxConcurrentFiles × smallFileLimit + 2 × batchBytes`.
     public func fetchBatch(
         _ resources: [any CloudFetchableResource], into mediaBox: MediaBox,
         info: @escaping @Sendable (MediaResourceId) -> MediaResourceStorageInfo,
-        smallFileLimit: Int64 = 1 << 20, maxConcurrentFiles: Int = 32,
+        smallFileLimit: Int64 = 1 << 20, maxConcurrentFiles: Int = 256, filesAhead: Int = 8,
         batchBytes: Int = 32 << 20, batchCount: Int = 256
     ) async throws -> BatchFetchReport {
         let store = BatchStore(mediaBox: mediaBox, info: info, maxBytes: batchBytes, maxCount: batchCount)
@@ -49,11 +51,13 @@ extension MultipartFetch {
                     return (d.size, true)
                 }
             }
-            for _ in 0..<max(1, maxConcurrentFiles) { startNext() }
+            let limiter = context.limiter
+            func filesWanted() -> Int { max(1, min(maxConcurrentFiles, limiter.concurrency.limit + filesAhead)) }
+            while running < filesWanted(), index < resources.count { startNext() }
             while running > 0, let (bytes, fetched) = try await group.next() {
                 running -= 1
                 if fetched { report.downloaded += 1; report.bytes += bytes } else { report.alreadyComplete += 1 }
-                startNext()
+                while running < filesWanted(), index < resources.count { startNext() }
             }
         }
         try await store.flush()

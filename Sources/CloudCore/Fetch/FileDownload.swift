@@ -35,6 +35,13 @@ actor FileDownload {
     /// The file size once known (declared, or from the first answer).
     private var fileSize: Int64?
 
+    // Streamable header (`0..<headerSize`; 0: none).
+    private let headerSize: Int64
+    /// The revision of the header the partial file holds, or that this download delivered.
+    private var headerRevision: Int64?
+    /// A part at offset 0 is in flight: it brings the header and its revision.
+    private var headerInFlight = false
+
     // Parts.
     private var planned = false
     private var probeStarted = false
@@ -68,11 +75,14 @@ actor FileDownload {
     /// used when the resource itself does not declare one.
     /// `writer`: MediaBox's direct way into the partial file; parts then arrive as `.dataWritten`.
     /// `ranges`: MediaBox's live wanted ranges (ignored for secret files, decrypted in order).
+    /// `headerRevision`: the revision of the header the partial file holds (see `noteHeaderRevision`).
     init(
         resource: any CloudFetchableResource, missing: [Range<Int64>], knownSize: Int64? = nil, writer: MediaResourcePartWriter? = nil,
-        ranges: MediaResourceFetchRanges? = nil, context: FetchContext
+        ranges: MediaResourceFetchRanges? = nil, headerRevision: Int64? = nil, context: FetchContext
     ) throws {
         self.resourceId = resource.id
+        if case .cloud = resource.fetchSource { self.headerSize = resource.headerSize } else { self.headerSize = 0 }
+        self.headerRevision = headerRevision
         self.source = resource.fetchSource
         self.context = context
         self.requests = PartRequests(transport: context.transport, configuration: context.configuration, resourceId: resource.id)
@@ -208,6 +218,7 @@ actor FileDownload {
     }
 
     private func start(_ part: PartSpec) {
+        if part.offset == 0, headerSize > 0 { headerInFlight = true }
         let id = nextTaskId
         nextTaskId += 1
         tasks[id] = Task { [self] in
@@ -226,6 +237,29 @@ actor FileDownload {
             cancelAll()
         case .success(let p):
             accept(p, part)
+            if failure == nil { noteHeaderRevision(p, part) }
+        }
+    }
+
+    /// The header revision on a part answer. A part holding the header sends its revision after
+    /// its bytes (a refetched header first replaces the old one); any other part that names a
+    /// revision other than the header's fetches `0..<headerSize` again. The bytes after the
+    /// header never change with a revision, so that part is kept.
+    private func noteHeaderRevision(_ p: PartData, _ part: PartSpec) {
+        guard headerSize > 0, let revision = p.headerRevision else { return }
+        if part.offset == 0 {
+            headerInFlight = false
+            if part.replacesHeader {
+                guard p.data.count >= Int(headerSize) else {
+                    failure = MultipartFetchError.badAnswer(resourceId: resourceId, offset: 0, reason: "revised header shorter than its size")
+                    return cancelAll()
+                }
+                ready.append(.replaceHeader(data: Data(p.data.prefix(Int(headerSize)))))
+            }
+            headerRevision = revision
+            ready.append(.headerRevision(revision))
+        } else if !headerInFlight, revision != headerRevision {
+            start(PartSpec(offset: 0, limit: partSize(for: fileSize), replacesHeader: true))
         }
     }
 
@@ -251,6 +285,7 @@ actor FileDownload {
     }
 
     private func deliver(_ p: PartData, _ part: PartSpec) {
+        if part.replacesHeader { return }  // sent as `replaceHeader` (noteHeaderRevision)
         if decryptor != nil {
             secretBuffer[part.offset] = p.data
             drainSecret()
@@ -415,17 +450,23 @@ actor FileDownload {
             let route = try await self.route()
             let outcome: PartOutcome
             do {
-                outcome = try await context.limiter.withSlot {
+                let limiter = context.limiter
+                outcome = try await limiter.withSlot {
+                    let answer: PartOutcome
                     switch route {
                     case let .master(base, location, reference):
-                        return try await requests.getFile(baseURL: base, location: location, reference: reference, part: part, writer: writer)
+                        answer = try await requests.getFile(
+                            baseURL: base, location: location, reference: reference, part: part,
+                            writer: part.replacesHeader ? nil : writer)
                     case let .cdn(session, generation):
-                        return try await requests.getCdnFile(session: session, part: part, generation: generation) { range in
+                        answer = try await requests.getCdnFile(session: session, part: part, generation: generation) { range in
                             try await self.hashes(for: range, session: session)
                         }
                     case .plain(let url):
-                        return try await requests.plainGet(url: url, part: part)
+                        answer = try await requests.plainGet(url: url, part: part)
                     }
+                    if case .data(let d) = answer { limiter.completed(bytes: d.written + Int64(d.data.count)) }
+                    return answer
                 }
             } catch let e as TransportError {
                 guard TransportErrorText.isRetryable(e) else {

@@ -7,7 +7,8 @@ import MediaBox
 /// partial file at their offsets.
 ///
 /// - Parts: sized by file size (`FilePartRules`), several in flight per file
-///   (`maxPartsPerFile`) and a shared limit over all files (`maxConcurrentParts`).
+///   (`maxPartsPerFile`) and a shared limit over all files that follows the measured
+///   throughput up to `maxConcurrentParts` (`AdaptiveConcurrency`).
 /// - Resume: only the ranges MediaBox reports missing are requested.
 /// - Routing: the location's DC, `FILE_MIGRATE_<n>`, CDN redirects (AES-256-CTR decryption,
 ///   SHA-256 per 128 KiB against the master DC's hashes, `FILE_REUPLOAD_NEEDED` → reupload).
@@ -37,7 +38,7 @@ public final class MultipartFetch: MediaResourceFetcher {
         self.configuration = configuration
         self.context = FetchContext(
             transport: transport, configuration: configuration,
-            limiter: PartLimiter(limit: configuration.maxConcurrentParts), revalidator: revalidator, client: nil)
+            limiter: PartLimiter(configuration.adaptivePartLimit()), revalidator: revalidator, client: nil)
     }
 
     /// A fetcher on a `CloudClient`'s account: its DCs, auth token and transport (connections
@@ -54,8 +55,11 @@ public final class MultipartFetch: MediaResourceFetcher {
         self.configuration = configuration
         self.context = FetchContext(
             transport: client.transport, configuration: configuration,
-            limiter: PartLimiter(limit: configuration.maxConcurrentParts), revalidator: revalidator, client: client)
+            limiter: PartLimiter(configuration.adaptivePartLimit()), revalidator: revalidator, client: client)
     }
+
+    /// The shared part limit as it stands (how many parts in flight this fetcher settled on).
+    public var concurrency: AdaptiveConcurrency.Snapshot { context.limiter.concurrency.snapshot }
 
     public func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error> {
         guard let resource = request.resource as? any CloudFetchableResource else {
@@ -66,7 +70,7 @@ public final class MultipartFetch: MediaResourceFetcher {
         do {
             download = try FileDownload(
                 resource: resource, missing: request.missingRanges, knownSize: request.knownSize, writer: request.partWriter,
-                ranges: request.ranges, context: context)
+                ranges: request.ranges, headerRevision: request.headerRevision, context: context)
         } catch {
             return AsyncThrowingStream { $0.finish(throwing: error) }
         }
@@ -89,9 +93,15 @@ public final class MultipartFetch: MediaResourceFetcher {
             switch event {
             case .resourceSizeUpdated(let s):
                 if size != Int(s) { size = Int(s); data = nil; written = 0 }
-            case .replaceHeader:
-                // Only a download that serves MediaBox's live ranges replaces a header.
-                throw MultipartFetchError.badAnswer(resourceId: resource.id, offset: 0, reason: "header replaced outside MediaBox")
+            case .replaceHeader(let header):
+                // The header was revised during the download: its bytes were counted once already.
+                guard header.count <= size else {
+                    throw MultipartFetchError.badAnswer(resourceId: resource.id, offset: 0, reason: "header beyond the file's end")
+                }
+                if data == nil { data = Data(count: size) }
+                data!.replaceSubrange(0..<header.count, with: header)
+            case .headerRevision:
+                break
             case let .dataPart(offset, part):
                 guard offset >= 0, offset + Int64(part.count) <= Int64(size) else {
                     throw MultipartFetchError.badAnswer(resourceId: resource.id, offset: offset, reason: "part beyond the file's end")

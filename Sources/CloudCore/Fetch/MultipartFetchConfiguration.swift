@@ -6,11 +6,17 @@ public struct MultipartFetchConfiguration: Sendable {
     public var datacenters: [Int: String]
     /// Sent as `Authorization: Bearer <token>` on cloud calls when set (a secret, never logged).
     public var authToken: String?
-    /// Parts in flight over all downloads of this fetcher (the shared limit).
-    public var maxConcurrentParts: Int = 16
+    /// Most parts in flight over all downloads of this fetcher (the shared limit's ceiling).
+    /// The limit itself starts at `initialConcurrentParts` and moves with the measured
+    /// throughput (`AdaptiveConcurrency`): a far datacenter needs many parts in flight, a near
+    /// one few.
+    public var maxConcurrentParts: Int = 128
+    /// The shared limit before any throughput was measured.
+    public var initialConcurrentParts: Int = 16
     /// Parts in flight or waiting to be written, per file: bounds memory to about
-    /// `maxPartsPerFile × 1 MiB` per file whatever the file's size.
-    public var maxPartsPerFile: Int = 4
+    /// `maxPartsPerFile × 1 MiB` per file whatever the file's size. Telegram's datacenters
+    /// allow 8.
+    public var maxPartsPerFile: Int = 8
     /// Part size for plain URLs (any multiple of 4 KiB dividing 1 MiB).
     public var plainPartSize: Int64 = 1 << 20
     /// Retries per *part* (transport errors, 5xx, corrupt or malformed parts), FLOOD_WAIT and
@@ -27,6 +33,11 @@ public struct MultipartFetchConfiguration: Sendable {
     public init(datacenters: [Int: String], authToken: String? = nil) {
         self.datacenters = datacenters
         self.authToken = authToken
+    }
+
+    /// The shared part limit these settings describe.
+    func adaptivePartLimit() -> AdaptiveConcurrency {
+        AdaptiveConcurrency(initial: initialConcurrentParts, ceiling: maxConcurrentParts)
     }
 
     /// The base URL of DC `id`, without a trailing slash.

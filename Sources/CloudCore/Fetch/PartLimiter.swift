@@ -1,16 +1,28 @@
 import Foundation
 
-/// The concurrency limit shared by every download of one `MultipartFetch`: at most `limit`
-/// part requests run at once, waiters are served in order, cancellation removes a waiter.
+/// The concurrency limit shared by every download of one `MultipartFetch`: at most
+/// `concurrency.limit` part requests run at once (a limit that moves with the measured
+/// throughput, see `AdaptiveConcurrency`), waiters are served in order, cancellation removes a
+/// waiter.
 final class PartLimiter: @unchecked Sendable {
     // @unchecked Sendable: all state is guarded by `lock`.
     private let lock = NSLock()
-    private let limit: Int
+    let concurrency: AdaptiveConcurrency
     private var running = 0
     private var waiters: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
     private var nextId: UInt64 = 0
 
-    init(limit: Int) { self.limit = max(1, limit) }
+    /// A fixed limit.
+    convenience init(limit: Int) { self.init(AdaptiveConcurrency(initial: limit, floor: limit, ceiling: limit)) }
+
+    init(_ concurrency: AdaptiveConcurrency) { self.concurrency = concurrency }
+
+    /// Records a request that moved `bytes`, for the limit's measurement; called while its slot
+    /// is held.
+    func completed(bytes: Int64) {
+        let full = lock.withLock { !waiters.isEmpty || running >= concurrency.limit }
+        concurrency.completed(bytes: bytes, windowFull: full)
+    }
 
     /// Waits for a slot; throws `CancellationError` if the task is cancelled while waiting.
     func acquire() async throws {
@@ -23,7 +35,7 @@ final class PartLimiter: @unchecked Sendable {
                 if Task.isCancelled {
                     lock.unlock()
                     c.resume(throwing: CancellationError())
-                } else if running < limit {
+                } else if running < concurrency.limit {
                     running += 1
                     lock.unlock()
                     c.resume()
@@ -41,17 +53,19 @@ final class PartLimiter: @unchecked Sendable {
         }
     }
 
-    /// Frees a slot (hands it to the first waiter).
+    /// Frees a slot and hands the free slots to the first waiters (more than one when the limit
+    /// has grown, none when it has shrunk).
     func release() {
         lock.lock()
-        if waiters.isEmpty {
-            running -= 1
-            lock.unlock()
-        } else {
-            let w = waiters.removeFirst()
-            lock.unlock()
-            w.continuation.resume()
+        running -= 1
+        let limit = concurrency.limit
+        var admitted: [CheckedContinuation<Void, any Error>] = []
+        while running < limit, !waiters.isEmpty {
+            running += 1
+            admitted.append(waiters.removeFirst().continuation)
         }
+        lock.unlock()
+        for c in admitted { c.resume() }
     }
 
     /// Runs `body` holding a slot.

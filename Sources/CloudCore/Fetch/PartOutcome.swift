@@ -8,6 +8,8 @@ struct PartData: Sendable {
     let data: Data
     let written: Int64
     let fileSize: Int64
+    /// `X-Header-Revision` of the answer (streamable videos only).
+    var headerRevision: Int64?
 
     init(data: Data, fileSize: Int64) {
         self.data = data

@@ -5,6 +5,9 @@ import Foundation
 struct PartSpec: Sendable, Hashable {
     let offset: Int64
     let limit: Int64
+    /// A streamable file's header fetched again because its revision changed: kept in memory
+    /// (never written into the partial file directly) and sent as `replaceHeader`.
+    var replacesHeader = false
 }
 
 /// Which parts to request for the missing ranges of a file.

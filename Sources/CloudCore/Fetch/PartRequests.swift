@@ -57,8 +57,9 @@ struct PartRequests: Sendable {
         else {
             return .retry(reason: "part checksum mismatch (corrupt part)", badAnswer: true)
         }
-        if sink != nil { return .data(PartData(written: received, fileSize: size)) }
-        return .data(PartData(data: response.body, fileSize: size))
+        var verified = sink != nil ? PartData(written: received, fileSize: size) : PartData(data: response.body, fileSize: size)
+        verified.headerRevision = response.header(CloudHeader.headerRevision).flatMap { Int64($0) }
+        return .data(verified)
     }
 
     /// `upload.getFile` at a DC. With `writer`, the part's bytes go straight into the partial
@@ -129,7 +130,9 @@ struct PartRequests: Sendable {
             }
             o = end
         }
-        return .data(PartData(data: plain, fileSize: cipher.fileSize))
+        var verified = PartData(data: plain, fileSize: cipher.fileSize)
+        verified.headerRevision = cipher.headerRevision
+        return .data(verified)
     }
 
     /// A JSON call at a DC returning hashes (`getCdnFileHashes`, `reuploadCdnFile`), retried

@@ -17,10 +17,12 @@ public struct TransportConfiguration: Sendable, Equatable {
     /// Most connections one transport thread keeps open to one host
     /// (`CURLMOPT_MAX_HOST_CONNECTIONS`). Transfers beyond this wait in libcurl's queue (or are
     /// multiplexed over HTTP/2). Each of the ``streamingThreads`` has connections of its own.
-    public var maxConnectionsPerHost: Int = 16
+    /// Transfers keep as many requests in flight as the measured throughput calls for
+    /// (`AdaptiveConcurrency`), which over HTTP/1.1 to a far server is tens of connections.
+    public var maxConnectionsPerHost: Int = 64
     /// Most connections one transport thread keeps open in total
     /// (`CURLMOPT_MAX_TOTAL_CONNECTIONS`); also the size of its connection cache.
-    public var maxTotalConnections: Int = 64
+    public var maxTotalConnections: Int = 128
     /// Threads that receive answers streamed to a file or a sink
     /// (``ResponseDestination/fileDescriptor(_:offset:maxLength:)``, ``ResponseDestination/sink(maxLength:_:)``):
     /// such a request goes to the thread with the fewest requests in flight. Every other request

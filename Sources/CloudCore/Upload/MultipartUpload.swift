@@ -63,6 +63,7 @@ public final class MultipartUpload: Sendable {
         var partsSent = 0
         var partsSkipped = 0
         var bytesSent: Int64 = 0
+        var partsInFlight: AdaptiveConcurrency.Snapshot?
     }
 
     /// Counts shared by the part tasks of one call.
@@ -107,7 +108,20 @@ public final class MultipartUpload: Sendable {
                     item: itemId, fileId: item.fileId, totalParts: plan.totalParts, partSize: plan.partSize,
                     alreadyAcknowledged: ackedSet.count, committedOffset: min(plan.size, plan.offset(of: committed)),
                     big: plan.isBig, secret: key != nil))
-            let plaintextSHA = try await sendParts(item: item, plan: plan, key: key, file: file, acked: ackedSet, tally: tally)
+            // Pipelined send: `sendMedia` leaves with the last part (see
+            // `MultipartUploadConfiguration.pipelinesSendMedia`).
+            var early: Task<CloudProtocol.Message, any Error>?
+            defer { early?.cancel() }
+            let pipelines = configuration.pipelinesSendMedia && key == nil && !plan.isBig && ackedSet.count < plan.totalParts
+            let plaintextSHA = try await sendParts(item: item, plan: plan, key: key, file: file, acked: ackedSet, tally: tally) {
+                guard pipelines else { return }
+                early = Task {
+                    // As the ordinary send follows acknowledgements that checked the lease, the
+                    // pipelined one goes out only while this uploader still holds it.
+                    try await self.checkLease(itemId)
+                    return try await self.send(item: item, plan: plan, key: nil, partsWaitMs: SendMediaRequest.maxPartsWaitMs)
+                }
+            }
             try Task.checkCancellation()
             if let plaintextSHA, plaintextSHA != item.sha256 {
                 throw MultipartUploadError.fileChanged(item: itemId, reason: "content differs from enqueue (SHA-256 mismatch)")
@@ -116,7 +130,12 @@ public final class MultipartUpload: Sendable {
 
             let reason: String
             do {
-                let message = try await send(item: item, plan: plan, key: key)
+                let message: CloudProtocol.Message
+                if let pipelined = try await pipelinedAnswer(early) {
+                    message = pipelined
+                } else {
+                    message = try await send(item: item, plan: plan, key: key)
+                }
                 let t = tally.value
                 let result = try await finish(itemId, message: message, fileId: item.fileId, tally: t, restarts: restarts)
                 observer?(.sent(item: itemId, messageId: message.id, partsSent: t.partsSent, bytesSent: t.bytesSent))
@@ -187,23 +206,28 @@ public final class MultipartUpload: Sendable {
         }
     }
 
-    /// Sends every part not yet acknowledged, at most `partsInFlight` at once, recording each
+    /// Sends every part not yet acknowledged, as many at once as the measured throughput calls
+    /// for up to `partsInFlight` (`AdaptiveConcurrency`), recording each
     /// acknowledgement durably. For a secret item returns the SHA-256 of the plaintext read.
+    /// `lastPartStarted` is called once the last pending part has been handed to the transport.
     private func sendParts(
         item: UploadItem, plan: UploadPlan, key: SecretUploadKey?, file: StagedFile,
-        acked: Set<Int>, tally: TallyBox
+        acked: Set<Int>, tally: TallyBox, lastPartStarted: () -> Void = {}
     ) async throws -> String? {
         let pending = (0..<plan.totalParts).filter { !acked.contains($0) }
         tally.update { $0.partsSkipped += acked.count }
-        let limit = plan.partsInFlight(bigLimit: configuration.partsInFlight, smallLimit: configuration.smallFilePartsInFlight)
+        // Parts in flight follow the measured throughput, up to the configured limit (30 for a
+        // big file, as Telegram's datacenters allow): a near server needs few, a far one all.
+        let ceiling = plan.partsInFlight(bigLimit: configuration.partsInFlight, smallLimit: configuration.smallFilePartsInFlight)
+        let window = AdaptiveConcurrency(initial: min(ceiling, 8), ceiling: ceiling)
         // An item staged as its container is sent as it is: it was encrypted at enqueue.
         let encryptor = item.isStagedAsContainer ? nil : key.map { SecretPartEncryptor(fd: file.fd, key: $0, plan: plan) }
         let itemId = item.id, fileId = item.fileId
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        try await withThrowingTaskGroup(of: Int.self) { group in
             var inFlight = 0
             for part in pending {
-                if inFlight >= limit {
-                    try await group.next()
+                while inFlight >= window.limit, let sent = try await group.next() {
+                    window.completed(bytes: Int64(sent), windowFull: true)
                     inFlight -= 1
                 }
                 try Task.checkCancellation()
@@ -229,11 +253,14 @@ public final class MultipartUpload: Sendable {
                         $0.bytesSent += Int64(length)
                     }
                     self.observer?(.partSent(item: itemId, part: part, bytes: length))
+                    return length
                 }
                 inFlight += 1
+                if part == pending.last { lastPartStarted() }
             }
-            try await group.waitForAll()
+            while let sent = try await group.next() { window.completed(bytes: Int64(sent), windowFull: false) }
         }
+        if !pending.isEmpty { tally.update { $0.partsInFlight = window.snapshot } }
         guard let encryptor else { return nil }
         // Parts after the last pending one were acknowledged earlier: read them for the hash.
         return try await UploadIO.run {
@@ -278,7 +305,28 @@ public final class MultipartUpload: Sendable {
             })
     }
 
-    private func send(item: UploadItem, plan: UploadPlan, key: SecretUploadKey?) async throws -> CloudProtocol.Message {
+    /// Throws `leaseLost` when another uploader holds the item's lease now.
+    private func checkLease(_ itemId: Int64) async throws {
+        guard let lease = configuration.lease else { return }
+        let holder = try await postbox.read { try $0.uploadQueue.get(itemId)?.leaseHolder }
+        guard let holder else { throw MultipartUploadError.itemNotFound(itemId) }
+        guard holder == lease.holder else { throw MultipartUploadError.leaseLost(item: itemId, holder: holder) }
+    }
+
+    /// The answer of a pipelined `sendMedia`; nil when there was none, or when it found a part
+    /// missing (a part that failed and was sent again arrived after it): the caller then sends
+    /// it again the ordinary way, now that every part is acknowledged.
+    private func pipelinedAnswer(_ early: Task<CloudProtocol.Message, any Error>?) async throws -> CloudProtocol.Message? {
+        guard let early else { return nil }
+        do {
+            return try await early.value
+        } catch let error as CloudClientError {
+            if case .filePartMissing? = error.errorName { return nil }
+            throw error
+        }
+    }
+
+    private func send(item: UploadItem, plan: UploadPlan, key: SecretUploadKey?, partsWaitMs: Int? = nil) async throws -> CloudProtocol.Message {
         let name = item.originalName.isEmpty ? "file" : item.originalName
         let input = InputFile(
             id: item.fileId, parts: plan.totalParts, name: name, big: plan.isBig,
@@ -286,7 +334,7 @@ public final class MultipartUpload: Sendable {
         let request = SendMediaRequest(
             peerId: item.peerId.rawValue, randomId: item.randomId, file: input,
             mimeType: item.extra[Self.mimeTypeField] ?? (key == nil ? nil : "application/octet-stream"),
-            caption: item.caption.isEmpty ? nil : item.caption)
+            caption: item.caption.isEmpty ? nil : item.caption, partsWaitMs: partsWaitMs)
         try await configuration.pacer?.wait()
         return try await client.sendMedia(request)
     }
@@ -312,10 +360,12 @@ public final class MultipartUpload: Sendable {
                 try queue.set(item)
                 try queue.resetParts(item: itemId)
             })
-        return MultipartUploadResult(
+        var result = MultipartUploadResult(
             itemId: itemId, messageId: message.id, documentId: documentId, fileId: fileId,
             partsSent: tally.partsSent, partsSkipped: tally.partsSkipped, bytesSent: tally.bytesSent,
             restarts: restarts, alreadySent: false)
+        result.partsInFlight = tally.partsInFlight
+        return result
     }
 
     /// Forgets the acknowledged parts and picks a new file id (the server lost the old one).

@@ -19,10 +19,17 @@ public struct UploadLease: Sendable, Equatable {
 
 /// Settings of a `MultipartUpload`.
 public struct MultipartUploadConfiguration: Sendable {
-    /// Parts in flight per big-file upload (the seed's 30).
+    /// Most parts in flight per big-file upload (Telegram's datacenters allow 30); how many
+    /// are, follows the measured throughput (`AdaptiveConcurrency`).
     public var partsInFlight: Int = 30
     /// Parts in flight per small-file upload (at most 80 parts of 128 KiB).
     public var smallFilePartsInFlight: Int = 8
+    /// Pipelined send for small files (not secret ones): `sendMedia` goes out as soon as the
+    /// last part has been handed to the transport, with `SendMediaRequest.partsWaitMs`, instead
+    /// of after every part's answer, so a small file costs one round trip instead of two. The
+    /// server checks the file's SHA-256 from enqueue time, so a file changed meanwhile is
+    /// refused (`CHECKSUM_INVALID`), never sent.
+    public var pipelinesSendMedia: Bool = true
     /// Spaces part requests and sends (a job's `requestRate`), shared by every upload using it.
     public var pacer: CloudRequestPacer? = nil
     /// The lease the caller holds on the item; nil when nothing else can touch the queue.

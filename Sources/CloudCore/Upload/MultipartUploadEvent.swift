@@ -33,6 +33,9 @@ public struct MultipartUploadResult: Sendable, Equatable {
     public var restarts: Int
     /// The item was already sent before this call (nothing was done).
     public var alreadySent: Bool
+    /// Parts in flight the last attempt settled on (they follow the measured throughput); nil
+    /// when no part was sent.
+    public var partsInFlight: AdaptiveConcurrency.Snapshot? = nil
 
     public init(
         itemId: Int64, messageId: Int32, documentId: Int64, fileId: Int64, partsSent: Int, partsSkipped: Int,

@@ -1,0 +1,65 @@
+import XCTest
+
+@testable import CloudCore
+
+/// The concurrency controller against model links, on a simulated clock: a link whose
+/// throughput grows with every request in flight up to a knee, then stays flat.
+final class AdaptiveConcurrencyTests: XCTestCase {
+    /// Drives `controller` for `rounds` rounds against a link that moves `perRequest` bytes per
+    /// second for each request in flight up to `knee`, and no more beyond it. (36 rounds end
+    /// between two of the settled controller's probes, so the limit read is the settled one.)
+    private func drive(_ controller: AdaptiveConcurrency, knee: Int, perRequest: Double = 1e6, rounds: Int = 36, windowFull: Bool = true) {
+        var now: UInt64 = 1_000_000_000
+        for _ in 0..<rounds {
+            let limit = controller.limit
+            let rate = perRequest * Double(min(limit, knee))
+            // One round: `limit` requests of 100 KB complete at the link's rate.
+            let bytes: Int64 = 100_000
+            let step = UInt64(Double(bytes) / rate * 1e9)
+            for _ in 0..<limit {
+                now += step
+                controller.completed(bytes: bytes, windowFull: windowFull, now: now)
+            }
+        }
+    }
+
+    func testGrowsToAFarLinksKneeAndSettles() {
+        let c = AdaptiveConcurrency(initial: 16, ceiling: 128, minimumRound: 0)
+        drive(c, knee: 64)
+        let s = c.snapshot
+        XCTAssertTrue(s.settled)
+        // It settles on the knee (the smallest limit with the best throughput), not beyond.
+        XCTAssertEqual(s.limit, 64)
+        XCTAssertGreaterThanOrEqual(s.peak, 64)
+    }
+
+    func testStaysLowWhereMoreRequestsDoNotHelp() {
+        let c = AdaptiveConcurrency(initial: 16, ceiling: 128, minimumRound: 0)
+        drive(c, knee: 4)
+        XCTAssertEqual(c.snapshot.limit, 16)
+        XCTAssertTrue(c.snapshot.settled)
+        XCTAssertLessThanOrEqual(c.snapshot.peak, 32)
+    }
+
+    func testNeverPassesTheCeiling() {
+        let c = AdaptiveConcurrency(initial: 8, ceiling: 30, minimumRound: 0)
+        drive(c, knee: 1000)
+        XCTAssertEqual(c.snapshot.limit, 30)
+        XCTAssertEqual(c.snapshot.peak, 30)
+    }
+
+    func testRoundsThatDoNotFillTheWindowLeaveItAlone() {
+        let c = AdaptiveConcurrency(initial: 16, ceiling: 128, minimumRound: 0)
+        drive(c, knee: 1000, windowFull: false)
+        XCTAssertEqual(c.snapshot, AdaptiveConcurrency.Snapshot(limit: 16, peak: 16, settled: false))
+        // Once demand fills the window, it grows.
+        drive(c, knee: 1000, rounds: 3)
+        XCTAssertGreaterThan(c.limit, 16)
+    }
+
+    func testFixedLimitDoesNotMove() {
+        let c = AdaptiveConcurrency(initial: 8, floor: 8, ceiling: 8, minimumRound: 0)
+        drive(c, knee: 1000)
+        XCTAssertEqual(c.limit, 8)
+    }
+}
