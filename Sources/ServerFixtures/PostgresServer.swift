@@ -35,14 +35,16 @@ public final class PostgresServer: @unchecked Sendable {
     private var stopped = false
 
     /// Starts a server. `loopbackPort` (0: none) also opens 127.0.0.1 on that port.
-    public convenience init(loopbackPort: Int = 0) throws {
-        try self.init(listenAddresses: loopbackPort != 0 ? ["127.0.0.1"] : [], port: loopbackPort != 0 ? loopbackPort : 5432)
+    public convenience init(loopbackPort: Int = 0, maxConnections: Int = 200) throws {
+        try self.init(
+            listenAddresses: loopbackPort != 0 ? ["127.0.0.1"] : [], port: loopbackPort != 0 ? loopbackPort : 5432, maxConnections: maxConnections)
     }
 
     /// Starts a server listening on TCP `listenAddresses`:`port` besides its socket, trusting
     /// connections from `clientSubnets` (CIDR, e.g. the private subnet of test hosts in network
-    /// namespaces) as well as from the socket and loopback.
-    public init(listenAddresses: [String], port: Int, clientSubnets: [String] = []) throws {
+    /// namespaces) as well as from the socket and loopback, and taking at most `maxConnections`
+    /// sessions at once (PostgreSQL's `max_connections`).
+    public init(listenAddresses: [String], port: Int, clientSubnets: [String] = [], maxConnections: Int = 200) throws {
         guard let bin = Self.findBinaries() else {
             throw Unavailable(description: "PostgreSQL's initdb/pg_ctl were not found; run scripts/install-deps.sh")
         }
@@ -76,7 +78,7 @@ public final class PostgresServer: @unchecked Sendable {
         // Small and fast: no fsync (the data is thrown away), short checkpoints.
         let options =
             "-k \(socketDirectory) -c listen_addresses=\(listen) -p \(port) -c fsync=off -c synchronous_commit=off"
-            + " -c full_page_writes=off -c max_connections=200 -c shared_buffers=64MB"
+            + " -c full_page_writes=off -c max_connections=\(maxConnections) -c shared_buffers=64MB"
         try run(bin + "/pg_ctl", ["-D", dataDirectory, "-o", options, "-l", logPath, "-w", "-t", "60", "start"])
     }
 

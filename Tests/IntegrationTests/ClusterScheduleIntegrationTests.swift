@@ -13,24 +13,29 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
 
     /// A host's root whose `cluster.yaml` points at `database` on the shared test server; a host
     /// `beside` another shares its key, as the hosts of one fleet do.
-    private func host(_ server: PostgresServer, database: String, leaseSeconds: Int? = nil, beside first: JobrunHarness? = nil) throws
-        -> JobrunHarness
-    {
+    private func host(
+        _ server: PostgresServer, database: String, leaseSeconds: Int? = nil, maxOpenStores: Int? = nil, beside first: JobrunHarness? = nil
+    ) throws -> JobrunHarness {
         let h = first.map { JobrunHarness(sharingKeyOf: $0) } ?? JobrunHarness()
         try FileManager.default.createDirectory(atPath: h.root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let cluster = h.root + "/cluster.yaml"
         try
             ("postgres:\n  url: postgresql://\(server.user)@/\(database)?host=\(server.socketDirectory)&port=\(server.port)\n"
-            + (leaseSeconds.map { "  leaseSeconds: \($0)\n" } ?? ""))
+            + (leaseSeconds.map { "  leaseSeconds: \($0)\n" } ?? "") + (maxOpenStores.map { "  maxOpenStores: \($0)\n" } ?? ""))
             .write(toFile: cluster, atomically: true, encoding: .utf8)
         chmod(cluster, 0o600)
         return h
     }
 
     /// `count` hosts of one fleet on `database`.
-    private func hosts(_ count: Int, _ server: PostgresServer, database: String, leaseSeconds: Int? = nil) throws -> [JobrunHarness] {
-        let first = try host(server, database: database, leaseSeconds: leaseSeconds)
-        return try [first] + (1..<count).map { _ in try host(server, database: database, leaseSeconds: leaseSeconds, beside: first) }
+    private func hosts(_ count: Int, _ server: PostgresServer, database: String, leaseSeconds: Int? = nil, maxOpenStores: Int? = nil) throws
+        -> [JobrunHarness]
+    {
+        let first = try host(server, database: database, leaseSeconds: leaseSeconds, maxOpenStores: maxOpenStores)
+        return try [first]
+            + (1..<count).map { _ in
+                try host(server, database: database, leaseSeconds: leaseSeconds, maxOpenStores: maxOpenStores, beside: first)
+            }
     }
 
     /// A `time-based-cleanup` job firing every minute over `accounts`.
@@ -143,6 +148,53 @@ final class ClusterScheduleIntegrationTests: XCTestCase {
             XCTAssertEqual(claimed, ranBy[index], "host \(index) logged a claim per account it ran")
             XCTAssertEqual(claimed + elsewhere, accounts.count, "host \(index) saw every item of the fire claimed once")
         }
+    }
+
+    /// Two schedulers run one fire of a job over more accounts than the server takes connections:
+    /// each keeps at most `maxOpenStores` account stores open, so every account's run succeeds
+    /// and the server's sessions on the database stay within the hosts' bounds throughout.
+    func testManyAccountsStayWithinTheServersConnectionsByClosingIdleStores() throws {
+        let maxConnections = 20
+        let maxOpenStores = 3
+        let server = try PostgresServer(maxConnections: maxConnections)
+        let database = try server.createDatabase("bound_\(UUID().uuidString.prefix(8).lowercased())")
+        let accounts = Array(0..<40)  // twice the server's connections
+        let hosts = try hosts(2, server, database: database, maxOpenStores: maxOpenStores)
+        for h in hosts { try writeEveryMinuteJob(h, accounts: accounts) }
+        let schedulers = try hosts.map { try $0.start(["schedule"]) }
+        defer { for s in schedulers { s.signal(SIGKILL) } }
+
+        func sessions() -> Int {
+            Int(
+                (try? server.psql("SELECT count(*) FROM pg_stat_activity WHERE datname = '\(database)'"))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            ) ?? 0
+        }
+        func finished() -> Int {
+            let lines = hosts.flatMap { events($0, "run.finished") }
+            return lines.filter { $0["outcome"] as? String == "succeeded" }.count
+        }
+        var most = 0
+        let deadline = Date().addingTimeInterval(200)
+        while Date() < deadline, finished() < accounts.count {
+            most = max(most, sessions())
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        most = max(most, sessions())
+        for s in schedulers { s.signal(SIGTERM) }
+        for s in schedulers { XCTAssertEqual(s.wait(timeout: 60), 0, s.stderr) }
+
+        let failed = hosts.flatMap { events($0, "run.finished") }.filter { $0["outcome"] as? String != "succeeded" }
+        XCTAssertEqual(failed.count, 0, "no run failed: \(failed)")
+        let succeeded = accounts.filter { a in runs(server, database: database, account: a, readBy: hosts[0]).contains { $0.outcome == .succeeded } }
+        XCTAssertEqual(succeeded.count, accounts.count, "every account's run succeeded: \(schedulers.map(\.stderr))")
+        // Each host: its open account stores, plus the work queue's session, its listener and
+        // the running account's run lock (concurrencyPolicy Forbid).
+        let bound = hosts.count * (maxOpenStores + 3)
+        print(
+            "many accounts: \(accounts.count) accounts, \(hosts.count) schedulers, maxOpenStores \(maxOpenStores): at most \(most) sessions (bound \(bound), max_connections \(maxConnections))"
+        )
+        XCTAssertGreaterThan(most, 0, "the sessions were seen")
+        XCTAssertLessThanOrEqual(most, bound, "the hosts' sessions stay within maxOpenStores each")
     }
 
     func testASchedulerStoppedBySIGTERMHandsItsItemOverAtOnce() throws {

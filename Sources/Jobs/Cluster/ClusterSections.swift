@@ -29,8 +29,12 @@ public enum PostgresSection: ConfigSection {
         "lease", default: .seconds(30), range: 2...3600,
         doc: "how long a scheduler holds a claimed work item without renewing it: the bound after which another host takes over"
     ).formerly("leaseSeconds")
+    public static let maxOpenStores = Param<Int>(
+        "maxOpenStores", default: 16, range: 1...10_000, environment: "JOBRUN_POSTGRES_MAX_OPEN_STORES",
+        doc: "most account stores a process keeps open, one server connection each: idle ones beyond it are closed, least recently used first "
+            + "(stores in use by running jobs stay open); keep hosts × this under the server's max_connections")
 
-    public static let parameters: [any JobParameter] = [url, passwordFile, tls, schemaPrefix, lease]
+    public static let parameters: [any JobParameter] = [url, passwordFile, tls, schemaPrefix, lease, maxOpenStores]
 
     public static func check(_ values: JobParams) -> [JobFileError] {
         var errors: [JobFileError] = []

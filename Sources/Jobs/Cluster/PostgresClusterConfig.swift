@@ -10,6 +10,7 @@ import PostboxPostgres
 ///   tls: {mode: verify-full, caFile: /etc/jobrun/pg-ca.pem}
 ///   schemaPrefix: jobrun
 ///   lease: 30s                                        # a scheduler's hold on a work item
+///   maxOpenStores: 16                                 # account stores (connections) kept open
 /// ```
 ///
 /// The keys, their defaults and their `JOBRUN_POSTGRES_*` variables are `PostgresSection`'s.
@@ -37,11 +38,15 @@ public struct PostgresClusterConfig: Sendable {
     /// How long a `jobrun schedule` host holds a claimed work item without renewing it (it renews
     /// every third of it): the bound after which another host takes over a dead host's work.
     public var leaseSeconds: Int
+    /// How many account stores (one server connection each) a process keeps open: idle ones
+    /// beyond it are closed, least recently used first (`AccountContextPool`).
+    public var maxOpenStores: Int
 
     public init(
         address: PostgresEndpoint.Address, username: String, database: String, passwordFile: String? = nil,
         tls: TLS = PostgresTLSSection.mode.defaultValue!, caFile: String? = nil, schemaPrefix: String = PostgresSection.schemaPrefix.defaultValue!,
-        leaseSeconds: Int = Int(PostgresSection.lease.defaultValue!.wholeSeconds)
+        leaseSeconds: Int = Int(PostgresSection.lease.defaultValue!.wholeSeconds),
+        maxOpenStores: Int = PostgresSection.maxOpenStores.defaultValue!
     ) {
         self.address = address
         self.username = username
@@ -51,6 +56,7 @@ public struct PostgresClusterConfig: Sendable {
         self.caFile = caFile
         self.schemaPrefix = schemaPrefix
         self.leaseSeconds = leaseSeconds
+        self.maxOpenStores = maxOpenStores
     }
 
     /// The deadline of every statement on a shared store: a server that has not answered by then
@@ -111,7 +117,8 @@ public struct PostgresClusterConfig: Sendable {
         self.init(
             address: address, username: user, database: database, passwordFile: path(Section.passwordFile, values[Section.passwordFile], in: values),
             tls: tls[PostgresTLSSection.mode], caFile: path(PostgresTLSSection.caFile, tls[PostgresTLSSection.caFile], in: tls),
-            schemaPrefix: values[Section.schemaPrefix], leaseSeconds: Int(values[Section.lease].wholeSeconds))
+            schemaPrefix: values[Section.schemaPrefix], leaseSeconds: Int(values[Section.lease].wholeSeconds),
+            maxOpenStores: values[Section.maxOpenStores])
     }
 
     static func validPrefix(_ text: String) -> Bool {

@@ -124,6 +124,7 @@ public struct JobRunner: Sendable {
         await finish(
             job, contexts: contexts, fileLock: fileLock, runId: runId, started: started, origin: origin, attempts: attempts, dryRun: dryRun, log: log,
             result: &result)
+        await accounts.release(job.accounts)
         return result
     }
 
@@ -156,11 +157,10 @@ public struct JobRunner: Sendable {
         }
     }
 
-    /// The shared stores of every account of the job (a cloud kind's config checked first).
+    /// The shared stores of every account of the job (a cloud kind's config checked first),
+    /// held open until `accounts.release(job.accounts)`.
     private func openAccounts(_ job: JobFile, kind: any JobKind) async throws -> [AccountContext] {
-        var contexts: [AccountContext] = []
-        for id in job.accounts { contexts.append(try await accounts.context(for: id, cloud: kind.usesCloud)) }
-        return contexts
+        try await accounts.lease(job.accounts, cloud: kind.usesCloud)
     }
 
     /// Closes runs a crashed holder left open, records this run's start in every account, and
@@ -499,12 +499,19 @@ public struct JobRunner: Sendable {
         let limit = historyLimit
         let record = run
         do {
-            for context in try await openAccounts(job, kind: kind) {
-                try await context.postbox.transaction { tx in
-                    try tx.jobRuns.set(record)
-                    try tx.jobRuns.prune(job: record.job, keep: limit)
+            let contexts = try await openAccounts(job, kind: kind)
+            do {
+                for context in contexts {
+                    try await context.postbox.transaction { tx in
+                        try tx.jobRuns.set(record)
+                        try tx.jobRuns.prune(job: record.job, keep: limit)
+                    }
                 }
+            } catch {
+                await accounts.release(job.accounts)
+                throw error
             }
+            await accounts.release(job.accounts)
         } catch {
             log.error("run.record_failed", ["error": .string(StorageFailure.classify(error).1)])
         }
