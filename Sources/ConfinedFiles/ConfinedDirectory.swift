@@ -32,6 +32,14 @@ public final class ConfinedDirectory: @unchecked Sendable {
 
     deinit { Glibc.close(descriptor) }
 
+    /// This same directory under `policy`: a second descriptor of it, so nothing is resolved
+    /// again. For a caller that knowingly relaxes or tightens the checks of what it opens below.
+    public func under(_ policy: ConfinementPolicy) throws(ConfinedFileError) -> ConfinedDirectory {
+        let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
+        guard copy >= 0 else { throw .system(path: path, operation: "duplicate the directory's descriptor", errno: errno) }
+        return ConfinedDirectory(adopting: copy, path: path, policy: policy)
+    }
+
     /// Opens the directory at `path`, the anchor the operator chose (it may itself be reached
     /// through a symbolic link: choosing it is the operator's decision). With `create`, missing
     /// folders on the way are made 0700. The anchor must pass `policy`.

@@ -1,4 +1,5 @@
 import CloudCore
+import ConfinedFiles
 import Foundation
 import Synchronization
 import TestSupport
@@ -46,5 +47,34 @@ final class StagedFileSwapTests: XCTestCase {
             }
             XCTAssertEqual(sent.withLock { $0 }, 0, "\(swap): no part of the other file was sent")
         }
+    }
+
+    /// The staging folder itself swapped for a link to another folder, after the sender was
+    /// given it open (as `upload-queue` is, once the run has checked the root): the file is read
+    /// through the folder's descriptor, so the staged bytes are sent; following the link would
+    /// find the other folder's file of the same name (and a different size) and fail the item.
+    func testAStagingFolderSwappedForALinkIsNotFollowed() async throws {
+        let f = try await UploadFixture.start()
+        addTeardownBlock { await f.stop() }
+        let item = try await f.queue.enqueue(UploadRequest(path: try f.makeFile("kept.bin", size: 300_000), peerId: f.peer, staging: .copy))
+        let folder = (item.stagedPath as NSString).deletingLastPathComponent
+        let held = try ConfinedDirectory.open(path: folder)
+
+        let elsewhere = f.directory.file("elsewhere")
+        XCTAssertEqual(mkdir(elsewhere, 0o700), 0)
+        let decoy = elsewhere + "/" + (item.stagedPath as NSString).lastPathComponent
+        XCTAssertEqual(rename(try f.makeFile("decoy.bin", size: 200_000), decoy), 0)
+        XCTAssertEqual(rename(folder, f.directory.file("moved-away")), 0)
+        XCTAssertEqual(symlink(elsewhere, folder), 0)
+
+        let sent = Mutex(0)
+        let upload = MultipartUpload(client: f.client, postbox: f.postbox, uploads: held) { event in
+            if case .partSent = event { sent.withLock { $0 += 1 } }
+        }
+        let result = try await upload.upload(itemId: item.id)
+        XCTAssertGreaterThan(sent.withLock { $0 }, 0)
+        let stored = try await f.item(item.id)
+        XCTAssertEqual(stored.state, .sent)
+        XCTAssertEqual(result.bytesSent, 300_000, "the staged file's bytes, read through the held folder")
     }
 }

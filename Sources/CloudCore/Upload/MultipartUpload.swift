@@ -1,5 +1,6 @@
 import CloudCrypto
 import CloudProtocol
+import ConfinedFiles
 import Foundation
 import Postbox
 import Synchronization
@@ -35,6 +36,9 @@ public final class MultipartUpload: Sendable {
     public let postbox: Postbox
     public let configuration: MultipartUploadConfiguration
     private let observer: (@Sendable (MultipartUploadEvent) -> Void)?
+    /// The staging folder, held open beneath the data root: a staged file below it is opened
+    /// through this descriptor, so no component of its path is resolved again.
+    private let uploads: ConfinedDirectory?
     /// Acknowledgements and sends of every upload through this instance, committed in groups.
     private let commits: UploadCommitBatcher
     /// Peers this instance has found to exist: a run of many items for one peer checks it once
@@ -50,11 +54,12 @@ public final class MultipartUpload: Sendable {
 
     public init(
         client: CloudClient, postbox: Postbox, configuration: MultipartUploadConfiguration = MultipartUploadConfiguration(),
-        observer: (@Sendable (MultipartUploadEvent) -> Void)? = nil
+        uploads: ConfinedDirectory? = nil, observer: (@Sendable (MultipartUploadEvent) -> Void)? = nil
     ) {
         self.client = client
         self.postbox = postbox
         self.configuration = configuration
+        self.uploads = uploads
         self.observer = observer
         self.commits = UploadCommitBatcher(postbox: postbox)
     }
@@ -90,7 +95,7 @@ public final class MultipartUpload: Sendable {
             id: itemId, path: first.stagedPath, size: first.stagedByteCount, sha256: first.stagedSHA256,
             mtimeNs: first.extra[Self.mtimeField].flatMap { Int64($0) })
         if view.size == 0 { throw MultipartUploadError.emptyFile(path: view.path) }
-        let (file, refreshedMtime) = try await UploadIO.run { try StagedFile.open(view) }
+        let (file, refreshedMtime) = try await UploadIO.run { [uploads] in try StagedFile.open(view, below: uploads) }
         let mtime = refreshedMtime ?? view.mtimeNs
         if configuration.checkPeer, first.fileId == 0 { try await checkPeer(first.peerId.rawValue, item: itemId) }
 

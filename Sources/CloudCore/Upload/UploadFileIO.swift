@@ -87,16 +87,24 @@ final class StagedFile: Sendable {
     /// The file is opened once, beneath its folder's descriptor (`ConfinedDirectory`: a link or
     /// FIFO at the name is refused at once), and everything after — the checks and every byte
     /// sent — goes through that descriptor, so a name swapped after the open changes nothing.
+    /// A file staged in `uploads` (the staging folder the caller holds open beneath the data
+    /// root) is opened through that folder's descriptor, so a folder swapped for a link after
+    /// the run checked the root changes nothing either; a file staged elsewhere (a tool's own
+    /// folder) has its folder opened by path.
     /// A file with several links (staged by `link`, or a hard link planted in its place) is
     /// always re-hashed: equal size and mtime do not prove it is the file that was staged.
-    static func open(_ item: UploadItemView) throws -> (StagedFile, refreshedMtime: Int64?) {
+    static func open(_ item: UploadItemView, below uploads: ConfinedDirectory? = nil) throws -> (StagedFile, refreshedMtime: Int64?) {
         let folder = (item.path as NSString).deletingLastPathComponent
         let name = (item.path as NSString).lastPathComponent
         let fd: Int32
         do {
             // Owners and modes are the data root's check (the run checks the layout first); a
             // staged hard link keeps its source's owner and mode.
-            let directory = try ConfinedDirectory.open(path: folder, policy: ConfinementPolicy(allowInsecure: true))
+            let lenient = ConfinementPolicy(allowInsecure: true)
+            let directory =
+                if let uploads, uploads.path == folder { try uploads.under(lenient) } else {
+                    try ConfinedDirectory.open(path: folder, policy: lenient)
+                }
             fd = try directory.openFile(name, .read)
         } catch {
             if case .system(_, _, ENOENT) = error { throw MultipartUploadError.stagedFileMissing(item: item.id, path: item.path) }

@@ -67,6 +67,9 @@ public final class UploadQueue: Sendable {
         self.uploads = uploads
     }
 
+    /// The staging folder, held open, for the sender of this queue's items (`MultipartUpload`).
+    public func stagingFolder() async throws -> ConfinedDirectory { try await UploadIO.run { try self.uploadsDirectory() } }
+
     /// The uploads folder, held open (created 0700 when missing).
     func uploadsDirectory() throws -> ConfinedDirectory {
         if let uploads { return uploads }

@@ -105,7 +105,7 @@ public enum RootKeyConversion {
             }
         }
         Failpoints.hitBlocking("convert-before-key-install")
-        try install(next, over: target)
+        try install(next, over: target, root: root)
         report.seconds = Date().timeIntervalSince(started)
         return report
     }
@@ -229,21 +229,22 @@ public enum RootKeyConversion {
         }
     }
 
-    /// Renames the new key over the old one: the conversion's last step.
-    private static func install(_ next: RootKeySource, over target: RootKeySource) throws(JobError) {
-        guard rename(next.path, target.path) == 0 else {
+    /// Renames the new key over the old one, beside it, and syncs their directory: the
+    /// conversion's last step. Below the root the directory is reached without following links.
+    private static func install(_ next: RootKeySource, over target: RootKeySource, root: DataRoot) throws(JobError) {
+        let url = URL(fileURLWithPath: target.path)
+        let fd: Int32
+        do { fd = try DataRoot.openDirectory(url.deletingLastPathComponent(), in: target.isUnderRoot ? root : nil) } catch {
+            throw StorageFailure.jobError(error, doing: "cannot open the key's directory to put the new key in place")
+        }
+        defer { close(fd) }
+        let nextName = (next.path as NSString).lastPathComponent
+        guard renameat(fd, nextName, fd, url.lastPathComponent) == 0 else {
             throw JobError("cannot put the new key in place at \(target.path): \(StorageFailure.describe(errno: errno))", exitCode: .cannotCreate)
         }
-        do { try syncDirectory(of: target.path) } catch {
-            throw StorageFailure.jobError(error, doing: "cannot sync the key's directory")
+        guard fsync(fd) == 0 else {
+            throw JobError("cannot sync the key's directory: \(StorageFailure.describe(errno: errno))", exitCode: .ioError)
         }
-    }
-
-    static func syncDirectory(of path: String) throws {
-        let fd = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     }
 
     private static func removeWithCompanions(_ name: String, in folder: ConfinedDirectory) {

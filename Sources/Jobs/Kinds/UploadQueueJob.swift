@@ -103,7 +103,9 @@ public struct UploadQueueJob: JobKind {
         let swept = try await queue.sweep()
         if swept > 0 { log.info("upload.swept", ["files": .int(Int64(swept))]) }
         let progress = try await Self.progress(queue: queue, maxItems: p[Self.maxItems], log: log)
-        let upload = MultipartUpload(client: client, postbox: account.postbox, configuration: configuration) { event in
+        let upload = MultipartUpload(
+            client: client, postbox: account.postbox, configuration: configuration, uploads: try await queue.stagingFolder()
+        ) { event in
             Self.observe(event, tally: tally, progress: progress, log: log)
         }
         let drain = Drain(
