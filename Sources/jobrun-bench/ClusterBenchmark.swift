@@ -305,11 +305,19 @@ struct ClusterBenchmark {
     }
 
     /// Runs `body` for each host on a thread of its own and waits for all; the first error wins.
+    /// Threads, not `concurrentPerform`: that runs at most as many iterations at once as there
+    /// are cores, so on two cores a third host would wait for one of the others to finish.
     private func inParallel(_ hosts: [BenchHost], _ body: @escaping @Sendable (BenchHost) throws -> Void) throws {
         let failures = FailureBox()
-        DispatchQueue.concurrentPerform(iterations: hosts.count) { i in
-            do { try body(hosts[i]) } catch { failures.add("\(error)") }
+        let finished = DispatchGroup()
+        for host in hosts {
+            finished.enter()
+            Thread.detachNewThread {
+                do { try body(host) } catch { failures.add("\(error)") }
+                finished.leave()
+            }
         }
+        finished.wait()
         if let first = failures.first { throw BenchError(first) }
     }
 
