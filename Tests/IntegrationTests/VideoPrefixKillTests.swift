@@ -80,7 +80,7 @@ final class VideoPrefixKillTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(served, held)
         // At most the parts in flight at each kill (2 files × the parts a file may have in flight
         // × 128 KiB) again.
-        let inFlightPerKill = Int64(2 * MultipartFetchConfiguration().maxPartsPerFile * (128 << 10))
+        let inFlightPerKill = Int64(2 * MultipartFetchConfiguration(datacenters: [:]).maxPartsPerFile * (128 << 10))
         XCTAssertLessThanOrEqual(served, held + Int64(Self.kills) * inFlightPerKill, "resumed, not restarted")
     }
 }
