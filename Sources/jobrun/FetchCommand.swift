@@ -42,7 +42,7 @@ struct FetchCommand: AsyncParsableCommand {
             }
             ranges = [lower..<(upper + 1)]
         }
-        let root = try options.settings.existingRoot()
+        let root = try options.existingRoot()
         let outcome: ResourceFetch.Outcome
         do {
             outcome = try await ResourceFetch.fetch(resourceId: resource, ranges: ranges, priority: priority, account: account, root: root)

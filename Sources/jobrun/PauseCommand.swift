@@ -25,7 +25,7 @@ struct PauseCommand: ParsableCommand {
 
     func run() throws {
         let name = try knownJobName(job, options: options)
-        let root = try options.settings.existingRoot()
+        let root = try options.existingRoot()
         do { try JobSuspension(root: root).pause(name, note: note) } catch {
             let failure = StorageFailure.jobError(error, doing: "cannot pause \(name) under \(root.path)")
             throw fail(failure.exitCode, failure.message)
@@ -51,7 +51,7 @@ struct ResumeCommand: ParsableCommand {
 
     func run() throws {
         let name = try knownJobName(job, options: options)
-        let root = try options.settings.existingRoot()
+        let root = try options.existingRoot()
         let resumed: Bool
         do { resumed = try JobSuspension(root: root).resume(name) } catch {
             let failure = StorageFailure.jobError(error, doing: "cannot resume \(name) under \(root.path)")
@@ -67,7 +67,7 @@ struct ResumeCommand: ParsableCommand {
 
 /// The name of a job of the jobs directory, or a usage error with "did you mean".
 func knownJobName(_ name: String, options: GlobalOptions) throws -> String {
-    let catalog = try options.settings.catalog()
+    let catalog = try options.catalog()
     if catalog.job(named: name) != nil { return name }
     throw fail(.usage, JobResolveError.unknownJob(name, available: catalog.jobs.map(\.name)).description)
 }

@@ -15,7 +15,7 @@ struct ProcessEnvironment {
     /// Fails with a sysexits code and a message naming the path and the reason (73 a root that
     /// cannot be created or written, 74 a full disk, 78 an unsafe root).
     /// `console` is where log lines go on stderr unless `logging` asks for a format itself.
-    init(options: GlobalSettings, logging: LogSettings, process: String, console: LogSink.ConsoleMode = .auto, dryRun: Bool = false) throws {
+    init(options: GlobalOptions, logging: LogOptions, process: String, console: LogSink.ConsoleMode = .auto, dryRun: Bool = false) throws {
         let log = try logging.resolve()
         root = try options.rootToUse(dryRun: dryRun)
         let skipped: [DataRootError]

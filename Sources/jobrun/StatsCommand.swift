@@ -26,7 +26,7 @@ struct StatsCommand: ParsableCommand {
     }
 
     func run() throws {
-        let root = try options.settings.existingRoot()
+        let root = try options.existingRoot()
         let inspection = StoreInspection(root: root)
         if database { return try databaseStats(inspection) }
         let caches: [StoreInspection.AccountCache]

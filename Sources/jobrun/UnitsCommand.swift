@@ -63,7 +63,7 @@ struct UnitsCommand: ParsableCommand {
         if !kubernetes, let given = kubernetesOnly.first(where: \.1) {
             throw fail(.usage, "\(given.0) is for Kubernetes manifests (add --kubernetes, or drop \(given.0))")
         }
-        let catalog = try options.settings.catalog()
+        let catalog = try options.catalog()
         if !catalog.errors.isEmpty {
             throw fail(.config, catalog.errors.map(\.description).joined(separator: "\n"))
         }
