@@ -99,7 +99,7 @@ struct UnitsCommand: ParsableCommand {
         let directory = URL(fileURLWithPath: out)
         let units = writer.units(for: catalog.jobs) + (template ? [] : writer.supportUnits())
         var urls = try writer.write(jobs: catalog.jobs, to: directory)
-        if !template { urls += try writer.write(units: writer.supportUnits(), to: directory) }
+        if !template { urls += try UnitWriter.write(units: writer.supportUnits(), to: directory) }
         let removed = try writer.removeStaleTimers(in: directory, keeping: units)
         if options.json {
             printJSON(
