@@ -39,12 +39,12 @@ struct DemoCommand: AsyncParsableCommand {
                     keyFile = path
                 }
             } catch {
-                throw fail(error.exitCode, error.message)
+                throw fail(error)
             }
         }
         let demo: JobDemo
         do { demo = try JobDemo(root: DataRoot(path: rootPath), seed: seed) } catch let error as JobError {
-            throw fail(error.exitCode, error.message)
+            throw fail(error)
         }
         defer { demo.stop() }
 

@@ -52,7 +52,7 @@ enum KeyConversionOutput {
         let root = options.dataRoot
         if !DataRoot.exists(root) { throw fail(.noInput, "no data root at \(root.path) (give --root or set \(DataRoot.environmentVariable))") }
         let report: RootKeyConversion.Report
-        do { report = try RootKeyConversion.run(operation, root: root) } catch { throw fail(error.exitCode, error.message) }
+        do { report = try RootKeyConversion.run(operation, root: root) } catch { throw fail(error) }
         if options.json {
             printJSON(
                 .object([

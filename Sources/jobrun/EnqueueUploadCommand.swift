@@ -49,7 +49,7 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
         do {
             item = try await UploadEnqueue.enqueue(request, account: account, root: root)
         } catch {
-            throw fail(error.exitCode, error.message)
+            throw fail(error)
         }
         // Bucket staging keeps no local copy: name the object instead of the future fetch path.
         let staged =

@@ -47,7 +47,7 @@ struct FetchCommand: AsyncParsableCommand {
         do {
             outcome = try await ResourceFetch.fetch(resourceId: resource, ranges: ranges, priority: priority, account: account, root: root)
         } catch let error as JobError {
-            throw fail(error.exitCode, error.message)
+            throw fail(error)
         } catch {
             throw fail(.jobFailed, "cannot fetch \(ShownText.escaped(resource)): \(error)")
         }

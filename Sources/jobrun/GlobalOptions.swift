@@ -81,6 +81,9 @@ func fail(_ code: JobExitCode, _ message: String) -> ExitCode {
     return ExitCode(code.rawValue)
 }
 
+/// Ends the process with a `JobError`'s exit code and message.
+func fail(_ error: JobError) -> ExitCode { fail(error.exitCode, error.message) }
+
 /// Prints a value as one line of JSON.
 func printJSON(_ value: LogValue) {
     print(JSONLine.encode(value))

@@ -25,7 +25,7 @@ struct InitCommand: ParsableCommand {
     func run() throws {
         let root = options.dataRoot
         let outcome: RootInitialization.KeyOutcome
-        do { outcome = try RootInitialization.run(root: root, encrypt: encrypt) } catch { throw fail(error.exitCode, error.message) }
+        do { outcome = try RootInitialization.run(root: root, encrypt: encrypt) } catch { throw fail(error) }
         let (text, keyFile): (String, String?) =
             switch outcome {
             case .none: ("data root \(root.path) ready (not encrypted)", nil)

@@ -27,8 +27,7 @@ struct PauseCommand: ParsableCommand {
         let name = try knownJobName(job, options: options)
         let root = try options.existingRoot()
         do { try JobSuspension(root: root).pause(name, note: note) } catch {
-            let failure = StorageFailure.jobError(error, doing: "cannot pause \(name) under \(root.path)")
-            throw fail(failure.exitCode, failure.message)
+            throw fail(StorageFailure.jobError(error, doing: "cannot pause \(name) under \(root.path)"))
         }
         if options.json { printJSON(.object(["version": .int(1), "job": .string(name), "paused": .bool(true)])) } else { print("\(name): paused") }
     }
@@ -54,8 +53,7 @@ struct ResumeCommand: ParsableCommand {
         let root = try options.existingRoot()
         let resumed: Bool
         do { resumed = try JobSuspension(root: root).resume(name) } catch {
-            let failure = StorageFailure.jobError(error, doing: "cannot resume \(name) under \(root.path)")
-            throw fail(failure.exitCode, failure.message)
+            throw fail(StorageFailure.jobError(error, doing: "cannot resume \(name) under \(root.path)"))
         }
         if options.json {
             printJSON(.object(["version": .int(1), "job": .string(name), "paused": .bool(false), "was_paused": .bool(resumed)]))

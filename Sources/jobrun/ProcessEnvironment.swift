@@ -26,8 +26,7 @@ struct ProcessEnvironment {
             // logged and skipped where the layout marks the path optional.
             skipped = try root.verifyLayout()
         } catch {
-            let failure = StorageFailure.jobError(error, doing: "cannot use the data root \(root.path)")
-            throw fail(failure.exitCode, failure.message)
+            throw fail(StorageFailure.jobError(error, doing: "cannot use the data root \(root.path)"))
         }
         var configuration = LogSink.Configuration(
             directory: root.logs(process: process), process: process, minimumLevel: log.level, console: log.console ?? console)
@@ -45,8 +44,7 @@ struct ProcessEnvironment {
             }
         }
         do { sink = try LogSink(configuration: configuration) } catch {
-            let failure = StorageFailure.jobError(error, doing: "cannot use \(logPlace)")
-            throw fail(failure.exitCode, failure.message)
+            throw fail(StorageFailure.jobError(error, doing: "cannot use \(logPlace)"))
         }
         tempBox = TempBox(root: root, process: process)
         logger = JobLogger(sink: sink)

@@ -32,12 +32,12 @@ struct ScheduleCommand: AsyncParsableCommand {
         defer { env.close() }
         let workQueue: ClusterWorkQueue?
         do { workQueue = try ClusterConfig.load(root: env.root).postgres.map { pg throws(JobError) in try ClusterWorkQueue(cluster: pg) } } catch {
-            throw fail(error.exitCode, error.message)
+            throw fail(error)
         }
         let endpoint = SchedulerEndpoint(root: env.root)
         var listener: MetricsEndpoint?
         if let listen {
-            do { listener = try MetricsEndpoint(address: listen, respond: { endpoint.respond($0) }) } catch { throw fail(error.exitCode, error.message) }
+            do { listener = try MetricsEndpoint(address: listen, respond: { endpoint.respond($0) }) } catch { throw fail(error) }
             env.logger.info("scheduler.listening", ["address": .string(listen), "port": .int(Int64(listener?.port ?? 0))])
         }
         let scheduler = Scheduler(jobs: catalog.jobs, runner: env.runner, logger: env.logger, runAllAtStart: runNow, workQueue: workQueue)

@@ -33,7 +33,7 @@ struct StatusCommand: ParsableCommand {
         let root = try options.existingRoot()
         let inspection = StoreInspection(root: root)
         let history: StoreInspection.RunHistory
-        do { history = try inspection.runHistory(job: job, limit: max(limit, 1)) } catch { throw fail(error.exitCode, error.message) }
+        do { history = try inspection.runHistory(job: job, limit: max(limit, 1)) } catch { throw fail(error) }
         // The jobs directory is optional here when it is the `./jobs` fallback: without it, rows
         // come from the history alone. One that was asked for must load.
         let catalog: JobCatalog?
