@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import Jobs
 
-/// Options every `jobrun` command takes.
+/// Options every `jobrun` command takes (`--root`, `--jobs-dir`, `--json`), and what they lead to:
+/// the data root and the job catalog.
 struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: "Data root (default: $JOBRUN_ROOT, else ./data).")
     var root: String?
