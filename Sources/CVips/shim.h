@@ -4,23 +4,24 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* The few libvips 8 entry points jobrun uses, declared as <vips/vips.h> declares them (stable
- * ABI since 8.0). Not including <vips/vips.h> keeps glib's headers out of every Swift import,
- * and keeps pkg-config's `-pthread`, a flag SwiftPM refuses with a warning on every build, out of
- * the package: the module links libvips, libgobject and libglib by name. */
+/* The few libvips 8 entry points jobrun uses, as the types of the addresses `dlsym` resolves.
+ * Nothing here links libvips: a process loads it the first time it makes a representation
+ * (VipsLibrary.swift), so no other command pays for its hundred-odd shared libraries. Each
+ * wrapper takes the resolved symbol as `const void *` and calls it as the type libvips declares
+ * for it in <vips/vips.h> (stable ABI since 8.0); the wrappers hold no state. Not including
+ * <vips/vips.h> keeps glib's headers out of every Swift import and libvips-dev out of the
+ * build. */
 typedef struct _VipsImage VipsImage;
-int vips_init(const char *argv0);
-void vips_cache_set_max(int max);
-void vips_cache_set_max_mem(size_t max_mem);
-void vips_concurrency_set(int concurrency);
-int vips_thumbnail(const char *filename, VipsImage **out, int width, ...);
-int vips_gaussblur(VipsImage *in, VipsImage **out, double sigma, ...);
-int vips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, ...);
-int vips_image_get_width(const VipsImage *image);
-int vips_image_get_height(const VipsImage *image);
-char *vips_error_buffer_copy(void);
-void g_object_unref(void *object);
-void g_free(void *mem);
+typedef int (*cvips_init_fn)(const char *argv0);
+typedef void (*cvips_cache_set_max_fn)(int max);
+typedef void (*cvips_cache_set_max_mem_fn)(size_t max_mem);
+typedef void (*cvips_concurrency_set_fn)(int concurrency);
+typedef int (*cvips_thumbnail_fn)(const char *filename, VipsImage **out, int width, ...);
+typedef int (*cvips_gaussblur_fn)(VipsImage *in, VipsImage **out, double sigma, ...);
+typedef int (*cvips_jpegsave_buffer_fn)(VipsImage *in, void **buf, size_t *len, ...);
+typedef char *(*cvips_error_buffer_copy_fn)(void);
+typedef void (*cvips_g_object_unref_fn)(void *object);
+typedef void (*cvips_g_free_fn)(void *mem);
 
 /* VipsSize: VIPS_SIZE_BOTH, VIPS_SIZE_UP, VIPS_SIZE_DOWN, VIPS_SIZE_FORCE. */
 #define CVIPS_SIZE_DOWN 2
@@ -31,38 +32,39 @@ void g_free(void *mem);
 /* Once per process. Nothing is kept in libvips' operation cache (every image is seen once), so
  * memory stays flat however many images are processed; one worker thread per image (callers
  * run images in parallel). */
-static inline int cvips_start(void) {
-    if (vips_init("jobrun") != 0) return -1;
-    vips_cache_set_max(0);
-    vips_cache_set_max_mem(0);
-    vips_concurrency_set(1);
+static inline int cvips_start(const void *vips_init, const void *vips_cache_set_max, const void *vips_cache_set_max_mem,
+                              const void *vips_concurrency_set) {
+    if (((cvips_init_fn)vips_init)("jobrun") != 0) return -1;
+    ((cvips_cache_set_max_fn)vips_cache_set_max)(0);
+    ((cvips_cache_set_max_mem_fn)vips_cache_set_max_mem)(0);
+    ((cvips_concurrency_set_fn)vips_concurrency_set)(1);
     return 0;
 }
 
 /* Decodes the file at `path` into an image that fits in width x height, never enlarged
  * (shrink-on-load: a JPEG is decoded at the smallest scale that still covers the box). A
  * truncated or corrupt file fails instead of being padded with grey. */
-static inline int cvips_thumbnail_file(const char *path, int width, int height, VipsImage **out) {
+static inline int cvips_thumbnail_file(const void *vips_thumbnail, const char *path, int width, int height, VipsImage **out) {
     char name[4096];
     if (snprintf(name, sizeof name, "%s[fail_on=truncated]", path) >= (int)sizeof name) return -1;
-    return vips_thumbnail(name, out, width, "height", height, "size", CVIPS_SIZE_DOWN, NULL);
+    return ((cvips_thumbnail_fn)vips_thumbnail)(name, out, width, "height", height, "size", CVIPS_SIZE_DOWN, NULL);
 }
 
-static inline int cvips_gaussblur(VipsImage *in, double sigma, VipsImage **out) {
-    return vips_gaussblur(in, out, sigma, NULL);
+static inline int cvips_gaussblur(const void *vips_gaussblur, VipsImage *in, double sigma, VipsImage **out) {
+    return ((cvips_gaussblur_fn)vips_gaussblur)(in, out, sigma, NULL);
 }
 
 /* Baseline JPEG without metadata; free `*buffer` with cvips_free. */
-static inline int cvips_jpegsave_buffer(VipsImage *in, int quality, void **buffer, size_t *length) {
-    return vips_jpegsave_buffer(in, buffer, length, "Q", quality, "strip", 1, NULL);
+static inline int cvips_jpegsave_buffer(const void *vips_jpegsave_buffer, VipsImage *in, int quality, void **buffer, size_t *length) {
+    return ((cvips_jpegsave_buffer_fn)vips_jpegsave_buffer)(in, buffer, length, "Q", quality, "strip", 1, NULL);
 }
 
-static inline int cvips_width(VipsImage *image) { return vips_image_get_width(image); }
-static inline int cvips_height(VipsImage *image) { return vips_image_get_height(image); }
-static inline void cvips_unref(VipsImage *image) { g_object_unref(image); }
-static inline void cvips_free(void *p) { g_free(p); }
+static inline void cvips_unref(const void *g_object_unref, VipsImage *image) { ((cvips_g_object_unref_fn)g_object_unref)(image); }
+static inline void cvips_free(const void *g_free, void *p) { ((cvips_g_free_fn)g_free)(p); }
 
 /* The errors so far, cleared; free with cvips_free. */
-static inline char *cvips_take_error(void) { return vips_error_buffer_copy(); }
+static inline char *cvips_take_error(const void *vips_error_buffer_copy) {
+    return ((cvips_error_buffer_copy_fn)vips_error_buffer_copy)();
+}
 
 #endif

@@ -54,7 +54,7 @@ struct RepresentationsPassCommand: ParsableCommand {
             let bytes = try Data(contentsOf: URL(fileURLWithPath: photosDir + "/\(i).jpg"))
             try box.store(bytes, id: id, info: MediaResourceStorageInfo(contentType: .photo))
         }
-        let generator = try VipsRepresentationGenerator()
+        let generator = VipsRepresentationGenerator()
         let policy = [
             PhotoRepresentation(kind: .thumbnail, box: 200, keepDuration: .general),
             PhotoRepresentation(kind: .placeholder, box: 10, keepDuration: .general),

@@ -145,7 +145,51 @@ final class RepresentationIntegrationTests: XCTestCase {
         try assertConsistent(h)
     }
 
+    /// libvips and its hundred-odd libraries are not part of the binary: `--version`, an idle
+    /// cron run and a representations run that finds everything made never load them; a run
+    /// that makes representations loads libvips itself (`dlopen`), once.
+    func testLibvipsIsLoadedOnlyByARunThatMakesRepresentations() throws {
+        let idle = JobrunHarness()
+        let ldd = try ChildProcess.run("/usr/bin/ldd", [idle.binary])
+        XCTAssertEqual(ldd.status, 0, ldd.stderr)
+        XCTAssertTrue(ldd.stdout.contains("libc.so.6"), ldd.stdout)
+        for library in ["libvips", "libgobject", "libglib"] {
+            XCTAssertFalse(ldd.stdout.contains(library), "jobrun links \(library): \(ldd.stdout)")
+        }
+        let version = try runTracingLibraries(idle, ["--version"])
+        XCTAssertEqual(version.status, 0, version.stderr)
+        XCTAssertTrue(version.loader.contains("file=libc.so.6"), "the loader's trace is read: \(version.loader.prefix(500))")
+        XCTAssertFalse(version.loader.contains("libvips"), "--version loads libvips")
+        try idle.writeCleanupJob("cleanup")
+        let cron = try runTracingLibraries(idle, ["run", "cleanup"])
+        XCTAssertEqual(cron.status, 0, cron.stdout + cron.stderr)
+        XCTAssertFalse(cron.loader.contains("libvips"), "an idle run loads libvips")
+
+        let (_, h, _) = try start(seed: 43, messages: 8)
+        let first = try runTracingLibraries(h, ["run", "reps", "--json"])
+        XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
+        XCTAssertGreaterThan(JobrunHarness.counters(first.stdout)["generated"] ?? 0, 0, first.stdout)
+        let loads = first.loader.split(separator: "\n").filter { $0.contains("file=libvips.so.42 ") }
+        XCTAssertEqual(loads.count, 1, "libvips is loaded once: \(loads)")
+        XCTAssertTrue(loads.first?.contains("dynamically loaded by") == true, "by dlopen, not as a dependency: \(loads)")
+        let again = try runTracingLibraries(h, ["run", "reps", "--json"])
+        XCTAssertEqual(again.status, 0, again.stdout + again.stderr)
+        XCTAssertEqual(JobrunHarness.counters(again.stdout)["generated"], 0, again.stdout)
+        XCTAssertFalse(again.loader.contains("libvips"), "a run with nothing to make loads libvips")
+    }
+
     // MARK: helpers
+
+    /// Runs `jobrun args…` with the dynamic loader tracing the libraries it loads
+    /// (`LD_DEBUG=files`, written to a file of its own); `loader` is that trace.
+    func runTracingLibraries(_ h: JobrunHarness, _ args: [String]) throws -> (status: Int32, stdout: String, stderr: String, loader: String) {
+        let dir = TemporaryDirectory(prefix: "jobrun-ld")
+        let p = try ChildProcess(h.binary, h.arguments(args), environment: ["LD_DEBUG": "files", "LD_DEBUG_OUTPUT": dir.file("ld")])
+        let status = p.wait(timeout: 300)
+        let traces = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        let loader = try traces.map { try String(contentsOfFile: dir.file($0), encoding: .utf8) }.joined()
+        return (status, p.stdout, p.stderr, loader)
+    }
 
     /// Representation files on disk (in `cache/` and `short-cache/`), rows or not.
     func representationFileCount(_ h: JobrunHarness) -> Int {

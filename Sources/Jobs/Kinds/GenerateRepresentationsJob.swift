@@ -13,7 +13,9 @@ import Synchronization
 /// made again, so reruns, and runs resumed after a kill, only make what is missing. A photo that
 /// cannot be decoded (corrupt, truncated, not an image) fails alone: it is logged with its
 /// resource id and libvips's reason, counted in `failed` and listed in the report, and the run
-/// goes on and exits 0, since the same bytes would fail every run again.
+/// goes on and exits 0, since the same bytes would fail every run again. libvips is loaded the
+/// first time a representation is made; a host that cannot load it fails the run with exit 78
+/// (`VipsLibrary.notInstalled`), and a run that finds everything made never loads it.
 public struct GenerateRepresentationsJob: JobKind {
     public static let name = "generate-representations"
     public static let summary = "make album thumbnails, blurred placeholders and display sizes of recent photos"
@@ -90,7 +92,7 @@ public struct GenerateRepresentationsJob: JobKind {
                 counters: ["photos": Int64(selection.photos.count), "pending": Int64(missing)],
                 summary: ["would make \(missing) representations of \(selection.photos.count) photos (dry run: nothing made)"])
         }
-        let generator = try VipsRepresentationGenerator()
+        let generator = VipsRepresentationGenerator()
         let tally = try await Self.generate(selection.photos, policy: policy, box: box, generator: generator, concurrency: p[Self.concurrency], log: log)
         return Self.report(tally, selection: selection)
     }
@@ -140,6 +142,8 @@ public struct GenerateRepresentationsJob: JobKind {
                         $0.present += 1
                     }
                 }
+            } catch let error as JobError {
+                throw error  // not this photo's fault: libvips cannot be loaded, and no photo can be made
             } catch {
                 if error is CancellationError || Task.isCancelled { throw CancellationError() }
                 let reason = "\(error)"

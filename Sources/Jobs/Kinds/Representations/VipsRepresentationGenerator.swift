@@ -10,12 +10,14 @@ import MediaBox
 /// A file libvips cannot decode (not an image, corrupt, truncated) fails with libvips's own
 /// reason; the caller fails that photo alone.
 public struct VipsRepresentationGenerator: MediaRepresentationGenerator {
-    public init() throws {
-        guard Self.started == 0 else { throw VipsError(operation: "start", detail: Self.takeError()) }
-    }
+    /// libvips, loaded the first time a representation is made (`VipsLibrary.shared`), so a run
+    /// that finds every representation present never loads it.
+    private let library: @Sendable () throws(JobError) -> VipsLibrary
 
-    /// libvips started once per process (a `static let` initialiser runs once, thread-safely).
-    private static let started: Int32 = cvips_start()
+    public init() { self.init(library: { () throws(JobError) in try VipsLibrary.shared.get() }) }
+
+    init(library: @escaping @Sendable () throws(JobError) -> VipsLibrary) { self.library = library }
+
     /// Decoding and encoding block: they run here, not on the cooperative pool.
     private static let queue = DispatchQueue(label: "jobrun.representations", attributes: .concurrent)
 
@@ -23,42 +25,30 @@ public struct VipsRepresentationGenerator: MediaRepresentationGenerator {
         guard let photo = representation as? PhotoRepresentation else {
             throw VipsError(operation: "generate", detail: "unknown representation \(representation.uniqueId)")
         }
+        let vips = try library()
         return try await withCheckedThrowingContinuation { continuation in
-            Self.queue.async { continuation.resume(with: Result { try Self.make(photo, path: source.path) }) }
+            Self.queue.async { continuation.resume(with: Result { try Self.make(photo, path: source.path, vips) }) }
         }
     }
 
     /// Decodes `path` into `photo`'s box, blurs it if asked, and encodes it as JPEG.
-    public static func make(_ photo: PhotoRepresentation, path: String) throws -> Data {
-        var image: OpaquePointer?
-        guard cvips_thumbnail_file(path, Int32(photo.box), Int32(photo.box), &image) == 0, var current = image else {
-            throw VipsError(operation: "decode", detail: takeError())
+    static func make(_ photo: PhotoRepresentation, path: String, _ vips: VipsLibrary) throws -> Data {
+        guard var current = vips.thumbnail(file: path, width: photo.box, height: photo.box) else {
+            throw VipsError(operation: "decode", detail: vips.takeError())
         }
-        defer { cvips_unref(current) }
+        defer { vips.unref(current) }
         if let sigma = photo.blurSigma {
-            var blurred: OpaquePointer?
-            guard cvips_gaussblur(current, sigma, &blurred) == 0, let b = blurred else {
-                throw VipsError(operation: "blur", detail: takeError())
+            guard let blurred = vips.gaussblur(current, sigma: sigma) else {
+                throw VipsError(operation: "blur", detail: vips.takeError())
             }
-            cvips_unref(current)
-            current = b
+            vips.unref(current)
+            current = blurred
         }
-        var buffer: UnsafeMutableRawPointer?
-        var length = 0
         // The pipeline is lazy: decoding happens here, so a truncated file fails here.
-        guard cvips_jpegsave_buffer(current, photo.quality, &buffer, &length) == 0, let buffer else {
-            throw VipsError(operation: "decode", detail: takeError())
+        guard let data = vips.jpeg(current, quality: photo.quality) else {
+            throw VipsError(operation: "decode", detail: vips.takeError())
         }
-        defer { cvips_free(buffer) }
-        return Data(bytes: buffer, count: length)
-    }
-
-    /// libvips's error text, cleared, on one line.
-    static func takeError() -> String {
-        guard let text = cvips_take_error() else { return "unknown libvips error" }
-        defer { cvips_free(text) }
-        let lines = String(cString: text).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-        return lines.isEmpty ? "unknown libvips error" : lines.joined(separator: "; ")
+        return data
     }
 }
 
