@@ -179,6 +179,38 @@ final class RepresentationIntegrationTests: XCTestCase {
         XCTAssertFalse(again.loader.contains("libvips"), "a run with nothing to make loads libvips")
     }
 
+    /// On a host whose libvips cannot be loaded (here: hidden, in a private mount namespace, by
+    /// an empty file bound over it), `generate-representations` exits 78 naming the Debian
+    /// package and makes nothing, and the other kinds run as ever.
+    func testAHostWithoutLibvipsFailsTheKindWithExit78AndRunsTheOthers() throws {
+        if geteuid() != 0 { throw XCTSkip("a private mount namespace needs root") }
+        let (_, h, _) = try start(seed: 44, messages: 8, truncatedPhoto: false)
+        try h.writeCleanupJob("cleanup")
+        func runWithoutLibvips(_ args: [String]) throws -> (status: Int32, output: String) {
+            let quoted = ([h.binary] + h.arguments(args)).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+            let script = """
+                set -e
+                for f in $(/sbin/ldconfig -p | awk '/libvips\\.so\\.42 /{print $NF}'); do mount --bind /dev/null "$(readlink -f "$f")"; done
+                exec \(quoted.joined(separator: " "))
+                """
+            let p = try ChildProcess("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script])
+            let status = p.wait(timeout: 300)
+            return (status, p.stdout + p.stderr)
+        }
+        let reps = try runWithoutLibvips(["run", "reps"])
+        XCTAssertEqual(reps.status, 78, reps.output)
+        XCTAssertTrue(reps.output.contains("generate-representations needs libvips (Debian package libvips42)"), reps.output)
+        XCTAssertTrue(reps.output.contains("libvips.so.42: "), "names the library and the loader's reason: \(reps.output)")
+        XCTAssertEqual(try representationEntries(h).count, 0, "nothing made")
+        XCTAssertEqual(representationFileCount(h), 0, "nothing made")
+        let cleanup = try runWithoutLibvips(["run", "cleanup"])
+        XCTAssertEqual(cleanup.status, 0, cleanup.output)
+        // Outside the namespace libvips is there again, and the same job makes the representations.
+        let again = try h.run(["run", "reps", "--json"])
+        XCTAssertEqual(again.status, 0, again.stdout + again.stderr)
+        XCTAssertGreaterThan(JobrunHarness.counters(again.stdout)["generated"] ?? 0, 0, again.stdout)
+    }
+
     // MARK: helpers
 
     /// Runs `jobrun args…` with the dynamic loader tracing the libraries it loads
