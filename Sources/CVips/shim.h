@@ -14,6 +14,8 @@ void vips_cache_set_max(int max);
 void vips_cache_set_max_mem(size_t max_mem);
 void vips_concurrency_set(int concurrency);
 int vips_thumbnail(const char *filename, VipsImage **out, int width, ...);
+int vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, ...);
+VipsImage *vips_image_copy_memory(VipsImage *image);
 int vips_gaussblur(VipsImage *in, VipsImage **out, double sigma, ...);
 int vips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, ...);
 int vips_image_get_width(const VipsImage *image);
@@ -47,6 +49,15 @@ static inline int cvips_thumbnail_file(const char *path, int width, int height, 
     if (snprintf(name, sizeof name, "%s[fail_on=truncated]", path) >= (int)sizeof name) return -1;
     return vips_thumbnail(name, out, width, "height", height, "size", CVIPS_SIZE_DOWN, NULL);
 }
+
+/* `in` resized to fit in width x height, never enlarged: for an image already in memory. */
+static inline int cvips_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out) {
+    return vips_thumbnail_image(in, out, width, "height", height, "size", CVIPS_SIZE_DOWN, NULL);
+}
+
+/* Runs the lazy pipeline behind `in` once into memory (a decode happens here, and fails here),
+ * so several outputs can be made from it without decoding again; NULL on failure. */
+static inline VipsImage *cvips_copy_memory(VipsImage *in) { return vips_image_copy_memory(in); }
 
 static inline int cvips_gaussblur(VipsImage *in, double sigma, VipsImage **out) {
     return vips_gaussblur(in, out, sigma, NULL);
