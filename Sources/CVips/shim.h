@@ -17,6 +17,8 @@ typedef void (*cvips_cache_set_max_fn)(int max);
 typedef void (*cvips_cache_set_max_mem_fn)(size_t max_mem);
 typedef void (*cvips_concurrency_set_fn)(int concurrency);
 typedef int (*cvips_thumbnail_fn)(const char *filename, VipsImage **out, int width, ...);
+typedef int (*cvips_thumbnail_image_fn)(VipsImage *in, VipsImage **out, int width, ...);
+typedef VipsImage *(*cvips_image_copy_memory_fn)(VipsImage *image);
 typedef int (*cvips_gaussblur_fn)(VipsImage *in, VipsImage **out, double sigma, ...);
 typedef int (*cvips_jpegsave_buffer_fn)(VipsImage *in, void **buf, size_t *len, ...);
 typedef char *(*cvips_error_buffer_copy_fn)(void);
@@ -48,6 +50,17 @@ static inline int cvips_thumbnail_file(const void *vips_thumbnail, const char *p
     char name[4096];
     if (snprintf(name, sizeof name, "%s[fail_on=truncated]", path) >= (int)sizeof name) return -1;
     return ((cvips_thumbnail_fn)vips_thumbnail)(name, out, width, "height", height, "size", CVIPS_SIZE_DOWN, NULL);
+}
+
+/* `in` resized to fit in width x height, never enlarged: for an image already in memory. */
+static inline int cvips_thumbnail_image(const void *vips_thumbnail_image, VipsImage *in, int width, int height, VipsImage **out) {
+    return ((cvips_thumbnail_image_fn)vips_thumbnail_image)(in, out, width, "height", height, "size", CVIPS_SIZE_DOWN, NULL);
+}
+
+/* Runs the lazy pipeline behind `in` once into memory (a decode happens here, and fails here),
+ * so several outputs can be made from it without decoding again; NULL on failure. */
+static inline VipsImage *cvips_copy_memory(const void *vips_image_copy_memory, VipsImage *in) {
+    return ((cvips_image_copy_memory_fn)vips_image_copy_memory)(in);
 }
 
 static inline int cvips_gaussblur(const void *vips_gaussblur, VipsImage *in, double sigma, VipsImage **out) {

@@ -123,17 +123,17 @@ public struct GenerateRepresentationsJob: JobKind {
         return shared.tally.withLock { $0 }
     }
 
-    /// One photo's representations; the first that fails ends that photo (the same bytes would
-    /// fail the others too) and is counted once.
+    /// One photo's representations, made from one decode and stored together; a failure ends
+    /// that photo (the same bytes would fail every representation) and is counted once.
     static func makeAll(
         _ photo: RepresentationSelection.Photo, policy: [PhotoRepresentation], box: MediaBox,
         generator: any MediaRepresentationGenerator, shared: Shared, log: JobLogger
     ) async throws {
-        for representation in policy {
-            do {
-                try await Failpoints.hit("representation-before-item")
-                let (data, generated) = try await box.representation(of: photo.id, representation, info: photo.info, generator: generator)
-                shared.tally.withLock {
+        do {
+            try await Failpoints.hit("representation-before-item")
+            let results = try await box.representations(of: photo.id, policy, info: photo.info, generator: generator)
+            shared.tally.withLock {
+                for (representation, (data, generated)) in zip(policy, results) {
                     if generated {
                         $0.generated += 1
                         $0.bytes += data.size
@@ -142,23 +142,22 @@ public struct GenerateRepresentationsJob: JobKind {
                         $0.present += 1
                     }
                 }
-            } catch let error as JobError {
-                throw error  // not this photo's fault: libvips cannot be loaded, and no photo can be made
-            } catch {
-                if error is CancellationError || Task.isCancelled { throw CancellationError() }
-                let reason = "\(error)"
-                shared.tally.withLock {
-                    $0.failedPhotos += 1
-                    $0.failures.append((photo.id.stringRepresentation, reason))
-                }
-                log.error(
-                    "representations.failed",
-                    [
-                        "resource": .string(photo.id.stringRepresentation), "representation": .string(representation.uniqueId),
-                        "error": .string(reason),
-                    ])
-                return
             }
+        } catch let error as JobError {
+            throw error  // not this photo's fault: libvips cannot be loaded, and no photo can be made
+        } catch {
+            if error is CancellationError || Task.isCancelled { throw CancellationError() }
+            let reason = "\(error)"
+            shared.tally.withLock {
+                $0.failedPhotos += 1
+                $0.failures.append((photo.id.stringRepresentation, reason))
+            }
+            log.error(
+                "representations.failed",
+                [
+                    "resource": .string(photo.id.stringRepresentation),
+                    "representations": .string(policy.map(\.uniqueId).joined(separator: ",")), "error": .string(reason),
+                ])
         }
     }
 

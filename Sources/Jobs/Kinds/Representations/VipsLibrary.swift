@@ -24,7 +24,7 @@ struct VipsLibrary: @unchecked Sendable {  // the addresses of code in a library
     /// once, thread-safely): the result, a failure included, is kept for the process's life.
     static let shared = Result { () throws(JobError) in try load(soname) }
 
-    private let thumbnail, gaussblur, jpegsaveBuffer, errorBufferCopy, objectUnref, free: UnsafeRawPointer
+    private let thumbnail, thumbnailImage, copyMemory, gaussblur, jpegsaveBuffer, errorBufferCopy, objectUnref, free: UnsafeRawPointer
 
     /// Opens `soname`, resolves the entry points jobrun uses and starts libvips. A library that
     /// cannot be opened, lacks one of them or does not start is `notInstalled` (exit 78): a
@@ -36,7 +36,8 @@ struct VipsLibrary: @unchecked Sendable {  // the addresses of code in a library
             return UnsafeRawPointer(address)
         }
         let library = VipsLibrary(
-            thumbnail: try symbol("vips_thumbnail"), gaussblur: try symbol("vips_gaussblur"),
+            thumbnail: try symbol("vips_thumbnail"), thumbnailImage: try symbol("vips_thumbnail_image"),
+            copyMemory: try symbol("vips_image_copy_memory"), gaussblur: try symbol("vips_gaussblur"),
             jpegsaveBuffer: try symbol("vips_jpegsave_buffer"), errorBufferCopy: try symbol("vips_error_buffer_copy"),
             objectUnref: try symbol("g_object_unref"), free: try symbol("g_free"))
         let started = cvips_start(
@@ -65,6 +66,18 @@ struct VipsLibrary: @unchecked Sendable {  // the addresses of code in a library
         guard cvips_thumbnail_file(thumbnail, path, Int32(width), Int32(height), &image) == 0 else { return nil }
         return image
     }
+
+    /// `image` resized to fit in `width`×`height`, never enlarged, as a lazy image, or nil: for
+    /// an image already in memory.
+    func thumbnail(image: OpaquePointer, width: Int, height: Int) -> OpaquePointer? {
+        var resized: OpaquePointer?
+        guard cvips_thumbnail_image(thumbnailImage, image, Int32(width), Int32(height), &resized) == 0 else { return nil }
+        return resized
+    }
+
+    /// The lazy pipeline behind `image` run once into memory (a decode happens, and fails, here),
+    /// so several outputs can be made from it; nil on failure.
+    func copyMemory(_ image: OpaquePointer) -> OpaquePointer? { cvips_copy_memory(copyMemory, image) }
 
     /// `image` with a Gaussian blur of `sigma`, or nil.
     func gaussblur(_ image: OpaquePointer, sigma: Double) -> OpaquePointer? {

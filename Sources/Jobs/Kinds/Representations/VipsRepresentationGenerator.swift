@@ -5,7 +5,8 @@ import MediaBox
 /// Makes photo representations with libvips: shrink-on-load decoding (a JPEG is decoded at the
 /// smallest scale that still covers the box, so a 2560×1920 photo never becomes 15 MB of
 /// pixels), streaming from the file, and no operation cache, so memory stays flat however many
-/// photos a run makes. `vipsthumbnail` is the same code path.
+/// photos a run makes. `vipsthumbnail` is the same code path for one size. The representations
+/// of a photo come from one decode: each smaller one is resized from the larger one in memory.
 ///
 /// A file libvips cannot decode (not an image, corrupt, truncated) fails with libvips's own
 /// reason; the caller fails that photo alone.
@@ -31,21 +32,78 @@ public struct VipsRepresentationGenerator: MediaRepresentationGenerator {
         }
     }
 
+    /// Several representations from one decode: see `make(_:path:_:)`.
+    public func generate(_ representations: [any MediaRepresentation], from source: MediaResourceData) async throws -> [Data] {
+        let photos = try representations.map { representation -> PhotoRepresentation in
+            guard let photo = representation as? PhotoRepresentation else {
+                throw VipsError(operation: "generate", detail: "unknown representation \(representation.uniqueId)")
+            }
+            return photo
+        }
+        let vips = try library()
+        return try await withCheckedThrowingContinuation { continuation in
+            Self.queue.async { continuation.resume(with: Result { try Self.make(photos, path: source.path, vips) }) }
+        }
+    }
+
     /// Decodes `path` into `photo`'s box, blurs it if asked, and encodes it as JPEG.
     static func make(_ photo: PhotoRepresentation, path: String, _ vips: VipsLibrary) throws -> Data {
-        guard var current = vips.thumbnail(file: path, width: photo.box, height: photo.box) else {
+        let image = try decode(path, box: photo.box, vips)
+        defer { vips.unref(image) }
+        // The pipeline is lazy: decoding happens in the encoding, so a truncated file fails there.
+        return try encode(image, photo, vips)
+    }
+
+    /// Several representations of the photo at `path`, in their order, from one decode: the
+    /// file is decoded once, shrunk on load to the largest box asked for, and each smaller
+    /// representation is resized from the next larger one in memory (the placeholder from the
+    /// thumbnail), never from the file again.
+    static func make(_ photos: [PhotoRepresentation], path: String, _ vips: VipsLibrary) throws -> [Data] {
+        if photos.count == 1 { return [try make(photos[0], path: path, vips)] }
+        let order = photos.indices.sorted { photos[$0].box > photos[$1].box }
+        guard let largest = order.first else { return [] }
+        let lazy = try decode(path, box: photos[largest].box, vips)
+        // The decode runs here, once; a truncated file fails here.
+        let decoded = vips.copyMemory(lazy)
+        vips.unref(lazy)
+        guard var current = decoded else { throw VipsError(operation: "decode", detail: vips.takeError()) }
+        defer { vips.unref(current) }
+        var out = [Data](repeating: Data(), count: photos.count)
+        for (step, index) in order.enumerated() {
+            let photo = photos[index]
+            if step > 0 {
+                guard let lazyResized = vips.thumbnail(image: current, width: photo.box, height: photo.box) else {
+                    throw VipsError(operation: "resize", detail: vips.takeError())
+                }
+                // Held in memory only when a smaller one is made from it.
+                let next = step + 1 < order.count ? vips.copyMemory(lazyResized) : lazyResized
+                if step + 1 < order.count { vips.unref(lazyResized) }
+                guard let next else { throw VipsError(operation: "resize", detail: vips.takeError()) }
+                vips.unref(current)
+                current = next
+            }
+            out[index] = try encode(current, photo, vips)
+        }
+        return out
+    }
+
+    /// The file at `path` as a lazy image that fits in `box` (shrink-on-load).
+    private static func decode(_ path: String, box: Int, _ vips: VipsLibrary) throws -> OpaquePointer {
+        guard let image = vips.thumbnail(file: path, width: box, height: box) else {
             throw VipsError(operation: "decode", detail: vips.takeError())
         }
-        defer { vips.unref(current) }
+        return image
+    }
+
+    /// `image` blurred if `photo` asks for it, encoded as JPEG. `image` stays the caller's.
+    private static func encode(_ image: OpaquePointer, _ photo: PhotoRepresentation, _ vips: VipsLibrary) throws -> Data {
+        var blurred: OpaquePointer?
         if let sigma = photo.blurSigma {
-            guard let blurred = vips.gaussblur(current, sigma: sigma) else {
-                throw VipsError(operation: "blur", detail: vips.takeError())
-            }
-            vips.unref(current)
-            current = blurred
+            blurred = vips.gaussblur(image, sigma: sigma)
+            guard blurred != nil else { throw VipsError(operation: "blur", detail: vips.takeError()) }
         }
-        // The pipeline is lazy: decoding happens here, so a truncated file fails here.
-        guard let data = vips.jpeg(current, quality: photo.quality) else {
+        defer { if let blurred { vips.unref(blurred) } }
+        guard let data = vips.jpeg(blurred ?? image, quality: photo.quality) else {
             throw VipsError(operation: "decode", detail: vips.takeError())
         }
         return data
