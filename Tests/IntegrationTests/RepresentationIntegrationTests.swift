@@ -99,10 +99,11 @@ final class RepresentationIntegrationTests: XCTestCase {
         XCTAssertEqual((byTier["short-lived"]?["files"] as? NSNumber)?.intValue, 0, json.stdout)
     }
 
-    /// Each run is killed at a random moment shortly after it has stored one or two new
-    /// representations, so every kill lands while representations are being made.
+    /// Each run is killed at a random moment shortly after it has stored new representations,
+    /// so every kill lands while representations are being made. A photo's representations
+    /// are stored together, so a kill moves on by a photo or two: enough photos for twenty.
     func testTwentySigkillsAtRandomMomentsLeaveEntriesConsistentAndTheRunResumes() throws {
-        let (_, h, photos) = try start(seed: 42, messages: 24, representations: "[thumbnail, placeholder, display]")
+        let (_, h, photos) = try start(seed: 42, messages: 48, representations: "[thumbnail, placeholder, display]")
         let total = 3 * photos
         var kills = 0
         var progress: [Int] = []
