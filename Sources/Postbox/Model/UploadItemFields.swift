@@ -1,10 +1,19 @@
 import Foundation
 
+/// A value that never prints: its description, debug description and mirror say only that it is
+/// redacted, so no log line, error, `dump` or test failure that shows it (or an item holding it)
+/// shows what it holds.
+public protocol RedactedWhenPrinted: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {}
+
+extension RedactedWhenPrinted {
+    public var description: String { "\(Self.self)(redacted)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+}
+
 /// The key material of a secret chat's file: the AES-256 key, the 32-byte IGE IV and the random
-/// padding that fills the last block. It never prints: its description, debug description and
-/// mirror say only that it is redacted, so no log line, error, `dump` or test failure that shows
-/// an item shows the key.
-public struct SecretKeyMaterial: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+/// padding that fills the last block.
+public struct SecretKeyMaterial: Sendable, Equatable, RedactedWhenPrinted {
     public let key: Data
     public let iv: Data
     public let padding: Data
@@ -14,10 +23,6 @@ public struct SecretKeyMaterial: Sendable, Equatable, CustomStringConvertible, C
         self.iv = iv
         self.padding = padding
     }
-
-    public var description: String { "SecretKeyMaterial(redacted)" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 }
 
 /// An enqueued file's bytes in an S3 bucket: the object's key and the bucket's name (for
@@ -64,8 +69,8 @@ public enum UploadStagingLocation: Sendable, Equatable {
 }
 
 /// A secret item's key material as rows of an earlier build hold it: hex text of the key, the IV
-/// and the padding. Like `SecretKeyMaterial` it never prints.
-public struct LegacySecretKeyText: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+/// and the padding.
+public struct LegacySecretKeyText: Sendable, Equatable, RedactedWhenPrinted {
     public let key: String
     public let iv: String
     public let padding: String
@@ -75,10 +80,6 @@ public struct LegacySecretKeyText: Sendable, Equatable, CustomStringConvertible,
         self.iv = iv
         self.padding = padding
     }
-
-    public var description: String { "LegacySecretKeyText(redacted)" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 }
 
 /// How an `UploadItem`'s typed fields other than its key material are stored: as entries of
