@@ -6,7 +6,7 @@
 
 /* The few libvips 8 entry points jobrun uses, as the types of the addresses `dlsym` resolves.
  * Nothing here links libvips: a process loads it the first time it makes a representation
- * (VipsLibrary.swift), so no other command pays for its hundred-odd shared libraries. Each
+ * (VipsLibrary.swift), so no other command pays for its seventy-odd shared libraries. Each
  * wrapper takes the resolved symbol as `const void *` and calls it as the type libvips declares
  * for it in <vips/vips.h> (stable ABI since 8.0); the wrappers hold no state. Not including
  * <vips/vips.h> keeps glib's headers out of every Swift import and libvips-dev out of the

@@ -148,7 +148,7 @@ final class RepresentationIntegrationTests: XCTestCase {
         try assertConsistent(h)
     }
 
-    /// libvips and its hundred-odd libraries are not part of the binary: `--version`, an idle
+    /// libvips and its seventy-odd libraries are not part of the binary: `--version`, an idle
     /// cron run and a representations run that finds everything made never load them; a run
     /// that makes representations loads libvips itself (`dlopen`), once.
     func testLibvipsIsLoadedOnlyByARunThatMakesRepresentations() throws {

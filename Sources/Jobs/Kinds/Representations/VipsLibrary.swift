@@ -4,10 +4,10 @@ import Foundation
 /// libvips, loaded into the process the first time it makes a representation, and the calls
 /// jobrun makes into it.
 ///
-/// The `jobrun` binary does not link libvips: libvips brings some 120 shared libraries (glib,
+/// The `jobrun` binary does not link libvips: libvips brings some 70 shared libraries (glib,
 /// cairo, pango, X11, OpenEXR, HDF5, GnuTLS, Kerberos…), and loading and relocating them at
-/// start-up doubled the time and nearly doubled the memory of every command, `--version` and a
-/// cron run with nothing to do included. It is opened with `dlopen` instead (`RTLD_LOCAL`, so its
+/// start-up cost every command about 17 ms and 12.5 MiB, twice the time of `--version` (see
+/// docs/performance.md). It is opened with `dlopen` instead (`RTLD_LOCAL`, so its
 /// symbols never resolve anyone else's) and its entry points are looked up with `dlsym`; glib's
 /// `g_object_unref` and `g_free` resolve through its dependencies. The C wrappers in `CVips`
 /// take each resolved address and call it as libvips declares it.
