@@ -22,10 +22,29 @@ public final class MediaReferenceTable: Table {
         return try valueBox.get(table, key: ValueBoxKey(string: resourceId)).map { try PostboxDecoder.decode(MediaReferenceRecord.self, from: $0) }
     }
 
+    /// The stored records of those of `resourceIds` that have one, read together (one round trip
+    /// on a server).
+    public func get(_ resourceIds: [String]) throws -> [String: MediaReferenceRecord] {
+        try checkRead()
+        let stored = try valueBox.get(table, keys: resourceIds.map { ValueBoxKey(string: $0) })
+        var out: [String: MediaReferenceRecord] = [:]
+        for id in resourceIds {
+            if let value = stored[ValueBoxKey(string: id)] { out[id] = try PostboxDecoder.decode(MediaReferenceRecord.self, from: value) }
+        }
+        return out
+    }
+
     /// Stores or replaces the record of `record.resourceId`, keeping both indexes consistent.
     public func set(_ record: MediaReferenceRecord) throws {
         try checkWrite()
-        if let old = try get(record.resourceId) {
+        try set(record, replacing: try get(record.resourceId))
+    }
+
+    /// `set(_:)` for a caller that has read the stored record already in this transaction
+    /// (`previous`, nil when there is none), so the write reads nothing.
+    public func set(_ record: MediaReferenceRecord, replacing previous: MediaReferenceRecord?) throws {
+        try checkWrite()
+        if let old = previous {
             try valueBox.remove(byObtainedAt, key: timeKey(old.obtainedAt, old.resourceId))
             try valueBox.remove(byParent, key: old.parent.key + ValueBoxKey(string: old.resourceId))
         }
