@@ -341,6 +341,36 @@ final class TransactionTests: XCTestCase {
         }
     }
 
+    func testReferencesObtainedBeforeACutoffComeInTimeOrderAcrossReadChunksAndStopWhenAsked() throws {
+        try forEachEngine { store in
+            let postbox = try store.postbox()
+            let count = 600
+            try postbox.transactionSync { tx in
+                for i in (0..<count).reversed() {
+                    try tx.mediaReferences.set(
+                        MediaReferenceRecord(resourceId: "r\(i)", parent: .wallpaper(id: Int64(i)), fileReference: Data([1]), obtainedAt: Int64(1000 + i)))
+                }
+            }
+            try postbox.readSync { tx in
+                var all: [Int64] = []
+                try tx.mediaReferences.obtained(before: 1000 + 550) {
+                    all.append($0.obtainedAt); return true
+                }
+                XCTAssertEqual(all, (0..<550).map { Int64(1000 + $0) })
+                var first: [String] = []
+                try tx.mediaReferences.obtained(before: .max) {
+                    first.append($0.resourceId); return first.count < 300
+                }
+                XCTAssertEqual(first, (0..<300).map { "r\($0)" }, "stops at the record that said so, past the first chunk")
+                var limited = 0
+                try tx.mediaReferences.obtained(before: .max, limit: 10) { _ in
+                    limited += 1; return true
+                }
+                XCTAssertEqual(limited, 10)
+            }
+        }
+    }
+
     func testMediaReferenceIndexes() throws {
         try forEachEngine { store in
             let postbox = try store.postbox()
