@@ -88,6 +88,9 @@ struct ClusterBenchmark {
         var revalidationLoad: CPULoad
         /// The revalidated store's writer lock during the revalidation.
         var revalidationLock: WriterLockLoad
+        /// The same run again right after, with nothing due: what every host's run costs
+        /// whatever its share (the process, the store's opening, the selection).
+        var idleRevalidationSeconds: Double
         var jobsPerMinute: Double { Double(jobs) / jobsSeconds * 60 }
         var parentsPerSecond: Double { Double(parents) / revalidationSeconds }
     }
@@ -156,10 +159,12 @@ struct ClusterBenchmark {
             let revalidationSeconds = try measure { try inParallel(active) { try $0.run("revalidate-\(count)") } }
             let revalidationLock = lock.finish()
             let counters = try admin.counters()
+            let idleRevalidationSeconds = try measure { try active[0].run("revalidate-\(count)") }
             let round = Round(
                 hosts: count, jobs: jobs, jobsSeconds: jobsSeconds, jobsLoad: jobsCPU, parents: counters.parents.count,
                 parentsAskedTwice: counters.parents.values.filter { $0 > 1 }.count, revalidationSeconds: revalidationSeconds,
-                revalidationLoad: revalidationLoad.finish(seconds: revalidationSeconds), revalidationLock: revalidationLock)
+                revalidationLoad: revalidationLoad.finish(seconds: revalidationSeconds), revalidationLock: revalidationLock,
+                idleRevalidationSeconds: idleRevalidationSeconds)
             rounds.append(round)
         }
         report(rounds)
@@ -308,7 +313,11 @@ struct ClusterBenchmark {
             print("saturated (jobs, \(last.hosts) hosts): \(last.jobsLoad.verdict)")
             print("saturated (revalidation, \(last.hosts) hosts): \(last.revalidationLoad.verdict)")
         }
-        for r in rounds { print("store writer lock (revalidation, \(r.hosts) host(s)): \(r.revalidationLock.summary)") }
+        for r in rounds {
+            print(
+                "revalidation, \(r.hosts) host(s): \(fmt(r.revalidationSeconds)) s; the same run with nothing due \(fmt(r.idleRevalidationSeconds)) s; store writer lock \(r.revalidationLock.summary)"
+            )
+        }
     }
 
     /// Runs `body` for each host on a thread of its own and waits for all; the first error wins.
