@@ -87,42 +87,39 @@ struct VideoPrefixBench: ParsableCommand {
             guard held.ranges.contains(0..<prefix) else { throw BenchError("video \(d.id): prefix not held: \(held.ranges)") }
         }
 
+        /// Seconds a peer tool takes to fetch every prefix into its own folder from `list` (given
+        /// to `argv` with the folder), checked to have written each prefix whole.
+        func timePeer(_ name: String, list: String, _ argv: (_ list: String, _ out: String) -> [String]) throws -> Double {
+            let out = work + "/" + name
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            let listFile = work + "/" + name + ".list"
+            try list.write(toFile: listFile, atomically: true, encoding: .utf8)
+            settleDisk()
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            try runPeerTool(argv(listFile, out))
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
+            let files = try FileManager.default.contentsOfDirectory(atPath: out).filter { !$0.hasSuffix(".aria2") }
+            guard files.count == set.count,
+                try files.allSatisfy({ try FileManager.default.attributesOfItem(atPath: out + "/" + $0)[.size] as? Int64 == prefix })
+            else {
+                throw BenchError("\(name) fetched \(files.count) of \(set.count) prefixes")
+            }
+            return seconds
+        }
+        func url(_ d: Document) -> String { "\(dcURLs[(d.dcId - 1) % dcURLs.count])/plain/\(d.id)" }
+
         // curl: the same prefixes with range requests from the plain route.
-        let out = work + "/curl"
-        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-        let cfg = work + "/curl.cfg"
-        try set.map { "url = \"\(dcURLs[($0.dcId - 1) % dcURLs.count])/plain/\($0.id)\"\noutput = \"\($0.id)\"" }.joined(separator: "\n")
-            .appending("\n").write(toFile: cfg, atomically: true, encoding: .utf8)
-        settleDisk()
-        let curlStart = DispatchTime.now().uptimeNanoseconds
-        try runPeerTool(["curl", "-s", "--parallel", "--parallel-max", "\(parallel)", "-r", "0-\(prefix - 1)", "--output-dir", out, "-K", cfg])
-        let curl = Double(DispatchTime.now().uptimeNanoseconds - curlStart) / 1e9
-        let curlFiles = try FileManager.default.contentsOfDirectory(atPath: out)
-        guard curlFiles.count == set.count,
-            try curlFiles.allSatisfy({ try FileManager.default.attributesOfItem(atPath: out + "/" + $0)[.size] as? Int64 == prefix })
-        else {
-            throw BenchError("curl fetched \(curlFiles.count) of \(set.count) prefixes")
+        let curl = try timePeer("curl", list: set.map { "url = \"\(url($0))\"\noutput = \"\($0.id)\"\n" }.joined()) { list, out in
+            ["curl", "-s", "--parallel", "--parallel-max", "\(parallel)", "-r", "0-\(prefix - 1)", "--output-dir", out, "-K", list]
         }
         // aria2c has no byte-range option (a `Range` header given with --header brings the right
         // bytes, but aria2c then fails the download as short of the whole file): it fetches each
         // prefix as a whole file from the cloud's prefix URL (`?prefix=N`), the same bytes.
-        let ariaOut = work + "/aria2c"
-        try FileManager.default.createDirectory(atPath: ariaOut, withIntermediateDirectories: true)
-        let ariaList = work + "/aria2c.txt"
-        try set.map { "\(dcURLs[($0.dcId - 1) % dcURLs.count])/plain/\($0.id)?prefix=\(prefix)\n  out=\($0.id)" }.joined(separator: "\n")
-            .appending("\n").write(toFile: ariaList, atomically: true, encoding: .utf8)
-        settleDisk()
-        let ariaStart = DispatchTime.now().uptimeNanoseconds
-        try runPeerTool([
-            "aria2c", "-q", "-i", ariaList, "-j", "\(parallel)", "-x", "1", "--auto-save-interval=0", "--file-allocation=none",
-            "--allow-overwrite=true", "-d", ariaOut,
-        ])
-        let aria = Double(DispatchTime.now().uptimeNanoseconds - ariaStart) / 1e9
-        let ariaFiles = try FileManager.default.contentsOfDirectory(atPath: ariaOut).filter { !$0.hasSuffix(".aria2") }
-        guard ariaFiles.count == set.count,
-            try ariaFiles.allSatisfy({ try FileManager.default.attributesOfItem(atPath: ariaOut + "/" + $0)[.size] as? Int64 == prefix })
-        else {
-            throw BenchError("aria2c fetched \(ariaFiles.count) of \(set.count) prefixes")
+        let aria = try timePeer("aria2c", list: set.map { "\(url($0))?prefix=\(prefix)\n  out=\($0.id)\n" }.joined()) { list, out in
+            [
+                "aria2c", "-q", "-i", list, "-j", "\(parallel)", "-x", "1", "--auto-save-interval=0", "--file-allocation=none",
+                "--allow-overwrite=true", "-d", out,
+            ]
         }
         let mb = Double(Int64(set.count) * prefix) / 1e6
         print("MediaBox ranged fetch (header first): \(fmt(product)) s, \(fmt(mb / product, 0)) MB/s")
