@@ -92,10 +92,10 @@ final class RangedFetchTests: XCTestCase {
             XCTAssertEqual(held.ranges.ranges, [0..<prefix], "exactly the prefix, header included")
             try assertHeldBytesMatch(box, resource, f, fileId: doc.id)
         }
-        // The first prefixes come in the file's 128 KiB parts; once those are seen to arrive fast,
-        // a prefix is its two 1 MiB blocks.
+        // The first prefix comes (at least its first block) in the file's 128 KiB parts; once
+        // parts are seen to arrive fast, a prefix is its two 1 MiB blocks.
         let first = f.server.partCounters(fileId: videos[0].id)
-        XCTAssertEqual(first.parts, 16, "128 KiB parts before anything was measured: \(first.offsets)")
+        XCTAssertGreaterThanOrEqual(first.parts, 9, "128 KiB parts before anything was measured: \(first.offsets)")
         let last = f.server.partCounters(fileId: videos[7].id)
         XCTAssertEqual(last.offsets, ["0": 1, "1048576": 1], "two 1 MiB parts")
         XCTAssertEqual(last.bytes, prefix)
