@@ -125,15 +125,25 @@ struct RepresentationsBenchmark {
         let quarter = max(1, photos / 4)
         let small = try productPass(photosDir: photosDir, count: quarter, tag: "quarter", synced: false)
         table.add(productRow("jobrun, no sync", product, quarter, small))
-        let full = try productPass(photosDir: photosDir, count: photos, tag: "full", synced: false)
-        table.add(productRow("jobrun, no sync", product, photos, full))
+        // The product and vipsthumbnail take turns, twice each, and the faster pass of each
+        // counts: on cores shared with other work, one pass alone measures the neighbours' load.
+        var full: Pass?
+        var peer: (seconds: Double, rss: Double, cpu: Double)?
+        for round in 1...2 {
+            let pass = try productPass(photosDir: photosDir, count: photos, tag: "full-\(round)", synced: false)
+            table.add(productRow("jobrun, no sync (round \(round))", product, photos, pass))
+            if pass.seconds < full?.seconds ?? .infinity { full = pass }
+            let tool = try vipsthumbnail(photosDir: photosDir)
+            table.add([
+                "vipsthumbnail, \(concurrency) processes (round \(round))",
+                "2 decodes (shrink-on-load to 200, then to 10), 2 files, no sync, no index, no blur", "\(photos)",
+                fmt(tool.seconds), fmt(tool.cpu, 2), fmt(Double(2 * photos) / tool.seconds, 1), "-", fmt(tool.rss, 1),
+            ])
+            if tool.seconds < peer?.seconds ?? .infinity { peer = tool }
+        }
+        guard let full, let peer else { return }
         let durable = try productPass(photosDir: photosDir, count: photos, tag: "durable", synced: true)
         table.add(productRow("jobrun as the job stores (synced)", product + ", data and names synced before the rows", photos, durable))
-        let peer = try vipsthumbnail(photosDir: photosDir)
-        table.add([
-            "vipsthumbnail (\(concurrency) processes)", "2 decodes (shrink-on-load to 200, then to 10), 2 files, no sync, no index, no blur", "\(photos)",
-            fmt(peer.seconds), fmt(peer.cpu, 2), fmt(Double(2 * photos) / peer.seconds, 1), "-", fmt(peer.rss, 1),
-        ])
         table.print()
         for pass in [full, durable] where pass.made != Int64(2 * photos) {
             throw BenchError("made \(pass.made) representations of \(photos) photos, expected \(2 * photos)")
@@ -141,7 +151,7 @@ struct RepresentationsBenchmark {
         let ratio = (Double(full.made) / full.seconds) / (Double(2 * photos) / peer.seconds)
         let durableRatio = (Double(durable.made) / durable.seconds) / (Double(2 * photos) / peer.seconds)
         print(
-            "representations/s: \(fmt(ratio))× vipsthumbnail's, both writing without sync (target ≥ 1.0×); \(fmt(durableRatio))× as the job stores them, synced; "
+            "representations/s, the faster pass of each: \(fmt(ratio))× vipsthumbnail's, both writing without sync (target ≥ 1.0×); \(fmt(durableRatio))× as the job stores them, synced; "
                 + "peak RSS \(fmt(small.rss, 1)) MiB at \(quarter) photos, \(fmt(full.rss, 1)) MiB at \(photos)")
         BenchRatios.record(
             "representations", "representations/s, \(photos) photos, no sync on either side", product: fmt(Double(full.made) / full.seconds, 1) + "/s",

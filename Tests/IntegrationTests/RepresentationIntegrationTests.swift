@@ -99,9 +99,10 @@ final class RepresentationIntegrationTests: XCTestCase {
         XCTAssertEqual((byTier["short-lived"]?["files"] as? NSNumber)?.intValue, 0, json.stdout)
     }
 
-    /// Each run is killed at a random moment shortly after it has stored new representations,
-    /// so every kill lands while representations are being made. A photo's representations
-    /// are stored together, so a kill moves on by a photo or two: enough photos for twenty.
+    /// Each run is killed at a random moment shortly after it has stored new representations
+    /// (a photo's are stored together), so every kill lands while representations are being
+    /// made. A run makes a photo or two before its kill: the dataset has photos for well over
+    /// twenty runs.
     func testTwentySigkillsAtRandomMomentsLeaveEntriesConsistentAndTheRunResumes() throws {
         let (_, h, photos) = try start(seed: 42, messages: 48, representations: "[thumbnail, placeholder, display]")
         let total = 3 * photos
@@ -113,7 +114,7 @@ final class RepresentationIntegrationTests: XCTestCase {
             attempts += 1
             let before = representationFileCount(h)
             if before >= total { break }
-            // Each item waits 30 ms first, so a kill lands between, or inside, items.
+            // Each photo waits 30 ms first, so a kill lands between, or inside, photos.
             let run = try h.start(["run", "reps", "--json"], failpoints: "representation-before-item=sleep(30)")
             let target = before + Int.random(in: 1...2)
             let deadline = Date().addingTimeInterval(120)
