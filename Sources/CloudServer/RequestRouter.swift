@@ -20,7 +20,9 @@ extension ServerCore {
             if case .dc = role, segments.first == "admin" {
                 return try await admin(&request, path: Array(segments.dropFirst()))
             }
-            try await faults.current.networkDelay.beforeAnswer()
+            let delay = faults.current.networkDelay
+            try await delay.beforeAnswer()
+            request.body = delay.paced(request.body)
             if segments.first == "api", segments.count == 2 {
                 return try await api(&request, name: String(segments[1]), role: role)
             }
