@@ -48,6 +48,10 @@ final class MultipartUploadTests: XCTestCase {
             XCTAssertEqual(f.server.uploadInfo(fileId: r.fileId)?.partReceipts.values.max(), 1, "no part sent twice")
             let method = big ? "upload.saveBigFilePart" : "upload.saveFilePart"
             XCTAssertEqual(f.server.counters().methods[method, default: 0], parts, "size \(size) uses \(method)")
+            XCTAssertEqual(
+                f.server.counters().methods["container", default: 0], parts == 1 ? 1 : 0,
+                "size \(size): a one-part file goes with its sendMedia in one container")
+            XCTAssertEqual(f.server.counters().methods["messages.sendMedia", default: 0], 1)
             f.server.resetCounters()
             let acked = try await f.acked(item.id)
             XCTAssertEqual(acked, [], "part rows are dropped once sent")
