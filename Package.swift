@@ -58,7 +58,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // File cache of media resources; fetching is injected, no networking here.
-        .target(name: "MediaBox", dependencies: ["Postbox", "ConfinedFiles"]),
+        .target(name: "MediaBox", dependencies: ["Postbox", "ConfinedFiles", "COpenSSL"]),
         // Wire types shared by client and server (no transport, no storage).
         .target(name: "CloudProtocol"),
         // AES-256-IGE, AES-256-CTR, SHA-256 over libcrypto; shared by client and server.

@@ -56,28 +56,16 @@ public enum CloudErrorName: Hashable, Sendable, CustomStringConvertible {
             let mid = raw.dropFirst("FILE_PART_".count).dropLast("_MISSING".count)
             if let n = Int(mid), n >= 0 { self = .filePartMissing(n); return }
         }
-        switch raw {
-        case "FILE_REFERENCE_EXPIRED": self = .fileReferenceExpired
-        case "LIMIT_INVALID": self = .limitInvalid
-        case "OFFSET_INVALID": self = .offsetInvalid
-        case "FILE_REUPLOAD_NEEDED": self = .fileReuploadNeeded
-        case "FILE_TOKEN_INVALID": self = .fileTokenInvalid
-        case "MESSAGE_ID_INVALID": self = .messageIdInvalid
-        case "PEER_ID_INVALID": self = .peerIdInvalid
-        case "FILE_PARTS_INVALID": self = .filePartsInvalid
-        case "FILE_PART_SIZE_INVALID": self = .filePartSizeInvalid
-        case "FILE_ID_INVALID": self = .fileIdInvalid
-        case "LOCATION_INVALID": self = .locationInvalid
-        case "STICKERSET_INVALID": self = .stickerSetInvalid
-        case "WALLPAPER_INVALID": self = .wallpaperInvalid
-        case "STORY_ID_INVALID": self = .storyIdInvalid
-        case "CHECKSUM_INVALID": self = .checksumInvalid
-        case "BAD_REQUEST": self = .badRequest
-        case "METHOD_INVALID": self = .methodInvalid
-        case "INTERNAL": self = .internalError
-        default: self = .other(raw)
-        }
+        self = Self.byName[raw] ?? .other(raw)
     }
+
+    /// The names without a number, by wire name: `rawValue` is the one spelling of each.
+    private static let byName = Dictionary(
+        uniqueKeysWithValues: [
+            fileReferenceExpired, limitInvalid, offsetInvalid, fileReuploadNeeded, fileTokenInvalid, messageIdInvalid, peerIdInvalid,
+            filePartsInvalid, filePartSizeInvalid, fileIdInvalid, locationInvalid, stickerSetInvalid, wallpaperInvalid, storyIdInvalid,
+            checksumInvalid, badRequest, methodInvalid, internalError,
+        ].map { ($0.rawValue, $0) })
 
     private static func suffix(_ raw: String, prefix: String) -> Int? {
         guard raw.hasPrefix(prefix) else { return nil }
@@ -123,7 +111,6 @@ public enum CloudErrorName: Hashable, Sendable, CustomStringConvertible {
         case .floodWait: return 420
         case .methodInvalid: return 404
         case .internalError: return 500
-        case .other: return 400
         default: return 400
         }
     }

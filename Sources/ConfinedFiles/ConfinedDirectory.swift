@@ -128,15 +128,6 @@ public final class ConfinedDirectory: @unchecked Sendable {
         throw .system(path: display(relative), operation: "remove", errno: errno)
     }
 
-    /// Removes the empty directory at `relative`; true when it was removed.
-    @discardableResult
-    public func removeDirectory(_ relative: String) throws(ConfinedFileError) -> Bool {
-        let (parent, name) = try split(relative)
-        if unlinkat(parent.descriptor, name, AT_REMOVEDIR) == 0 { return true }
-        if errno == ENOENT { return false }
-        throw .system(path: display(relative), operation: "remove the directory", errno: errno)
-    }
-
     /// Renames `from` to `to`, both below this directory, replacing what is at `to`.
     public func rename(_ from: String, to: String) throws(ConfinedFileError) {
         let (source, sourceName) = try split(from)

@@ -1,3 +1,4 @@
+import COpenSSL
 import Foundation
 
 /// A resource's globally unique, stable id (e.g. `telegram-cloud-document-2-123456`).
@@ -49,7 +50,7 @@ public struct MediaResourceId: Hashable, Sendable, Codable, CustomStringConverti
             // Keep a readable prefix, cut on an escape boundary, then the hash of the whole id.
             var cut = 64
             while cut > 0 && (out[cut - 1] == 0x25 || (cut >= 2 && out[cut - 2] == 0x25)) { cut -= 1 }
-            return String(decoding: out[..<cut], as: UTF8.self) + "~" + SHA256Digest.hex(bytes)
+            return String(decoding: out[..<cut], as: UTF8.self) + "~" + sha256Hex(bytes)
         }
         var name = String(decoding: out, as: UTF8.self)
         if reservedNames.contains(name) {
@@ -58,6 +59,13 @@ public struct MediaResourceId: Hashable, Sendable, Codable, CustomStringConverti
             name = "%" + String(format: "%02X", out[0]) + String(decoding: out[1...], as: UTF8.self)
         }
         return name
+    }
+
+    /// The SHA-256 of `bytes` in lowercase hex.
+    private static func sha256Hex(_ bytes: [UInt8]) -> String {
+        var digest = [UInt8](repeating: 0, count: 32)
+        guard EVP_Digest(bytes, bytes.count, &digest, nil, EVP_sha256(), nil) == 1 else { fatalError("EVP_Digest(sha256) failed") }
+        return digest.map { String(format: "%02x", $0) }.joined()
     }
 
     /// Whether `name` is a name `safeFileName` can produce (reconciliation uses this to tell

@@ -18,8 +18,6 @@ let cloudCommands: [String: TestkitCommand] = [
     "transfer-rounds": transferRounds,
 ]
 
-private struct CloudUsageError: Error, CustomStringConvertible { let description: String }
-
 /// Prints each data part as it passes to MediaBox.
 private struct AnnouncingFetcher: MediaResourceFetcher {
     let inner: any MediaResourceFetcher
@@ -44,7 +42,7 @@ private struct AnnouncingFetcher: MediaResourceFetcher {
 }
 
 private func fetchCloudDocument(_ args: [String]) throws {
-    guard args.count >= 3 else { throw CloudUsageError(description: "fetch-cloud-document <mediaDir> <dcURLs> <documentJSON> [maxPartsPerFile]") }
+    guard args.count >= 3 else { throw TestkitError.usage("fetch-cloud-document <mediaDir> <dcURLs> <documentJSON> [maxPartsPerFile]") }
     let document = try JSONDecoder().decode(Document.self, from: Data(args[2].utf8))
     var dcs: [Int: String] = [:]
     for (i, u) in args[1].split(separator: ",").enumerated() { dcs[i + 1] = String(u) }
@@ -60,7 +58,7 @@ private func fetchCloudDocument(_ args: [String]) throws {
 
 private func transferRounds(_ args: [String]) throws {
     guard (5...6).contains(args.count), let rounds = Int(args[4]) else {
-        throw CloudUsageError(description: "transfer-rounds <outDir> <downloadURL> <uploadURLPrefix> <uploadFile> <rounds> [caFile]")
+        throw TestkitError.usage("transfer-rounds <outDir> <downloadURL> <uploadURLPrefix> <uploadFile> <rounds> [caFile]")
     }
     var configuration = TransportConfiguration()
     if args.count == 6 { configuration.caFile = args[5] }
@@ -70,12 +68,12 @@ private func transferRounds(_ args: [String]) throws {
         var version = 0
         for round in 0..<rounds {
             let fd = open("\(args[0])/\(round).bin", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-            guard fd >= 0 else { throw CloudUsageError(description: "cannot create \(args[0])/\(round).bin") }
+            guard fd >= 0 else { throw TestkitError.failed("cannot create \(args[0])/\(round).bin") }
             defer { close(fd) }
             let got = try await transport.download(args[1], to: fd, at: 0)
             let put = try await transport.send(HTTPRequest(url: "\(args[2])\(round).bin", method: .put, body: .data(body)))
             guard got.status == 200, (200..<300).contains(put.status) else {
-                throw CloudUsageError(description: "round \(round): GET \(got.status), PUT \(put.status)")
+                throw TestkitError.failed("round \(round): GET \(got.status), PUT \(put.status)")
             }
             version = put.httpVersion
         }

@@ -23,26 +23,20 @@ let mediaBoxCommands: [String: TestkitCommand] = [
     "cleanup": cleanupCommand,
 ]
 
-private func say(_ line: String) { emit(line) }
-
-private struct UsageError: Error, CustomStringConvertible {
-    let description: String
-}
-
 private func holdResourceLock(_ args: [String]) throws {
-    guard args.count == 3, let seconds = Double(args[2]) else { throw UsageError(description: "hold-resource-lock <mediaDir> <id> <seconds>") }
+    guard args.count == 3, let seconds = Double(args[2]) else { throw TestkitError.usage("hold-resource-lock <mediaDir> <id> <seconds>") }
     let box = try MediaBox(basePath: args[0])
     guard let reader = try box.openForReading(MediaResourceId(args[1]), touch: false) else {
-        throw UsageError(description: "resource \(args[1]) not found")
+        throw TestkitError.failed("resource \(args[1]) not found")
     }
-    say("locked")
+    emit("locked")
     Thread.sleep(forTimeInterval: seconds)
     reader.close()
 }
 
 private func writePartialSlowly(_ args: [String]) throws {
     guard args.count == 5, let size = Int64(args[2]), let chunk = Int(args[3]), let delay = Int(args[4]) else {
-        throw UsageError(description: "write-partial-slowly <mediaDir> <id> <size> <chunk> <delayMs>")
+        throw TestkitError.usage("write-partial-slowly <mediaDir> <id> <size> <chunk> <delayMs>")
     }
     let id = args[1]
     let fetcher = ClosureMediaResourceFetcher { request in
@@ -55,7 +49,7 @@ private func writePartialSlowly(_ args: [String]) throws {
                         let n = Int(min(Int64(chunk), end - offset))
                         continuation.yield(.dataPart(offset: offset, data: MediaTestPattern.bytes(id: id, offset: offset, count: n)))
                         offset += Int64(n)
-                        say("progress \(offset)")
+                        emit("progress \(offset)")
                         try? await Task.sleep(for: .milliseconds(delay))
                     }
                 }
@@ -67,35 +61,35 @@ private func writePartialSlowly(_ args: [String]) throws {
     let box = try MediaBox(basePath: args[0], fetcher: fetcher)
     try blockingAwait {
         let data = try await box.fetch(SimpleMediaResource(id, size: size), info: MediaResourceStorageInfo(peerId: PeerId(1), contentType: .file))
-        say("done \(data.size)")
+        emit("done \(data.size)")
     }
 }
 
 private func storeLoop(_ args: [String]) throws {
-    guard args.count == 3, let count = Int(args[1]), let size = Int(args[2]) else { throw UsageError(description: "store-loop <mediaDir> <count> <size>") }
+    guard args.count == 3, let count = Int(args[1]), let size = Int(args[2]) else { throw TestkitError.usage("store-loop <mediaDir> <count> <size>") }
     let box = try MediaBox(basePath: args[0])
     for i in 0..<count {
         let id = "r\(i)"
         try box.store(
             MediaTestPattern.bytes(id: id, offset: 0, count: size), id: MediaResourceId(id),
             info: MediaResourceStorageInfo(peerId: PeerId(Int64(i % 3 + 1)), contentType: .photo))
-        say("stored \(i)")
+        emit("stored \(i)")
     }
 }
 
 private func cleanupCommand(_ args: [String]) throws {
-    guard args.count >= 2, let limit = Int64(args[1]) else { throw UsageError(description: "cleanup <mediaDir> <sizeLimit> [batchSize]") }
+    guard args.count >= 2, let limit = Int64(args[1]) else { throw TestkitError.usage("cleanup <mediaDir> <sizeLimit> [batchSize]") }
     let box = try MediaBox(basePath: args[0])
     var options = CleanupOptions(sizeLimit: limit, removalThreads: 2)
     if args.count >= 3, let b = Int(args[2]) { options.batchSize = b }
     let report = try TimeBasedCleanup(mediaBox: box).run(options)
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]
-    say(String(decoding: try encoder.encode(report), as: UTF8.self))
+    emit(String(decoding: try encoder.encode(report), as: UTF8.self))
 }
 
 private func openMedia(_ args: [String]) throws {
-    guard args.count == 1 else { throw UsageError(description: "open-media <mediaDir>") }
+    guard args.count == 1 else { throw TestkitError.usage("open-media <mediaDir>") }
     let box = try MediaBox(basePath: args[0])
-    say("opened \(box.layout)")
+    emit("opened \(box.layout)")
 }

@@ -12,12 +12,10 @@ let objectStorageCommands: [String: TestkitCommand] = [
     "s3-upload": s3Upload
 ]
 
-private struct ObjectStorageUsageError: Error, CustomStringConvertible { let description: String }
-
 private func s3Upload(_ args: [String]) throws {
     guard args.count >= 6, let partSize = Int64(args[5]) else {
-        throw ObjectStorageUsageError(
-            description: "s3-upload <endpoint> <bucket> <key> <file> <journal> <partSize> [stallAfterParts]")
+        throw TestkitError.usage(
+            "s3-upload <endpoint> <bucket> <key> <file> <journal> <partSize> [stallAfterParts]")
     }
     let stallAfter = args.count > 6 ? Int(args[6]) : nil
     guard let credentials = try S3Credentials.fromEnvironment(ProcessInfo.processInfo.environment) else {

@@ -69,12 +69,3 @@ let postboxCommands: [String: TestkitCommand] = [
         emit("converted")
     },
 ]
-
-enum TestkitError: Error, CustomStringConvertible {
-    case usage(String)
-    var description: String {
-        switch self {
-        case let .usage(u): return "usage: jobrun-testkit \(u)"
-        }
-    }
-}

@@ -23,6 +23,18 @@ func blockingAwait(_ body: @escaping @Sendable () async throws -> Void) throws {
     if let error = box.error { throw error }
 }
 
+/// Why a testkit command stopped: its arguments, or what went wrong.
+enum TestkitError: Error, CustomStringConvertible {
+    case usage(String)
+    case failed(String)
+    var description: String {
+        switch self {
+        case let .usage(u): return "usage: jobrun-testkit \(u)"
+        case let .failed(why): return why
+        }
+    }
+}
+
 let commands: [String: TestkitCommand] =
     postboxCommands
     .merging(mediaBoxCommands) { first, _ in first }

@@ -39,12 +39,12 @@ struct DemoCommand: AsyncParsableCommand {
                     keyFile = path
                 }
             } catch {
-                throw fail(error.exitCode, error.message)
+                throw fail(error)
             }
         }
         let demo: JobDemo
         do { demo = try JobDemo(root: DataRoot(path: rootPath), seed: seed) } catch let error as JobError {
-            throw fail(error.exitCode, error.message)
+            throw fail(error)
         }
         defer { demo.stop() }
 
@@ -101,14 +101,10 @@ struct DemoCommand: AsyncParsableCommand {
             let did = r.report.summary.first ?? r.message ?? ""
             rows.append([r.job, r.outcome.rawValue, String(format: "%.2f", r.duration), did])
         }
-        var widths = header.map(\.count)
-        for row in rows { for (i, c) in row.enumerated() { widths[i] = max(widths[i], c.count) } }
-        func line(_ cells: [String]) -> String {
-            cells.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }.joined(separator: "  ")
-        }
-        print(line(header))
+        let (lines, widths) = alignedColumns([header] + rows)
+        print(lines[0])
         print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  "))
-        rows.forEach { print(line($0)) }
+        lines.dropFirst().forEach { print($0) }
         print("\nlogs:    \(root.logs(process: "demo").path)")
         print("metrics: \(root.metrics.path)")
         print("postbox: \(root.account(0).postboxDatabase.path)")

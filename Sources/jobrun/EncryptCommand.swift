@@ -49,10 +49,10 @@ struct RekeyCommand: ParsableCommand {
 /// Runs a conversion and prints what it did.
 enum KeyConversionOutput {
     static func run(_ operation: RootKeyConversion.Operation, options: GlobalOptions) throws {
-        let root = options.settings.dataRoot
+        let root = options.dataRoot
         if !DataRoot.exists(root) { throw fail(.noInput, "no data root at \(root.path) (give --root or set \(DataRoot.environmentVariable))") }
         let report: RootKeyConversion.Report
-        do { report = try RootKeyConversion.run(operation, root: root) } catch { throw fail(error.exitCode, error.message) }
+        do { report = try RootKeyConversion.run(operation, root: root) } catch { throw fail(error) }
         if options.json {
             printJSON(
                 .object([

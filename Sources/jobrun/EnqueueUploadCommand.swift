@@ -40,7 +40,7 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
         guard let mode = UploadStaging(rawValue: staging) else {
             throw fail(.usage, "--staging must be one of \(UploadStaging.allCases.map(\.rawValue).joined(separator: ", ")) (got \(staging))")
         }
-        let root = try options.settings.existingRoot()
+        let root = try options.existingRoot()
         let source = URL(fileURLWithPath: file).standardizedFileURL.path
         let request = UploadRequest(
             path: source, peerId: peer, secret: secret, caption: caption, name: name,
@@ -49,7 +49,7 @@ struct EnqueueUploadCommand: AsyncParsableCommand {
         do {
             item = try await UploadEnqueue.enqueue(request, account: account, root: root)
         } catch {
-            throw fail(error.exitCode, error.message)
+            throw fail(error)
         }
         // Bucket staging keeps no local copy: name the object instead of the future fetch path.
         let staged =

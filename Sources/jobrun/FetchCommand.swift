@@ -42,12 +42,12 @@ struct FetchCommand: AsyncParsableCommand {
             }
             ranges = [lower..<(upper + 1)]
         }
-        let root = try options.settings.existingRoot()
+        let root = try options.existingRoot()
         let outcome: ResourceFetch.Outcome
         do {
             outcome = try await ResourceFetch.fetch(resourceId: resource, ranges: ranges, priority: priority, account: account, root: root)
         } catch let error as JobError {
-            throw fail(error.exitCode, error.message)
+            throw fail(error)
         } catch {
             throw fail(.jobFailed, "cannot fetch \(ShownText.escaped(resource)): \(error)")
         }

@@ -23,9 +23,9 @@ struct InitCommand: ParsableCommand {
     @Flag(help: "Create the root's key (AES-256, random) unless it has one.") var encrypt = false
 
     func run() throws {
-        let root = options.settings.dataRoot
+        let root = options.dataRoot
         let outcome: RootInitialization.KeyOutcome
-        do { outcome = try RootInitialization.run(root: root, encrypt: encrypt) } catch { throw fail(error.exitCode, error.message) }
+        do { outcome = try RootInitialization.run(root: root, encrypt: encrypt) } catch { throw fail(error) }
         let (text, keyFile): (String, String?) =
             switch outcome {
             case .none: ("data root \(root.path) ready (not encrypted)", nil)

@@ -22,7 +22,7 @@ struct ListCommand: ParsableCommand {
             print(markdown ? KindReference.markdown() : KindReference.text(), terminator: "")
             return
         }
-        let catalog = try options.settings.catalog()
+        let catalog = try options.catalog()
         let now = Date()
         let formatter = ISO8601DateFormatter()
         if options.json {

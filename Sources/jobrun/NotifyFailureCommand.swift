@@ -23,9 +23,9 @@ struct NotifyFailureCommand: AsyncParsableCommand {
 
     func run() async throws {
         let name = try knownJobName(job, options: options)
-        _ = try options.settings.existingRoot()
-        guard let jobFile = try options.settings.catalog().job(named: name) else { throw ExitCode(JobExitCode.usage.rawValue) }
-        let env = try ProcessEnvironment(options: options.settings, logging: logging.settings, process: "run")
+        _ = try options.existingRoot()
+        guard let jobFile = try options.catalog().job(named: name) else { throw ExitCode(JobExitCode.usage.rawValue) }
+        let env = try ProcessEnvironment(options: options, logging: logging, process: "run")
         defer { env.close() }
         await env.runner.alerts.unitFailed(jobFile)
     }

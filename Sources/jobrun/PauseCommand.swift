@@ -25,10 +25,9 @@ struct PauseCommand: ParsableCommand {
 
     func run() throws {
         let name = try knownJobName(job, options: options)
-        let root = try options.settings.existingRoot()
+        let root = try options.existingRoot()
         do { try JobSuspension(root: root).pause(name, note: note) } catch {
-            let failure = StorageFailure.jobError(error, doing: "cannot pause \(name) under \(root.path)")
-            throw fail(failure.exitCode, failure.message)
+            throw fail(StorageFailure.jobError(error, doing: "cannot pause \(name) under \(root.path)"))
         }
         if options.json { printJSON(.object(["version": .int(1), "job": .string(name), "paused": .bool(true)])) } else { print("\(name): paused") }
     }
@@ -51,11 +50,10 @@ struct ResumeCommand: ParsableCommand {
 
     func run() throws {
         let name = try knownJobName(job, options: options)
-        let root = try options.settings.existingRoot()
+        let root = try options.existingRoot()
         let resumed: Bool
         do { resumed = try JobSuspension(root: root).resume(name) } catch {
-            let failure = StorageFailure.jobError(error, doing: "cannot resume \(name) under \(root.path)")
-            throw fail(failure.exitCode, failure.message)
+            throw fail(StorageFailure.jobError(error, doing: "cannot resume \(name) under \(root.path)"))
         }
         if options.json {
             printJSON(.object(["version": .int(1), "job": .string(name), "paused": .bool(false), "was_paused": .bool(resumed)]))
@@ -67,7 +65,7 @@ struct ResumeCommand: ParsableCommand {
 
 /// The name of a job of the jobs directory, or a usage error with "did you mean".
 func knownJobName(_ name: String, options: GlobalOptions) throws -> String {
-    let catalog = try options.settings.catalog()
+    let catalog = try options.catalog()
     if catalog.job(named: name) != nil { return name }
     throw fail(.usage, JobResolveError.unknownJob(name, available: catalog.jobs.map(\.name)).description)
 }

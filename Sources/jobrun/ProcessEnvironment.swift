@@ -15,7 +15,7 @@ struct ProcessEnvironment {
     /// Fails with a sysexits code and a message naming the path and the reason (73 a root that
     /// cannot be created or written, 74 a full disk, 78 an unsafe root).
     /// `console` is where log lines go on stderr unless `logging` asks for a format itself.
-    init(options: GlobalSettings, logging: LogSettings, process: String, console: LogSink.ConsoleMode = .auto, dryRun: Bool = false) throws {
+    init(options: GlobalOptions, logging: LogOptions, process: String, console: LogSink.ConsoleMode = .auto, dryRun: Bool = false) throws {
         let log = try logging.resolve()
         root = try options.rootToUse(dryRun: dryRun)
         let skipped: [DataRootError]
@@ -26,8 +26,7 @@ struct ProcessEnvironment {
             // logged and skipped where the layout marks the path optional.
             skipped = try root.verifyLayout()
         } catch {
-            let failure = StorageFailure.jobError(error, doing: "cannot use the data root \(root.path)")
-            throw fail(failure.exitCode, failure.message)
+            throw fail(StorageFailure.jobError(error, doing: "cannot use the data root \(root.path)"))
         }
         var configuration = LogSink.Configuration(
             directory: root.logs(process: process), process: process, minimumLevel: log.level, console: log.console ?? console)
@@ -45,8 +44,7 @@ struct ProcessEnvironment {
             }
         }
         do { sink = try LogSink(configuration: configuration) } catch {
-            let failure = StorageFailure.jobError(error, doing: "cannot use \(logPlace)")
-            throw fail(failure.exitCode, failure.message)
+            throw fail(StorageFailure.jobError(error, doing: "cannot use \(logPlace)"))
         }
         tempBox = TempBox(root: root, process: process)
         logger = JobLogger(sink: sink)

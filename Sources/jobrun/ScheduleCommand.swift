@@ -23,21 +23,21 @@ struct ScheduleCommand: AsyncParsableCommand {
     @Option(help: "Serve /metrics (Prometheus), /healthz and /readyz on this address: host:port, :port or [v6]:port.") var listen: String?
 
     func run() async throws {
-        let catalog = try options.settings.catalog()
+        let catalog = try options.catalog()
         if !catalog.errors.isEmpty {
             throw fail(.config, "invalid job files, nothing scheduled:\n" + catalog.errors.map(\.description).joined(separator: "\n"))
         }
         let env = try ProcessEnvironment(
-            options: options.settings, logging: logging.settings, process: "scheduler", console: isatty(STDERR_FILENO) == 1 ? .human : .json)
+            options: options, logging: logging, process: "scheduler", console: isatty(STDERR_FILENO) == 1 ? .human : .json)
         defer { env.close() }
         let workQueue: ClusterWorkQueue?
         do { workQueue = try ClusterConfig.load(root: env.root).postgres.map { pg throws(JobError) in try ClusterWorkQueue(cluster: pg) } } catch {
-            throw fail(error.exitCode, error.message)
+            throw fail(error)
         }
         let endpoint = SchedulerEndpoint(root: env.root)
         var listener: MetricsEndpoint?
         if let listen {
-            do { listener = try MetricsEndpoint(address: listen, respond: { endpoint.respond($0) }) } catch { throw fail(error.exitCode, error.message) }
+            do { listener = try MetricsEndpoint(address: listen, respond: { endpoint.respond($0) }) } catch { throw fail(error) }
             env.logger.info("scheduler.listening", ["address": .string(listen), "port": .int(Int64(listener?.port ?? 0))])
         }
         let scheduler = Scheduler(jobs: catalog.jobs, runner: env.runner, logger: env.logger, runAllAtStart: runNow, workQueue: workQueue)

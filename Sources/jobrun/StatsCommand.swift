@@ -26,11 +26,11 @@ struct StatsCommand: ParsableCommand {
     }
 
     func run() throws {
-        let root = try options.settings.existingRoot()
+        let root = try options.existingRoot()
         let inspection = StoreInspection(root: root)
         if database { return try databaseStats(inspection) }
         let caches: [StoreInspection.AccountCache]
-        do { caches = try inspection.cacheStats(accounts: account.map { [$0] }) } catch { throw fail(error.exitCode, error.message) }
+        do { caches = try inspection.cacheStats(accounts: account.map { [$0] }) } catch { throw fail(error) }
         var json: [LogValue] = []
         for cache in caches {
             let (id, media, stats) = (cache.account, cache.mediaPath, cache.stats)
@@ -97,7 +97,7 @@ struct StatsCommand: ParsableCommand {
 
     private func databaseStats(_ inspection: StoreInspection) throws {
         let usages: [StoreInspection.AccountDatabase]
-        do { usages = try inspection.databaseUsage(accounts: account.map { [$0] }) } catch { throw fail(error.exitCode, error.message) }
+        do { usages = try inspection.databaseUsage(accounts: account.map { [$0] }) } catch { throw fail(error) }
         if options.json {
             printJSON(
                 .object([

@@ -30,17 +30,17 @@ struct StatusCommand: ParsableCommand {
     static let jsonVersion = 1
 
     func run() throws {
-        let root = try options.settings.existingRoot()
+        let root = try options.existingRoot()
         let inspection = StoreInspection(root: root)
         let history: StoreInspection.RunHistory
-        do { history = try inspection.runHistory(job: job, limit: max(limit, 1)) } catch { throw fail(error.exitCode, error.message) }
+        do { history = try inspection.runHistory(job: job, limit: max(limit, 1)) } catch { throw fail(error) }
         // The jobs directory is optional here when it is the `./jobs` fallback: without it, rows
         // come from the history alone. One that was asked for must load.
         let catalog: JobCatalog?
-        if options.settings.jobsDirIsExplicit {
-            catalog = try options.settings.catalog()
+        if options.jobsDirIsExplicit {
+            catalog = try options.catalog()
         } else {
-            catalog = try? JobCatalog.loadRequired(directory: options.settings.jobsDirectory)
+            catalog = try? JobCatalog.loadRequired(directory: options.jobsDirectory)
         }
         let rows = JobStatusRow.rows(history: history, jobs: catalog?.jobs ?? [], suspension: JobSuspension(root: root), only: job)
         if let job, rows.isEmpty {
@@ -157,12 +157,6 @@ struct JobStatusRow {
                 row.next.map { formatter.string(from: $0) } ?? "-", row.running ? "yes" : "no", row.suspended?.word ?? "-",
             ]
         }
-        var widths = header.map(\.count)
-        for row in cells { for (i, c) in row.enumerated() { widths[i] = max(widths[i], c.count) } }
-        func line(_ c: [String]) -> String {
-            c.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }.joined(separator: "  ")
-                .trimmingCharacters(in: .whitespaces)
-        }
-        return [line(header)] + cells.map(line)
+        return alignedColumns([header] + cells).lines.map { $0.trimmingCharacters(in: .whitespaces) }
     }
 }

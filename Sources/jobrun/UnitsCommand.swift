@@ -63,7 +63,7 @@ struct UnitsCommand: ParsableCommand {
         if !kubernetes, let given = kubernetesOnly.first(where: \.1) {
             throw fail(.usage, "\(given.0) is for Kubernetes manifests (add --kubernetes, or drop \(given.0))")
         }
-        let catalog = try options.settings.catalog()
+        let catalog = try options.catalog()
         if !catalog.errors.isEmpty {
             throw fail(.config, catalog.errors.map(\.description).joined(separator: "\n"))
         }
@@ -99,7 +99,7 @@ struct UnitsCommand: ParsableCommand {
         let directory = URL(fileURLWithPath: out)
         let units = writer.units(for: catalog.jobs) + (template ? [] : writer.supportUnits())
         var urls = try writer.write(jobs: catalog.jobs, to: directory)
-        if !template { urls += try writer.write(units: writer.supportUnits(), to: directory) }
+        if !template { urls += try UnitWriter.write(units: writer.supportUnits(), to: directory) }
         let removed = try writer.removeStaleTimers(in: directory, keeping: units)
         if options.json {
             printJSON(

@@ -22,7 +22,7 @@ struct ValidateCommand: ParsableCommand {
         var errors: [JobFileError] = []
         var valid: [JobFile] = []
         if files.isEmpty {
-            let catalog = try options.settings.catalog()
+            let catalog = try options.catalog()
             errors = catalog.errors
             valid = catalog.jobs
         } else {

@@ -42,6 +42,15 @@ final class MediaResourceIdTests: XCTestCase {
 
     /// Stores every hostile id through MediaBox and checks that only files directly inside the
     /// media directory's shard folders were created, nothing outside them.
+    /// A long id keeps a 64-byte prefix and the SHA-256 of the whole id: the names already on
+    /// disk depend on this exact form.
+    func testLongIdsEndInTheirSHA256() {
+        let id = String(repeating: "a", count: 200)
+        XCTAssertEqual(
+            MediaResourceId(id).safeFileName,
+            String(repeating: "a", count: 64) + "~c2a908d98f5df987ade41b5fce213067efbcc21ef2240212a41e54b5e7c28ae5")
+    }
+
     func testHostileIdsNeverEscapeOnDisk() throws {
         let tmp = TemporaryDirectory(prefix: "mediabox-ids")
         let outside = tmp.path + "/outside"

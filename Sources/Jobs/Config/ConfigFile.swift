@@ -41,12 +41,6 @@ public enum ConfigFile {
         return text
     }
 
-    /// The YAML document in the file (nil when it is empty), checked as job files are.
-    public static func yaml(at path: String, shown: String? = nil, limit: Int, what: String) throws(JobFileErrors) -> ConfigNode? {
-        let text = try text(at: path, shown: shown, limit: limit, what: what)
-        return try ConfigNode.parse(yaml: text, file: shown ?? path)
-    }
-
     /// The first line of a file holding one secret (a token, a password), trimmed; the file's
     /// contents are never part of an error.
     public static func firstLine(at path: String, limit: Int, what: String) throws(JobFileErrors) -> String {

@@ -86,8 +86,6 @@ public struct SectionSchema: Sendable, Hashable, CustomStringConvertible {
         hasher.combine(params)
     }
 
-    public func spec(named name: String) -> ParamSpec? { params.first { $0.name == name } }
-
     /// Whether any of the section's variables (its nested sections' included) is set.
     func anyVariableSet(in environment: [String: String]) -> Bool {
         params.contains { spec in

@@ -50,23 +50,16 @@ public struct MetricsWriter: Sendable {
     /// Renders and atomically replaces the job's metrics file. Returns its URL.
     @discardableResult
     public func write(_ metrics: RunMetrics) throws -> URL {
-        let dirFD = try DataRoot.openDirectory(directory, in: root)
-        defer { close(dirFD) }
-        let url = fileURL(job: metrics.job)
-        let name = url.lastPathComponent
-        Self.lockDirectory(dirFD)
-        defer { Self.unlockDirectory(dirFD) }
-        Self.sweepTemporaryFiles(in: dirFD)
-        let previous = try Self.previous(in: dirFD, name: name, directoryPath: directory.path)
-        var snapshot = metrics
-        if snapshot.lastSuccess == nil {
-            snapshot.lastSuccess = snapshot.outcome == .succeeded ? snapshot.finished : previous.lastSuccess
+        try update(job: metrics.job) { previous in
+            var snapshot = metrics
+            if snapshot.lastSuccess == nil {
+                snapshot.lastSuccess = snapshot.outcome == .succeeded ? snapshot.finished : previous.lastSuccess
+            }
+            var runs = previous.runs
+            runs[snapshot.outcome.rawValue, default: 0] += 1
+            snapshot.runs = runs
+            return render(snapshot)
         }
-        var runs = previous.runs
-        runs[snapshot.outcome.rawValue, default: 0] += 1
-        snapshot.runs = runs
-        try Self.atomicWrite(render(snapshot), in: dirFD, name: name, directoryPath: directory.path, mode: fileMode, syncDirectory: false)
-        return url
     }
 
     /// Counts a run that did not start (`skipped`: another run held the lock; `suspended`:
@@ -74,26 +67,34 @@ public struct MetricsWriter: Sendable {
     /// the last real run's times and outcome — as they were.
     @discardableResult
     public func count(job: String, kind: String, outcome: String) throws -> URL {
+        try update(job: job) { previous in
+            var runs = previous.runs
+            runs[outcome, default: 0] += 1
+            let labels = [(Self.jobLabel, job), ("kind", kind)]
+            var kept = ""
+            var inRunsFamily = false
+            for line in String(decoding: previous.bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true) {
+                if line.hasPrefix("# HELP ") || line.hasPrefix("# TYPE ") { inRunsFamily = line.split(separator: " ")[2] == Self.runsTotal }
+                if inRunsFamily || line.hasPrefix(Self.runsTotal + "{") { continue }
+                kept += line + "\n"
+            }
+            if kept.isEmpty { kept = renderBuildInfo(labels) }
+            return kept + renderRuns(labels, runs)
+        }
+    }
+
+    /// Replaces the job's file with what `newText` makes of the file there now, under the
+    /// directory's lock, once the temp files of killed writers are swept.
+    private func update(job: String, _ newText: (_ previous: Previous) throws -> String) throws -> URL {
         let dirFD = try DataRoot.openDirectory(directory, in: root)
         defer { close(dirFD) }
         let url = fileURL(job: job)
-        let name = url.lastPathComponent
         Self.lockDirectory(dirFD)
         defer { Self.unlockDirectory(dirFD) }
         Self.sweepTemporaryFiles(in: dirFD)
-        let previous = try Self.previous(in: dirFD, name: name, directoryPath: directory.path)
-        var runs = previous.runs
-        runs[outcome, default: 0] += 1
-        let labels = [(Self.jobLabel, job), ("kind", kind)]
-        var kept = ""
-        var inRunsFamily = false
-        for line in String(decoding: previous.bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true) {
-            if line.hasPrefix("# HELP ") || line.hasPrefix("# TYPE ") { inRunsFamily = line.split(separator: " ")[2] == Self.runsTotal }
-            if inRunsFamily || line.hasPrefix(Self.runsTotal + "{") { continue }
-            kept += line + "\n"
-        }
-        if kept.isEmpty { kept = renderBuildInfo(labels) }
-        try Self.atomicWrite(kept + renderRuns(labels, runs), in: dirFD, name: name, directoryPath: directory.path, mode: fileMode, syncDirectory: false)
+        let previous = try Self.previous(in: dirFD, name: url.lastPathComponent, directoryPath: directory.path)
+        let text = try newText(previous)
+        try Self.atomicWrite(text, in: dirFD, name: url.lastPathComponent, directoryPath: directory.path, mode: fileMode, syncDirectory: false)
         return url
     }
 
@@ -197,9 +198,9 @@ public struct MetricsWriter: Sendable {
     }
 
     /// What the existing file says: its bytes, the last success time and the run counts.
-    static func previous(in dirFD: Int32, name: String, directoryPath: String) throws(DataRootError) -> (
-        bytes: [UInt8], lastSuccess: Date?, runs: [String: Double]
-    ) {
+    typealias Previous = (bytes: [UInt8], lastSuccess: Date?, runs: [String: Double])
+
+    static func previous(in dirFD: Int32, name: String, directoryPath: String) throws(DataRootError) -> Previous {
         // A FIFO or device in its place is refused at once (a FIFO would block the run); a link is
         // never followed: it has no previous counts, and the rename replaces the link itself.
         let opened: Int32?
@@ -265,15 +266,9 @@ public struct MetricsWriter: Sendable {
         }
     }
 
-    /// Temp file in the same directory, write, fsync, chmod, rename, fsync directory.
-    public static func atomicWrite(_ text: String, to url: URL, mode: mode_t) throws {
-        let dirFD = try DataRoot.openDirectory(url.deletingLastPathComponent(), in: nil)
-        defer { close(dirFD) }
-        try atomicWrite(text, in: dirFD, name: url.lastPathComponent, directoryPath: url.deletingLastPathComponent().path, mode: mode)
-    }
-
-    /// `atomicWrite` relative to the directory descriptor `dirFD`: `ConfinedDirectory`'s
-    /// `replaceContents`, whose temporary files (`.<name>.tmp-*`) are the ones swept here.
+    /// Writes `text` as `name` of the directory descriptor `dirFD` atomically (temp file, write,
+    /// fsync, chmod, rename, fsync directory): `ConfinedDirectory`'s `replaceContents`, whose
+    /// temporary files (`.<name>.tmp-*`) are the ones swept here.
     static func atomicWrite(_ text: String, in dirFD: Int32, name: String, directoryPath: String, mode: mode_t, syncDirectory: Bool = true) throws {
         let copy = dup(dirFD)
         guard copy >= 0 else { throw MetricsWriteError(path: directoryPath, errno: errno) }

@@ -64,8 +64,7 @@ public struct JobRunner: Sendable {
             job: job.name, runId: runId, outcome: .failed, exitCode: .jobFailed, attempts: 0,
             started: started, finished: started, report: JobReport(), message: nil, dryRun: dryRun)
         guard let kind = kinds.kind(named: job.kind) else {
-            result.exitCode = .config
-            result.message = "job kind \(job.kind) is not available in this build"
+            result.end(.failed, .config, "job kind \(job.kind) is not available in this build")
             log.error("run.refused", ["reason": .string(result.message!)])
             return result
         }
@@ -74,17 +73,14 @@ public struct JobRunner: Sendable {
         let fileLock = JobLock(root: root, job: job.name)
         let lock: any RunLock
         do { lock = try Self.runLock(root: root, job: job, fileLock: fileLock) } catch {
-            result.exitCode = error.exitCode
-            result.message = error.message
+            result.end(.failed, error.exitCode, error.message)
             log.error("run.refused", ["reason": .string(error.message)])
             return result
         }
         defer { lock.release() }
         lock.whenLost { cancellation.cancel() }
         if let refusal = await acquire(lock, fileLock: fileLock, job: job, dryRun: dryRun, log: log) {
-            result.outcome = refusal.outcome
-            result.exitCode = refusal.exitCode
-            result.message = refusal.message
+            result.end(refusal.outcome, refusal.exitCode, refusal.message)
             return result
         }
 
@@ -105,8 +101,7 @@ public struct JobRunner: Sendable {
             contexts = try await openAccounts(job, kind: kind)
         } catch {
             let failure = StorageFailure.jobError(error, doing: "cannot open the stores of the job's accounts")
-            result.exitCode = failure.exitCode
-            result.message = failure.message
+            result.end(.failed, failure.exitCode, failure.message)
             log.error("run.failed", ["error": .string(failure.message)])
             result.finished = Date()
             return result
@@ -207,9 +202,7 @@ public struct JobRunner: Sendable {
         if let startFailure, StorageFailure.isStorage(startFailure) {
             // The store cannot take the run's start (a full disk): the work would fail the same way.
             let failure = StorageFailure.jobError(startFailure, doing: "cannot record the run in the account's store")
-            result.outcome = .failed
-            result.exitCode = failure.exitCode
-            result.message = failure.message
+            result.end(.failed, failure.exitCode, failure.message)
             return 0
         }
         var attempt = 0
@@ -220,33 +213,23 @@ public struct JobRunner: Sendable {
             do {
                 report = try await attemptOnce(job, kind: kind, contexts: contexts, runId: runId, attempt: attempt, dryRun: dryRun, log: log, report: &report)
                 result.report = report
-                result.outcome = .succeeded
-                result.exitCode = .ok
-                result.message = nil
+                result.end(.succeeded, .ok, nil)
                 return attempt
             } catch is RunTimeout {
-                result.outcome = .timedOut
-                result.exitCode = .jobFailed
-                result.message = "timed out after \(ConfigDuration.format(job.timeout)); work done so far is kept"
+                result.end(.timedOut, .jobFailed, "timed out after \(ConfigDuration.format(job.timeout)); work done so far is kept")
                 return attempt  // like a Kubernetes deadline: a run that overstays is not retried at once
             } catch is CancellationError {
-                result.outcome = .cancelled
-                result.exitCode = .temporary
-                result.message = "cancelled (stopped by a signal or replaced); work done so far is kept"
+                result.end(.cancelled, .temporary, "cancelled (stopped by a signal or replaced); work done so far is kept")
                 return attempt
             } catch let error as JobError {
                 if let partial = error.report { report.merge(partial) }
                 result.report = report
-                result.outcome = .failed
-                result.exitCode = error.exitCode
-                result.message = error.message
+                result.end(.failed, error.exitCode, error.message)
                 if !error.retryable { return attempt }
             } catch {
                 let (code, reason) = StorageFailure.classify(error)  // a full disk is 74 with the path, not a raw error
                 result.report = report
-                result.outcome = .failed
-                result.exitCode = code
-                result.message = reason
+                result.end(.failed, code, reason)
             }
             guard attempt < job.retry.maxAttempts, !Task.isCancelled else { return attempt }
             let delay = job.retry.delay(beforeRetry: attempt)

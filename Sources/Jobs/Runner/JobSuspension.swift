@@ -61,11 +61,6 @@ public struct JobSuspension: Sendable {
         return .paused(since: since, note: values?[PauseNoteSection.note])
     }
 
-    /// Names of every paused job (files under `suspended/`).
-    public func pausedJobs() -> [String] {
-        ((try? root.directory(["suspended"], create: false))?.entries() ?? []).filter { !$0.hasPrefix(".") }.sorted()
-    }
-
     /// Pauses the job: writes `suspended/<name>` (0600) atomically. Pausing a paused job
     /// refreshes its note.
     public func pause(_ name: String, note: String?, date: Date = Date()) throws {

@@ -17,6 +17,13 @@ public struct RunResult: Sendable {
     public var dryRun = false
 
     public var duration: TimeInterval { finished.timeIntervalSince(started) }
+
+    /// Records how the run ended: its outcome, exit code and message.
+    mutating func end(_ outcome: RunOutcome, _ exitCode: JobExitCode, _ message: String?) {
+        self.outcome = outcome
+        self.exitCode = exitCode
+        self.message = message
+    }
 }
 
 extension RunOutcome {

@@ -74,12 +74,7 @@ public struct KubernetesCronJobWriter: Sendable {
 
     /// Writes the manifests into `directory` (0644 files: they hold no secret).
     public func write(jobs: [JobFile], to directory: URL) throws -> [URL] {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        return try manifests(for: jobs).map { unit in
-            let url = directory.appendingPathComponent(unit.fileName)
-            try unit.contents.write(to: url, atomically: true, encoding: .utf8)
-            return url
-        }
+        try UnitWriter.write(units: manifests(for: jobs), to: directory)
     }
 
     /// The CronJob of `job`, or nil when it has no schedule.
@@ -176,10 +171,8 @@ public struct KubernetesCronJobWriter: Sendable {
 
     /// `jobrun-scheduler.yaml`, written into `directory`.
     public func writeDeployment(jobs: [JobFile], replicas: Int, to directory: URL) throws -> URL {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let url = directory.appendingPathComponent("jobrun-scheduler.yaml")
-        try deployment(for: jobs, replicas: replicas).write(to: url, atomically: true, encoding: .utf8)
-        return url
+        let unit = UnitWriter.Unit(fileName: "jobrun-scheduler.yaml", contents: deployment(for: jobs, replicas: replicas))
+        return try UnitWriter.write(units: [unit], to: directory)[0]
     }
 
     /// From `apiVersion` to `spec:`: the kind, its name, namespace and labels.
