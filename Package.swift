@@ -70,7 +70,6 @@ let package = Package(
             name: "Jobs",
             dependencies: [
                 "CloudCore", "CloudProtocol", "MediaBox", "Postbox", "PostboxPostgres", "ConfinedFiles", "CVips",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

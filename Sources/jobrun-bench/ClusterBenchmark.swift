@@ -2,6 +2,7 @@ import ArgumentParser
 import CloudProtocol
 import Foundation
 import Jobs
+import Postbox
 import ServerFixtures
 
 /// `jobrun-bench cluster`: the fleet's throughput with 1, 2 and 3 hosts sharing one PostgreSQL
@@ -191,7 +192,7 @@ struct ClusterBenchmark {
         }
         // Every scheduler has started (and listens) once its first poll has found nothing.
         Thread.sleep(forTimeInterval: 5)
-        let queue = try ClusterWorkQueue(cluster: cluster, holder: .init(host: "bench", pid: getpid()))
+        let queue = try cluster.workQueue(holder: .init(host: "bench", pid: getpid()))
         var waits: [Double] = []
         for i in 0..<pickups {
             let account = BenchHost.pickupAccounts[i % BenchHost.pickupAccounts.count]
@@ -202,7 +203,7 @@ struct ClusterBenchmark {
             while wait == nil, Date() < deadline {
                 Thread.sleep(forTimeInterval: 0.05)
                 let text = try postgres.psql(
-                    "SELECT extract(epoch FROM claimed_at - created_at) FROM \"\(cluster.schemaPrefix)_cluster\".work_items WHERE job = '\(BenchHost.pickupJob)' AND account = \(account) AND fire_ms = \(ClusterWorkQueue.milliseconds(fire)) AND claimed_at IS NOT NULL",
+                    "SELECT extract(epoch FROM claimed_at - created_at) FROM \"\(cluster.schemaPrefix)_cluster\".work_items WHERE job = '\(BenchHost.pickupJob)' AND account = \(account) AND fire_ms = \(ClusterWorkItem.milliseconds(fire)) AND claimed_at IS NOT NULL",
                     database: database)
                 wait = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
             }
@@ -220,7 +221,7 @@ struct ClusterBenchmark {
     private func measureManyAccounts(
         network: HostNetwork, cluster: PostgresClusterConfig, postgres: PostgresServer, database: String, postmaster: Int32
     ) throws -> (items: Int, seconds: Double, load: CPULoad) {
-        let queue = try ClusterWorkQueue(cluster: cluster, holder: .init(host: "bench", pid: getpid()))
+        let queue = try cluster.workQueue(holder: .init(host: "bench", pid: getpid()))
         let jobs = (1...queueJobs).map { "empty-\($0)" }
         let ids = (1...Int64(accounts)).map { 100_000 + $0 }
         let base = Date()

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Jobs
+import Postbox
 
 /// `jobrun-bench queue-drain`: one scheduler host's share of the cluster's work with empty jobs,
 /// run by `jobrun-bench cluster` on each host: one worker per job, as `jobrun schedule` has,
@@ -31,7 +32,7 @@ struct QueueDrainCommand: ParsableCommand {
     private static func drain(cluster: PostgresClusterConfig, jobs: String, name: String) async throws -> Int {
         try await withThrowingTaskGroup(of: Int.self) { group in
             for job in jobs.split(separator: ",").map(String.init) {
-                let queue = try ClusterWorkQueue(cluster: cluster, holder: .init(host: "\(name)/\(job)", pid: getpid()))
+                let queue = try cluster.workQueue(holder: .init(host: "\(name)/\(job)", pid: getpid()))
                 group.addTask {
                     var count = 0
                     var next = try await queue.claim(job: job)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Jobs
+import Postbox
 
 /// `jobrun schedule`: the long-running scheduler; SIGTERM/SIGINT stop it cleanly (exit 0).
 struct ScheduleCommand: AsyncParsableCommand {
@@ -30,8 +31,8 @@ struct ScheduleCommand: AsyncParsableCommand {
         let env = try ProcessEnvironment(
             options: options, logging: logging, process: "scheduler", console: isatty(STDERR_FILENO) == 1 ? .human : .json)
         defer { env.close() }
-        let workQueue: ClusterWorkQueue?
-        do { workQueue = try ClusterConfig.load(root: env.root).postgres.map { pg throws(JobError) in try ClusterWorkQueue(cluster: pg) } } catch {
+        let workQueue: (any ClusterWorkQueue)?
+        do { workQueue = try ClusterConfig.load(root: env.root).postgres.map { pg throws(JobError) in try pg.workQueue() } } catch {
             throw fail(error)
         }
         let endpoint = SchedulerEndpoint(root: env.root)

@@ -89,8 +89,7 @@ final class UploadFixture: @unchecked Sendable {
     static func decrypt(_ container: Data, item: UploadItem) throws -> Data {
         let key = item.secretKey!.key
         let iv = item.secretKey!.iv
-        let size = Int(item.extra["secret.decryptedSize"]!)!
-        XCTAssertEqual(Int32(item.extra["secret.keyFingerprint"]!), SecretFileKey.fingerprint(key: key, iv: iv))
+        let size = Int(item.secretDecryptedSize!)
         XCTAssertEqual(container.count % 16, 0)
         return try AESIGE.decryptTrimmed(container, key: key, iv: iv, decryptedSize: size)
     }

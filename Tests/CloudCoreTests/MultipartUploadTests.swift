@@ -208,8 +208,7 @@ final class MultipartUploadTests: XCTestCase {
             let item = try await f.queue.enqueue(UploadRequest(path: path, peerId: f.peer, secret: true))
             let r = try await upload.upload(itemId: item.id)
             let done = try await f.item(item.id)
-            XCTAssertEqual(done.extra["secret.decryptedSize"], String(size))
-            XCTAssertEqual(done.extra["secret.containerSize"], String((size + 15) / 16 * 16))
+            XCTAssertEqual(done.secretDecryptedSize, Int64(size))
             let container = try f.storedBytes(documentId: r.documentId)
             XCTAssertEqual(container.count, (size + 15) / 16 * 16)
             // A ciphertext byte equals its plaintext byte by chance once in 256, so a 1-byte file
@@ -233,23 +232,60 @@ final class MultipartUploadTests: XCTestCase {
         let iv = Data((0..<32).map { UInt8($0 &+ 90) })
         let padding = Data(repeating: 7, count: 12)  // 100 bytes fill 112 with 12 bytes of padding
         try await f.queue.postbox.transaction { tx in
-            guard var item = try tx.uploadQueue.get(queued.id) else { return }
-            item.secretKey = nil
-            item.extra["secret.key"] = key.hexString
-            item.extra["secret.iv"] = iv.hexString
-            item.extra["secret.padding"] = padding.hexString
-            item.extra["secret.decryptedSize"] = "100"
-            try tx.uploadQueue.set(item)
+            guard let item = try tx.uploadQueue.get(queued.id) else { return }
+            // The row exactly as an earlier build wrote it: the key material as hex in the map.
+            let earlier = EarlierUploadRow(
+                item,
+                strings: [
+                    "staging": "link", "stat.mtimeNs": item.stagedMtimeNs.map { String($0) } ?? "", "secret.key": key.hexString, "secret.iv": iv.hexString,
+                    "secret.padding": padding.hexString, "secret.decryptedSize": "100", "secret.keyFingerprint": "1", "secret.containerSize": "112",
+                ])
+            let read = try earlier.decoded()
+            XCTAssertNil(read.secretKey)
+            try tx.uploadQueue.set(read)
         }
         let r = try await f.upload().upload(itemId: queued.id)
         let done = try await f.item(queued.id)
         XCTAssertEqual(done.state, .sent, done.failureReason ?? "")
         XCTAssertEqual(done.secretKey, SecretKeyMaterial(key: key, iv: iv, padding: padding), "the stored key, now typed")
-        XCTAssertNil(done.extra["secret.key"])
-        XCTAssertNil(done.extra["secret.iv"])
-        XCTAssertNil(done.extra["secret.padding"])
+        XCTAssertNil(done.legacySecretKey, "the hex is gone")
         let container = try f.storedBytes(documentId: r.documentId)
         XCTAssertEqual(try AESIGE.decryptTrimmed(container, key: key, iv: iv, decryptedSize: 100), original, "encrypted with the stored key")
+    }
+
+    /// A queue written by an earlier build keeps an item's later fields as strings in the row's
+    /// map: such a row is claimed, sent with its MIME type, and stored again with the fields typed
+    /// under the same names.
+    func testAnItemStoredByAnEarlierBuildWithItsFieldsAsStringsIsClaimedAndSent() async throws {
+        let f = try await UploadFixture.start()
+        addTeardownBlock { await f.stop() }
+        let path = try f.makeFile("earlier.bin", size: 70_000)
+        let queued = try await f.queue.enqueue(UploadRequest(path: path, peerId: f.peer, staging: .copy))
+        let mtime = try XCTUnwrap(queued.stagedMtimeNs)
+        let earlier = EarlierUploadRow(
+            queued, strings: ["staging": "copy", "stat.mtimeNs": String(mtime), "mimeType": "application/x-earlier", "interruptions": "2"])
+        try await f.queue.postbox.transaction { tx in
+            let read = try earlier.decoded()
+            XCTAssertEqual(PostboxEncoder.encode(read), earlier.bytes, "the stored row is the earlier build's, byte for byte")
+            try tx.uploadQueue.set(read)
+        }
+        let lease = UploadLease(holder: UploadLeaseHolder.current(tag: "earlier"), duration: 60)
+        guard case .item(let claimed) = try await f.queue.claim(lease: lease) else { return XCTFail("the earlier row is not claimable") }
+        XCTAssertEqual(claimed.id, queued.id)
+        XCTAssertEqual(claimed.interruptions, 2, "a queued item's count is kept until an attempt settles")
+        let r = try await f.upload { $0.lease = lease }.upload(itemId: queued.id)
+        let done = try await f.item(queued.id)
+        XCTAssertEqual(done.state, .sent, done.failureReason ?? "")
+        XCTAssertEqual(done.documentId, r.documentId)
+        XCTAssertEqual(done.interruptions, 0, "settled")
+        XCTAssertEqual(try f.storedBytes(documentId: r.documentId), try Data(contentsOf: URL(fileURLWithPath: path)))
+        let history = try await f.client.getHistory(peerId: f.peer, limit: 100)
+        let sent = try XCTUnwrap(history.messages.first { $0.randomId == queued.randomId })
+        XCTAssertEqual(sent.media.first?.document?.mimeType, "application/x-earlier", "sent with the MIME type the earlier row held")
+        let strings = try await f.queue.postbox.read { tx in try tx.uploadQueue.get(queued.id).map { PostboxEncoder.encode($0) } }
+        let reread = try PostboxDecoder.decode(EarlierUploadRow.self, from: try XCTUnwrap(strings)).strings
+        XCTAssertEqual(reread["documentId"], String(r.documentId), "an earlier build finds the document id where it kept it")
+        XCTAssertEqual(reread["mimeType"], "application/x-earlier")
     }
 
     /// A secret file staged as a copy is staged as its encrypted container: no 4 KiB block of
@@ -357,7 +393,7 @@ final class UploadQueueLeaseTests: XCTestCase {
         guard case .item(let taken) = try await f.queue.claim(lease: lease) else { return XCTFail("dead holder's item") }
         XCTAssertEqual(taken.id, a.id)
         XCTAssertEqual(taken.attempts, 1, "the dead holder's unsettled attempt is not the item's: only this one counts")
-        XCTAssertEqual(taken.extra[UploadQueue.interruptionsField], "1")
+        XCTAssertEqual(taken.interruptions, 1)
 
         // Retry with backoff, then give up after maxAttempts; interrupted gives the attempt back.
         let retry = try await f.queue.settle(b.id, lease: lease, outcome: .retry(reason: "boom", backoff: 10, maxAttempts: 5))

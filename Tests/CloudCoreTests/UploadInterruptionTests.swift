@@ -64,11 +64,11 @@ final class UploadInterruptionTests: XCTestCase {
         guard case .item = try await f.queue.claim(lease: lease) else { return XCTFail() }
         try await abandon(b.id, in: f)
         guard case .item(let again) = try await f.queue.claim(lease: lease) else { return XCTFail() }
-        XCTAssertEqual(again.extra[UploadQueue.interruptionsField], "1")
+        XCTAssertEqual(again.interruptions, 1)
         let state = try await f.queue.settle(b.id, lease: lease, outcome: .retry(reason: "boom", backoff: 0, maxAttempts: 3))
         XCTAssertEqual(state, .queued)
         let settled = try await f.item(b.id)
         XCTAssertEqual(settled.attempts, 1)
-        XCTAssertNil(settled.extra[UploadQueue.interruptionsField])
+        XCTAssertEqual(settled.interruptions, 0)
     }
 }

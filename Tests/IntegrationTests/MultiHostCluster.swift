@@ -120,7 +120,7 @@ final class MultiHostCluster: @unchecked Sendable {
         }
     }
 
-    /// Sessions holding a cluster run lock (advisory locks of `ClusterRunLock.lockClass`).
+    /// Sessions holding a cluster run lock (advisory locks of `PostgresClusterRunLockSession.lockClass`).
     func heldRunLocks() throws -> Int {
         Int(try postgres.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = \(0x524C_0001) AND granted", database: database))
             ?? -1

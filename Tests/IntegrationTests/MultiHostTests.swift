@@ -260,7 +260,7 @@ final class MultiHostTests: XCTestCase {
         var stored: [String] = []
         for item in items {
             XCTAssertEqual(try uploads.messageCount(peer: peer, randomId: item.randomId), 1, "item \(item.id) sent once", file: file, line: line)
-            if let document = item.extra["documentId"].flatMap(Int64.init) { stored.append(try cluster.cloud.fileInfo(document).sha256) }
+            if let document = item.documentId { stored.append(try cluster.cloud.fileInfo(document).sha256) }
         }
         XCTAssertEqual(stored.sorted(), digests.sorted(), "cloudd holds each file's bytes", file: file, line: line)
         let sends = try cluster.cloud.counters().methods[CloudMethod.sendMedia.rawValue] ?? 0

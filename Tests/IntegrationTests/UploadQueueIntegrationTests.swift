@@ -69,7 +69,7 @@ final class UploadQueueIntegrationTests: XCTestCase {
                 XCTAssertEqual(counters["parts_skipped_already_acked"] ?? -1, acked.count, "trial \(trial)")
                 skippedTotal += acked.count
             }
-            if let doc = done.extra["documentId"].flatMap(Int64.init) {
+            if let doc = done.documentId {
                 XCTAssertEqual(try cloud.fileInfo(doc).sha256, done.sha256, "trial \(trial): byte-equal")
             } else if mid.state != .sent {
                 XCTFail("trial \(trial): no document id recorded")

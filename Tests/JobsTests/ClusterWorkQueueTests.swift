@@ -1,5 +1,6 @@
 import Foundation
 import Jobs
+import Postbox
 import PostboxPostgres
 import Synchronization
 import TestSupport
@@ -17,10 +18,10 @@ final class ClusterWorkQueueTests: XCTestCase {
     }
 
     /// A queue as one host's scheduler sees it: `pid` stands for the holder's process.
-    private func queue(pid: Int32, host: String = "host-test", leaseSeconds: Int = 30) throws -> ClusterWorkQueue {
+    private func queue(pid: Int32, host: String = "host-test", leaseSeconds: Int = 30) throws -> any ClusterWorkQueue {
         let cluster = PostgresClusterConfig(
             address: .unixSocket(path: server.socketPath), username: server.user, database: database, leaseSeconds: leaseSeconds)
-        return try ClusterWorkQueue(cluster: cluster, holder: .init(host: host, pid: pid))
+        return try cluster.workQueue(holder: .init(host: host, pid: pid))
     }
 
     private func items(_ where: String = "true") throws -> String {
@@ -118,9 +119,8 @@ final class ClusterWorkQueueTests: XCTestCase {
         // its own run before its lease can run out.
         let keepalive = PostgresEndpoint.Keepalive()
         for lease in [2, 3, 10, 20, 30, 45, 60, 300, 3600] {
-            let q = try ClusterWorkQueue(
-                cluster: PostgresClusterConfig(address: .tcp(host: "127.0.0.1", port: 5432), username: "u", database: "d", leaseSeconds: lease),
-                holder: .init(host: "h", pid: 1))
+            let q = try PostgresClusterConfig(address: .tcp(host: "127.0.0.1", port: 5432), username: "u", database: "d", leaseSeconds: lease)
+                .workQueue(holder: .init(host: "h", pid: 1))
             let renewal = Double(q.renewalInterval.components.seconds) + Double(q.renewalInterval.components.attoseconds) / 1e18
             let earliestExpiry = Double(lease) - renewal  // after the holder went silent
             XCTAssertGreaterThanOrEqual(

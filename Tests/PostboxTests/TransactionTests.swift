@@ -320,7 +320,7 @@ final class TransactionTests: XCTestCase {
             let id = try postbox.transactionSync { tx -> Int64 in
                 let id = try tx.uploadQueue.nextItemId()
                 var item = UploadItem(id: id, peerId: PeerId(1), stagedPath: "/x", originalName: "x", size: 10, sha256: "ab", randomId: 99, enqueuedAt: 1)
-                item.extra["fingerprint"] = "123"
+                item.mimeType = "image/png"
                 try tx.uploadQueue.set(item)
                 for p in [0, 1, 2, 4] as [Int32] { try tx.uploadQueue.acknowledge(item: id, part: p) }
                 for i in 0..<5 {
@@ -332,7 +332,7 @@ final class TransactionTests: XCTestCase {
                 return id
             }
             try postbox.readSync { tx in
-                XCTAssertEqual(try tx.uploadQueue.get(id)?.extra["fingerprint"], "123")
+                XCTAssertEqual(try tx.uploadQueue.get(id)?.mimeType, "image/png")
                 XCTAssertEqual(try tx.uploadQueue.acknowledgedParts(item: id), [0, 1, 2, 4])
                 XCTAssertEqual(try tx.uploadQueue.committedPartCount(item: id), 3)
                 XCTAssertEqual(try tx.jobRuns.recent(job: "sync", limit: 2).map(\.runId), ["r2", "r1"])

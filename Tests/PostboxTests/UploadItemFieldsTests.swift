@@ -1,5 +1,6 @@
 import Foundation
 import Postbox
+import TestSupport
 import XCTest
 
 /// The typed fields of an upload item: key material that never prints, and a staging location
@@ -40,24 +41,68 @@ final class UploadItemFieldsTests: XCTestCase {
 
     func testAStagingLocationStoredAsStringsBeforeItWasTypedReadsTheSame() throws {
         // A row of an earlier build: the location only as entries of the string map.
-        var old = item()
-        old.extra = ["staging": "bucket", "staging.s3Key": "jobrun/uploads/account-0/0f3a", "staging.s3Bucket": "fleet", "mimeType": "image/jpeg"]
-        let decoded = try PostboxDecoder.decode(UploadItem.self, from: PostboxEncoder.encode(old))
+        let old = EarlierUploadRow(
+            item(), strings: ["staging": "bucket", "staging.s3Key": "jobrun/uploads/account-0/0f3a", "staging.s3Bucket": "fleet", "mimeType": "image/jpeg"])
+        let decoded = try old.decoded()
         XCTAssertEqual(decoded.staging, .bucket(S3StagedObject(key: "jobrun/uploads/account-0/0f3a", bucket: "fleet")))
-        XCTAssertEqual(decoded.extra, ["mimeType": "image/jpeg"], "the typed field is no longer among the extras")
+        XCTAssertEqual(decoded.mimeType, "image/jpeg")
         // Written again, it is stored under the same names: an earlier build reads it too.
         let bytes = PostboxEncoder.encode(decoded)
         XCTAssertEqual(try PostboxDecoder.decode(UploadItem.self, from: bytes), decoded)
-        XCTAssertEqual(bytes, PostboxEncoder.encode(old), "the same bytes as the earlier row")
+        XCTAssertEqual(bytes, old.bytes, "the same bytes as the earlier row")
 
         for (word, location) in [("link", UploadStagingLocation.link), ("copy", .copy)] {
-            var row = item()
-            row.extra = ["staging": word]
-            XCTAssertEqual(try PostboxDecoder.decode(UploadItem.self, from: PostboxEncoder.encode(row)).staging, location)
+            XCTAssertEqual(try EarlierUploadRow(item(), strings: ["staging": word]).decoded().staging, location)
         }
         var sent = decoded
         sent.staging = sent.staging?.released
         let reread = try PostboxDecoder.decode(UploadItem.self, from: PostboxEncoder.encode(sent))
         XCTAssertEqual(reread.staging, .bucket(nil), "a sent item's object is gone, the location stays a bucket")
+    }
+
+    func testEveryFieldAnEarlierBuildStoredAsStringsReadsTyped() throws {
+        let strings = [
+            "staging": "copy", "stat.mtimeNs": "1700000000123456789", "mimeType": "video/mp4", "documentId": "-42", "interruptions": "3",
+            "secret.decryptedSize": "100", "secret.stagedContainer": "1", "secret.containerSHA256": "c0ffee",
+        ]
+        let old = EarlierUploadRow(item(), strings: strings)
+        let decoded = try old.decoded()
+        XCTAssertEqual(decoded.staging, .copy)
+        XCTAssertEqual(decoded.stagedMtimeNs, 1_700_000_000_123_456_789)
+        XCTAssertEqual(decoded.mimeType, "video/mp4")
+        XCTAssertEqual(decoded.documentId, -42)
+        XCTAssertEqual(decoded.interruptions, 3)
+        XCTAssertEqual(decoded.secretDecryptedSize, 100)
+        XCTAssertEqual(decoded.stagedContainerSHA256, "c0ffee")
+        XCTAssertNil(decoded.legacySecretKey)
+        XCTAssertEqual(PostboxEncoder.encode(decoded), old.bytes, "stored again under the earlier names, byte for byte")
+        // The earlier build's reading of a row this build wrote: the same entries.
+        XCTAssertEqual(try PostboxDecoder.decode(EarlierUploadRow.self, from: PostboxEncoder.encode(decoded)).strings, strings)
+
+        // Entries derived from the key (an earlier build wrote them, nothing reads them) are
+        // dropped; a fresh item stores no entry at all.
+        let derived = try EarlierUploadRow(item(), strings: ["secret.keyFingerprint": "123", "secret.containerSize": "112"]).decoded()
+        XCTAssertEqual(try PostboxDecoder.decode(EarlierUploadRow.self, from: PostboxEncoder.encode(derived)).strings, [:])
+        XCTAssertEqual(derived, item())
+        XCTAssertEqual(decoded.interruptions, 3)
+        var settled = decoded
+        settled.interruptions = 0
+        XCTAssertNil(try PostboxDecoder.decode(EarlierUploadRow.self, from: PostboxEncoder.encode(settled)).strings["interruptions"])
+    }
+
+    func testKeyMaterialAnEarlierBuildStoredAsHexIsKeptUnprintedUntilConverted() throws {
+        let keyHex = String(repeating: "5a", count: 32)
+        let ivHex = String(repeating: "c3", count: 32)
+        let old = EarlierUploadRow(
+            item(), strings: ["secret.key": keyHex, "secret.iv": ivHex, "secret.padding": "0707", "secret.decryptedSize": "100"])
+        let decoded = try old.decoded()
+        XCTAssertEqual(decoded.legacySecretKey, LegacySecretKeyText(key: keyHex, iv: ivHex, padding: "0707"))
+        XCTAssertNil(decoded.secretKey)
+        var dumped = ""
+        dump(decoded, to: &dumped)
+        for text in ["\(decoded)", String(reflecting: decoded), dumped, "\(decoded.legacySecretKey!)"] {
+            XCTAssertFalse(text.contains(keyHex) || text.contains(ivHex) || text.contains("5a5a"), text)
+        }
+        XCTAssertEqual(PostboxEncoder.encode(decoded), old.bytes, "unconverted, it is stored as it was")
     }
 }

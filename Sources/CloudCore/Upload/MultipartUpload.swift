@@ -45,13 +45,6 @@ public final class MultipartUpload: Sendable {
     /// (or once per worker that starts before the first check ends).
     private let confirmedPeers = Mutex(Set<Int64>())
 
-    /// Item `extra` key of the staged file's modification time (ns) recorded at enqueue.
-    public static let mtimeField = "stat.mtimeNs"
-    /// Item `extra` key of the server's document id, once sent.
-    public static let documentIdField = "documentId"
-    /// Item `extra` key of an optional MIME type for the message.
-    public static let mimeTypeField = "mimeType"
-
     public init(
         client: CloudClient, postbox: Postbox, configuration: MultipartUploadConfiguration = MultipartUploadConfiguration(),
         uploads: ConfinedDirectory? = nil, observer: (@Sendable (MultipartUploadEvent) -> Void)? = nil
@@ -88,12 +81,12 @@ public final class MultipartUpload: Sendable {
         }
         if first.state == .sent, let mid = first.messageId {
             return MultipartUploadResult(
-                itemId: itemId, messageId: mid, documentId: Int64(first.extra[Self.documentIdField] ?? "") ?? 0,
+                itemId: itemId, messageId: mid, documentId: first.documentId ?? 0,
                 fileId: first.fileId, partsSent: 0, partsSkipped: 0, bytesSent: 0, restarts: 0, alreadySent: true)
         }
         let view = UploadItemView(
             id: itemId, path: first.stagedPath, size: first.stagedByteCount, sha256: first.stagedSHA256,
-            mtimeNs: first.extra[Self.mtimeField].flatMap { Int64($0) })
+            mtimeNs: first.stagedMtimeNs)
         if view.size == 0 { throw MultipartUploadError.emptyFile(path: view.path) }
         let (file, refreshedMtime) = try await UploadIO.run { [uploads] in try StagedFile.open(view, below: uploads) }
         let mtime = refreshedMtime ?? view.mtimeNs
@@ -193,7 +186,7 @@ public final class MultipartUpload: Sendable {
             let queue = try tx.uploadQueue
             guard var item = try queue.get(itemId) else { throw MultipartUploadError.itemNotFound(itemId) }
             if let lease, item.leaseHolder != lease.holder { throw MultipartUploadError.leaseLost(item: itemId, holder: item.leaseHolder) }
-            if let refreshedMtime { item.extra[Self.mtimeField] = String(refreshedMtime) }
+            if let refreshedMtime { item.stagedMtimeNs = refreshedMtime }
             var key: SecretUploadKey?
             if item.isSecret {
                 key = try SecretUploadKey.load(item)
@@ -202,7 +195,7 @@ public final class MultipartUpload: Sendable {
                     fresh.store(into: &item)
                     key = fresh
                     if item.fileId != 0 { try queue.resetParts(item: itemId); item.fileId = 0 }
-                } else if item.secretKey == nil {
+                } else if item.legacySecretKey != nil {
                     key?.store(into: &item)  // an earlier build's row: its hex key becomes the typed field
                 }
             }
@@ -406,7 +399,7 @@ public final class MultipartUpload: Sendable {
             sha256: key == nil ? item.sha256 : nil)
         return SendMediaRequest(
             peerId: item.peerId.rawValue, randomId: item.randomId, file: input,
-            mimeType: item.extra[Self.mimeTypeField] ?? (key == nil ? nil : "application/octet-stream"),
+            mimeType: item.mimeType ?? (key == nil ? nil : "application/octet-stream"),
             caption: item.caption.isEmpty ? nil : item.caption, partsWaitMs: partsWaitMs)
     }
 
@@ -426,8 +419,8 @@ public final class MultipartUpload: Sendable {
                 item.leaseHolder = ""
                 item.leaseUntil = 0
                 item.notBefore = 0
-                item.extra[Self.documentIdField] = String(documentId)
-                item.extra[UploadQueue.interruptionsField] = nil  // settled: no crash loop
+                item.documentId = documentId
+                item.interruptions = 0  // settled: no crash loop
                 try queue.set(item)
                 try queue.resetParts(item: itemId)
             })

@@ -13,11 +13,6 @@ import Postbox
 /// the item, in Postbox only). The send then reads the container as it is; only the
 /// host's own source file (or a hard link to it) ever holds the plaintext.
 struct SecretStagedContainer: Sendable {
-    /// `extra` field marking an item whose staged bytes are its container.
-    static let containerField = "secret.stagedContainer"
-    /// `extra` field holding the container's SHA-256 (hex).
-    static let containerSHA256Field = "secret.containerSHA256"
-
     var key: SecretUploadKey
     /// SHA-256 (hex) of the plaintext, recorded as the item's.
     var plaintextSHA256: String
@@ -30,8 +25,7 @@ struct SecretStagedContainer: Sendable {
     /// Records the key and the container's fields into `item`.
     func record(into item: inout UploadItem) {
         key.store(into: &item)
-        item.extra[Self.containerField] = "1"
-        item.extra[Self.containerSHA256Field] = containerSHA256
+        item.stagedContainerSHA256 = containerSHA256
     }
 
     /// Writes the container of the `size` plaintext bytes of `input` (`source` names it in
@@ -57,7 +51,7 @@ struct SecretStagedContainer: Sendable {
 
 extension UploadItem {
     /// Whether the staged bytes are the item's encrypted container (a secret item staged as a copy).
-    var isStagedAsContainer: Bool { extra[SecretStagedContainer.containerField] == "1" }
+    var isStagedAsContainer: Bool { stagedContainerSHA256 != nil }
 
     /// Size of the staged bytes: the container's for an item staged as one, else the file's.
     var stagedByteCount: Int64 {
@@ -66,6 +60,6 @@ extension UploadItem {
 
     /// SHA-256 (hex) of the staged bytes.
     var stagedSHA256: String {
-        isStagedAsContainer ? extra[SecretStagedContainer.containerSHA256Field] ?? "" : sha256
+        stagedContainerSHA256 ?? sha256
     }
 }

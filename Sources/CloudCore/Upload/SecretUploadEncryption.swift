@@ -10,17 +10,9 @@ import Postbox
 /// random padding bytes that fill the last block, the key fingerprint and the sizes.
 ///
 /// Stored in the item (Postbox only — the key material as `SecretKeyMaterial`, which never
-/// prints; the fingerprint and sizes in its `extra`) so that a resumed upload re-creates exactly
+/// prints, and the plaintext size it was made for) so that a resumed upload re-creates exactly
 /// the bytes it sent before: the container is a pure function of the plaintext and these values.
 struct SecretUploadKey: Sendable, Equatable {
-    /// Where rows written before the key material was typed keep it, as hex in `extra`.
-    static let legacyKeyField = "secret.key"
-    static let legacyIVField = "secret.iv"
-    static let legacyPaddingField = "secret.padding"
-    static let fingerprintField = "secret.keyFingerprint"
-    static let decryptedSizeField = "secret.decryptedSize"
-    static let containerSizeField = "secret.containerSize"
-
     var key: Data
     var iv: Data
     var padding: Data
@@ -37,25 +29,24 @@ struct SecretUploadKey: Sendable, Equatable {
     }
 
     /// Reads the item's key; nil if it has none yet. Throws on a damaged record. A row written
-    /// before the key material was typed holds it as hex in `extra`: it is read from there, and
-    /// `store(into:)` moves it into the typed field.
+    /// before the key material was typed holds it as hex text (`legacySecretKey`): it is read
+    /// from there, and `store(into:)` moves it into the typed field.
     static func load(_ item: UploadItem) throws -> SecretUploadKey? {
-        let extra = item.extra
         let material: SecretKeyMaterial?
         if let typed = item.secretKey {
             material = typed
-        } else if let k = extra[legacyKeyField] {
-            material = Data(hexString: k).flatMap { key in
-                extra[legacyIVField].flatMap { Data(hexString: $0) }.flatMap { iv in
-                    extra[legacyPaddingField].flatMap { Data(hexString: $0) }.map { SecretKeyMaterial(key: key, iv: iv, padding: $0) }
-                }
+        } else if let text = item.legacySecretKey {
+            material = Data(hexString: text.key).flatMap { key in
+                Data(hexString: text.iv).flatMap { iv in Data(hexString: text.padding).map { SecretKeyMaterial(key: key, iv: iv, padding: $0) } }
             }
             if material == nil { throw MultipartUploadError.corruptItem(item: item.id, reason: "secret key fields are damaged") }
+        } else if item.secretDecryptedSize != nil {
+            throw MultipartUploadError.corruptItem(item: item.id, reason: "secret key fields are damaged")
         } else {
             return nil
         }
         guard let material, material.key.count == 32, material.iv.count == 32, material.padding.count < 16,
-            let size = extra[decryptedSizeField].flatMap(Int64.init), size > 0,
+            let size = item.secretDecryptedSize, size > 0,
             UploadPlan.secretContainerSize(plaintextSize: size) - size == Int64(material.padding.count)
         else {
             throw MultipartUploadError.corruptItem(item: item.id, reason: "secret key fields are damaged")
@@ -63,13 +54,11 @@ struct SecretUploadKey: Sendable, Equatable {
         return SecretUploadKey(key: material.key, iv: material.iv, padding: material.padding, decryptedSize: size)
     }
 
-    /// Writes the key into `item`: its material typed, its fingerprint and sizes in `extra`.
+    /// Writes the key into `item`: its material and the plaintext size it was made for.
     func store(into item: inout UploadItem) {
         item.secretKey = SecretKeyMaterial(key: key, iv: iv, padding: padding)
-        for legacy in [Self.legacyKeyField, Self.legacyIVField, Self.legacyPaddingField] { item.extra[legacy] = nil }
-        item.extra[Self.fingerprintField] = String(fingerprint)
-        item.extra[Self.decryptedSizeField] = String(decryptedSize)
-        item.extra[Self.containerSizeField] = String(containerSize)
+        item.legacySecretKey = nil
+        item.secretDecryptedSize = decryptedSize
     }
 }
 

@@ -130,10 +130,10 @@ public final class UploadQueue: Sendable {
                             originalName: request.name ?? (request.path as NSString).lastPathComponent,
                             size: copy.size, sha256: copy.sha256, caption: request.caption, isSecret: request.secret,
                             randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
-                        item.extra[MultipartUpload.mtimeField] = String(copy.mtimeNs)
+                        item.stagedMtimeNs = copy.mtimeNs
                         item.staging = copy.linked ? .link : .copy
                         copy.container?.record(into: &item)
-                        if let mime = request.mimeType { item.extra[MultipartUpload.mimeTypeField] = mime }
+                        item.mimeType = request.mimeType
                         try queue.set(item)
                         items.append(item)
                     }
@@ -216,7 +216,7 @@ public final class UploadQueue: Sendable {
                 isSecret: request.secret, randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
             item.staging = stored.location
             staged?.record(into: &item)
-            if let mime = request.mimeType { item.extra[MultipartUpload.mimeTypeField] = mime }
+            item.mimeType = request.mimeType
             try queue.set(item)
             return item
         }
@@ -279,9 +279,6 @@ public final class UploadQueue: Sendable {
         }
     }
 
-    /// `extra` key counting the attempts in a row that ended with their process gone (killed,
-    /// crashed) or their lease run out, without settling.
-    public static let interruptionsField = "interruptions"
     /// Crash-loop protection: an item whose attempts ended this many times in a row without
     /// settling (the uploader died while sending it each time) fails with that reason instead of
     /// taking the uploader down again. Such interruptions never count as the item's attempts.
@@ -304,7 +301,7 @@ public final class UploadQueue: Sendable {
     /// An item found `uploading` is one whose last attempt never settled — its process was
     /// killed or crashed, or its lease ran out. That is not the item's fault: the attempt is
     /// given back (`attempts` counts only attempts that ended in a failure of the item) and
-    /// counted in `extra["interruptions"]` instead; after `maxInterruptions` in a row the item
+    /// counted in the item's `interruptions` instead; after `maxInterruptions` in a row the item
     /// fails (crash-loop protection).
     public func claim(lease: UploadLease, excluding: Set<Int64> = [], now: Int64 = MultipartUpload.nowMs()) async throws -> Claim {
         try await postbox.transaction { tx in
@@ -318,7 +315,7 @@ public final class UploadQueue: Sendable {
                 if !item.leaseHolder.isEmpty, item.leaseUntil > now, UploadLeaseHolder.isAlive(item.leaseHolder) {
                     return true
                 }
-                if item.state == .uploading, Self.interruptions(item) + 1 >= Self.maxInterruptions {
+                if item.state == .uploading, item.interruptions + 1 >= Self.maxInterruptions {
                     crashLooping.append(item)
                     return true
                 }
@@ -330,8 +327,8 @@ public final class UploadQueue: Sendable {
                 return false
             }
             for var looping in crashLooping {
-                let count = Self.interruptions(looping) + 1
-                looping.extra[Self.interruptionsField] = String(count)
+                looping.interruptions += 1
+                let count = looping.interruptions
                 looping.attempts = max(0, looping.attempts - 1)
                 looping.leaseHolder = ""
                 looping.leaseUntil = 0
@@ -343,7 +340,7 @@ public final class UploadQueue: Sendable {
             guard var item = found else { return earliest.map { .waiting(until: $0) } ?? .none }
             if item.state == .uploading {
                 item.attempts = max(0, item.attempts - 1)  // the unsettled attempt was not the item's failure
-                item.extra[Self.interruptionsField] = String(Self.interruptions(item) + 1)
+                item.interruptions += 1
             }
             item.leaseHolder = lease.holder
             item.leaseUntil = now + lease.durationMs
@@ -376,7 +373,7 @@ public final class UploadQueue: Sendable {
             let queue = try tx.uploadQueue
             guard var item = try queue.get(itemId), item.leaseHolder == lease.holder else { return nil }
             if item.state == .sent { return .sent }
-            item.extra[Self.interruptionsField] = nil  // the attempt settled: no crash loop
+            item.interruptions = 0  // the attempt settled: no crash loop
             item.leaseHolder = ""
             item.leaseUntil = 0
             switch outcome {
@@ -461,9 +458,5 @@ public final class UploadQueue: Sendable {
             }
             return removed
         }
-    }
-
-    static func interruptions(_ item: UploadItem) -> Int {
-        Int(item.extra[interruptionsField] ?? "") ?? 0
     }
 }

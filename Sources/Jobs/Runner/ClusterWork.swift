@@ -1,4 +1,5 @@
 import Foundation
+import Postbox
 import Synchronization
 
 /// A scheduler's share of the cluster's work (`ClusterWorkQueue`): at a due fire it adds the
@@ -15,7 +16,7 @@ import Synchronization
 /// over), it cancels the run — its transfers and file writes stop — logs `scheduler.fenced`, and
 /// hands the item back only if the claim's fencing token still holds it.
 final class ClusterWork: Sendable {
-    let queue: ClusterWorkQueue
+    let queue: any ClusterWorkQueue
     /// The jobs whose worker runs on this host.
     private let workers = Mutex<Set<String>>([])
     /// The items of recent fires not yet claimed here nor reported as claimed elsewhere.
@@ -25,7 +26,7 @@ final class ClusterWork: Sendable {
     /// Whether the last attempt to listen for news succeeded (a failure is logged once).
     private let listening = Mutex(true)
 
-    init(queue: ClusterWorkQueue) { self.queue = queue }
+    init(queue: any ClusterWorkQueue) { self.queue = queue }
 
     /// How often the scheduler's loop looks for news: the longest a new item waits for a host
     /// with nothing to do, beside the claim itself.
@@ -59,7 +60,7 @@ final class ClusterWork: Sendable {
     func enqueue(_ job: JobFile, due: Date, log: JobLogger) async {
         do {
             try await queue.enqueue(job: job.name, accounts: job.accounts, fire: due)
-            await watched.watch(job: job.name, fireMs: ClusterWorkQueue.milliseconds(due), accounts: job.accounts)
+            await watched.watch(job: job.name, fireMs: ClusterWorkItem.milliseconds(due), accounts: job.accounts)
         } catch {
             log.warning("scheduler.claim_failed", ["due": .string(Self.time(due)), "error": .string("\(error)")])
         }
@@ -73,17 +74,17 @@ final class ClusterWork: Sendable {
             let queue = self.queue
             let log = logger.with(job: job.name, run: nil)
             // The next item, claimed by the statement that finished the previous one.
-            var carried: (claim: ClusterWorkQueue.Claim, sentAt: ContinuousClock.Instant)?
+            var carried: (claim: ClusterWorkClaim, sentAt: ContinuousClock.Instant)?
             var drained = false
             while !Task.isCancelled, !drained {
-                let claim: ClusterWorkQueue.Claim
+                let claim: ClusterWorkClaim
                 let claimSentAt: ContinuousClock.Instant  // the lease counts from no earlier than this
                 if let next = carried {
                     (claim, claimSentAt) = next
                     carried = nil
                 } else {
                     claimSentAt = ContinuousClock.now
-                    let found: ClusterWorkQueue.Claim?
+                    let found: ClusterWorkClaim?
                     do { found = try await queue.claim(job: job.name) } catch {
                         log.warning("scheduler.claim_failed", ["error": .string("\(error)")])
                         return
@@ -163,7 +164,7 @@ final class ClusterWork: Sendable {
     /// succeeded for `fenceInterval` (counted from when the last good one was sent, so the lease
     /// the server extended then has not yet run out).
     private static func hold(
-        _ claim: ClusterWorkQueue.Claim, sentAt: ContinuousClock.Instant, queue: ClusterWorkQueue, log: JobLogger,
+        _ claim: ClusterWorkClaim, sentAt: ContinuousClock.Instant, queue: any ClusterWorkQueue, log: JobLogger,
         fence: @escaping @Sendable () -> Void
     ) async -> Bool {
         let item = claim.item

@@ -1,4 +1,5 @@
 import Foundation
+import Postbox
 
 /// The long-running `jobrun schedule`: fires each enabled job when its schedule is due (unless
 /// it is paused, see `JobSuspension`), several
@@ -13,9 +14,9 @@ public struct Scheduler: Sendable {
     public var runAllAtStart: Bool
     /// With shared stores: each scheduled fire of each (job, account) is a work item that the
     /// hosts claim one at a time, run once, and take over from a host that died.
-    public var workQueue: ClusterWorkQueue?
+    public var workQueue: (any ClusterWorkQueue)?
 
-    public init(jobs: [JobFile], runner: JobRunner, logger: JobLogger, runAllAtStart: Bool = false, workQueue: ClusterWorkQueue? = nil) {
+    public init(jobs: [JobFile], runner: JobRunner, logger: JobLogger, runAllAtStart: Bool = false, workQueue: (any ClusterWorkQueue)? = nil) {
         self.jobs = jobs.filter { $0.enabled && ($0.schedule != nil || runAllAtStart) }
         self.runner = runner
         self.logger = logger

@@ -45,8 +45,24 @@ public struct UploadItem: PostboxCoding, Sendable, Equatable {
     /// Where the bytes were put at enqueue: a link or a copy in the uploads directory, or an
     /// object in a bucket (nil in a row written before it was recorded).
     public var staging: UploadStagingLocation?
-    /// Kind-specific extras (e.g. the secret-chat key fingerprint and decrypted size).
-    public var extra: [String: String]
+    /// A secret item's key material as an earlier build stored it (hex text), until the
+    /// uploader moves it into `secretKey` (never printed either).
+    public var legacySecretKey: LegacySecretKeyText?
+    /// The plaintext size a secret item's key was made for (with `secretKey`).
+    public var secretDecryptedSize: Int64?
+    /// SHA-256 (hex) of a secret item's encrypted container, when the container is what was
+    /// staged (nil: the staged bytes are the plaintext).
+    public var stagedContainerSHA256: String?
+    /// Modification time (ns) of the staged file as last seen: at enqueue, and again when an
+    /// upload finds it moved with the same bytes.
+    public var stagedMtimeNs: Int64?
+    /// The MIME type the message is sent with (nil: none given).
+    public var mimeType: String?
+    /// The server's document id, once sent.
+    public var documentId: Int64?
+    /// Attempts in a row that ended with their process gone (killed, crashed) or their lease run
+    /// out, without settling.
+    public var interruptions: Int
 
     public init(
         id: Int64, peerId: PeerId, stagedPath: String, originalName: String, size: Int64, sha256: String,
@@ -74,7 +90,13 @@ public struct UploadItem: PostboxCoding, Sendable, Equatable {
         self.enqueuedAt = enqueuedAt
         self.secretKey = nil
         self.staging = nil
-        self.extra = [:]
+        self.legacySecretKey = nil
+        self.secretDecryptedSize = nil
+        self.stagedContainerSHA256 = nil
+        self.stagedMtimeNs = nil
+        self.mimeType = nil
+        self.documentId = nil
+        self.interruptions = 0
     }
 
     public init(decoder d: PostboxDecoder) throws {
@@ -98,9 +120,15 @@ public struct UploadItem: PostboxCoding, Sendable, Equatable {
         leaseHolder = d.decodeString(forKey: "lh") ?? ""
         leaseUntil = d.decodeInt64(forKey: "lu") ?? 0
         enqueuedAt = d.decodeInt64(forKey: "at") ?? 0
-        var extra = d.decodeStringDictionary(keysKey: "xk", valuesKey: "xv")
-        staging = UploadStagingFieldKeys.take(from: &extra)
-        self.extra = extra
+        let fields = UploadItemStringFields(d.decodeStringDictionary(keysKey: "xk", valuesKey: "xv"))
+        staging = fields.staging
+        legacySecretKey = fields.legacySecretKey
+        secretDecryptedSize = fields.secretDecryptedSize
+        stagedContainerSHA256 = fields.stagedContainerSHA256
+        stagedMtimeNs = fields.stagedMtimeNs
+        mimeType = fields.mimeType
+        documentId = fields.documentId
+        interruptions = fields.interruptions
         if let key = d.decodeBytes(forKey: "sk"), let iv = d.decodeBytes(forKey: "siv"), let padding = d.decodeBytes(forKey: "spad") {
             secretKey = SecretKeyMaterial(key: key, iv: iv, padding: padding)
         } else {
@@ -129,7 +157,7 @@ public struct UploadItem: PostboxCoding, Sendable, Equatable {
         e.encode(leaseHolder, forKey: "lh")
         e.encode(leaseUntil, forKey: "lu")
         e.encode(enqueuedAt, forKey: "at")
-        e.encode(UploadStagingFieldKeys.put(staging, into: extra), keysKey: "xk", valuesKey: "xv")
+        e.encode(UploadItemStringFields.entries(of: self), keysKey: "xk", valuesKey: "xv")
         if let secretKey {
             e.encode(secretKey.key, forKey: "sk")
             e.encode(secretKey.iv, forKey: "siv")

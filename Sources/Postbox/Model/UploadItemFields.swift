@@ -1,10 +1,19 @@
 import Foundation
 
+/// A value that never prints: its description, debug description and mirror say only that it is
+/// redacted, so no log line, error, `dump` or test failure that shows it (or an item holding it)
+/// shows what it holds.
+public protocol RedactedWhenPrinted: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {}
+
+extension RedactedWhenPrinted {
+    public var description: String { "\(Self.self)(redacted)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+}
+
 /// The key material of a secret chat's file: the AES-256 key, the 32-byte IGE IV and the random
-/// padding that fills the last block. It never prints: its description, debug description and
-/// mirror say only that it is redacted, so no log line, error, `dump` or test failure that shows
-/// an item shows the key.
-public struct SecretKeyMaterial: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+/// padding that fills the last block.
+public struct SecretKeyMaterial: Sendable, Equatable, RedactedWhenPrinted {
     public let key: Data
     public let iv: Data
     public let padding: Data
@@ -14,10 +23,6 @@ public struct SecretKeyMaterial: Sendable, Equatable, CustomStringConvertible, C
         self.iv = iv
         self.padding = padding
     }
-
-    public var description: String { "SecretKeyMaterial(redacted)" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 }
 
 /// An enqueued file's bytes in an S3 bucket: the object's key and the bucket's name (for
@@ -63,36 +68,91 @@ public enum UploadStagingLocation: Sendable, Equatable {
     }
 }
 
-/// How an `UploadItem`'s staging location is stored: as entries of its string map under the
-/// names rows have always used, so rows written before the location was typed read the same,
-/// and an older build reads new rows.
-enum UploadStagingFieldKeys {
+/// A secret item's key material as rows of an earlier build hold it: hex text of the key, the IV
+/// and the padding.
+public struct LegacySecretKeyText: Sendable, Equatable, RedactedWhenPrinted {
+    public let key: String
+    public let iv: String
+    public let padding: String
+
+    public init(key: String, iv: String, padding: String) {
+        self.key = key
+        self.iv = iv
+        self.padding = padding
+    }
+}
+
+/// How an `UploadItem`'s typed fields other than its key material are stored: as entries of
+/// its string map under the names rows have always used, so a row written before the fields
+/// were typed reads the same, and an earlier build reads a new row. Entries no field reads
+/// (an earlier build's key fingerprint and container size, derived from the key) are dropped.
+struct UploadItemStringFields {
     static let staging = "staging"
     static let s3Key = "staging.s3Key"
     static let s3Bucket = "staging.s3Bucket"
+    static let legacyKey = "secret.key"
+    static let legacyIV = "secret.iv"
+    static let legacyPadding = "secret.padding"
+    static let decryptedSize = "secret.decryptedSize"
+    static let stagedContainer = "secret.stagedContainer"
+    static let containerSHA256 = "secret.containerSHA256"
+    static let mtime = "stat.mtimeNs"
+    static let mimeType = "mimeType"
+    static let documentId = "documentId"
+    static let interruptions = "interruptions"
 
-    /// Moves the location out of `extra`.
-    static func take(from extra: inout [String: String]) -> UploadStagingLocation? {
-        let location: UploadStagingLocation?
-        switch extra[staging] {
-        case "link"?: location = .link
-        case "copy"?: location = .copy
-        case "bucket"?: location = .bucket(extra[s3Key].map { S3StagedObject(key: $0, bucket: extra[s3Bucket] ?? "") })
-        default: location = nil
+    var staging: UploadStagingLocation?
+    var legacySecretKey: LegacySecretKeyText?
+    var secretDecryptedSize: Int64?
+    var stagedContainerSHA256: String?
+    var stagedMtimeNs: Int64?
+    var mimeType: String?
+    var documentId: Int64?
+    var interruptions: Int
+
+    /// The fields stored in `map`.
+    init(_ map: [String: String]) {
+        switch map[Self.staging] {
+        case "link"?: staging = .link
+        case "copy"?: staging = .copy
+        case "bucket"?: staging = .bucket(map[Self.s3Key].map { S3StagedObject(key: $0, bucket: map[Self.s3Bucket] ?? "") })
+        default: staging = nil
         }
-        if location != nil { for name in [staging, s3Key, s3Bucket] { extra[name] = nil } }
-        return location
+        if let key = map[Self.legacyKey] {
+            legacySecretKey = LegacySecretKeyText(key: key, iv: map[Self.legacyIV] ?? "", padding: map[Self.legacyPadding] ?? "")
+        }
+        secretDecryptedSize = map[Self.decryptedSize].flatMap { Int64($0) }
+        stagedContainerSHA256 = map[Self.stagedContainer] == "1" ? map[Self.containerSHA256] ?? "" : nil
+        stagedMtimeNs = map[Self.mtime].flatMap { Int64($0) }
+        mimeType = map[Self.mimeType]
+        documentId = map[Self.documentId].flatMap { Int64($0) }
+        interruptions = map[Self.interruptions].flatMap { Int($0) } ?? 0
     }
 
-    /// `extra` with the location put back under its names.
-    static func put(_ location: UploadStagingLocation?, into extra: [String: String]) -> [String: String] {
-        guard let location else { return extra }
-        var all = extra
-        all[staging] = location.word
-        if let object = location.bucketObject {
-            all[s3Key] = object.key
-            all[s3Bucket] = object.bucket
+    /// `item`'s fields as map entries.
+    static func entries(of item: UploadItem) -> [String: String] {
+        var map: [String: String] = [:]
+        if let location = item.staging {
+            map[staging] = location.word
+            if let object = location.bucketObject {
+                map[s3Key] = object.key
+                map[s3Bucket] = object.bucket
+            }
         }
-        return all
+        if let legacy = item.legacySecretKey {
+            map[legacyKey] = legacy.key
+            map[legacyIV] = legacy.iv
+            map[legacyPadding] = legacy.padding
+        }
+        map[decryptedSize] = item.secretDecryptedSize.map { String($0) }
+        if let sha = item.stagedContainerSHA256 {
+            map[stagedContainer] = "1"
+            map[containerSHA256] = sha
+        }
+        map[mtime] = item.stagedMtimeNs.map { String($0) }
+        map[mimeType] = item.mimeType
+        map[documentId] = item.documentId.map { String($0) }
+        if item.interruptions != 0 { map[interruptions] = String(item.interruptions) }
+        return map
     }
 }

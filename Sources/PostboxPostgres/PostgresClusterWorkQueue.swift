@@ -1,82 +1,24 @@
 import Foundation
-import PostboxPostgres
+import Postbox
 import PostgresNIO
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// The work of the `jobrun schedule` hosts sharing a store: one item per (job, account, fire) in
+/// The cluster's work queue on its PostgreSQL database: one row per (job, account, fire) in
 /// `<prefix>_cluster.work_items`. At a due fire every host inserts the job's items
 /// (`INSERT … ON CONFLICT DO NOTHING`, the way graphile-worker de-duplicates identical crontabs),
-/// then each claims items one at a time (`FOR UPDATE SKIP LOCKED`): an item is claimed by one
-/// host, which holds it under a lease it renews while the run lasts and marks it done at the
-/// end. An item whose lease ran out (its host died or was cut off) is claimed again by another
-/// host: that is the takeover. Done items older than a week are pruned as new ones are added.
-///
-/// Fencing: each claim raises the item's `claims` count, and the claim's `generation` is that
-/// count. Renewing, finishing and handing back check it with the holder, so a holder whose item
-/// has been taken over since — even by the same process — has its writes refused. A holder that
-/// cannot renew stops its run by itself before the lease can run out (`fenceInterval`), and a
-/// takeover waits `takeoverGraceSeconds` past the lease, until the server has also let go of the
-/// cut holder's run lock. Every call has a deadline (`queryTimeout`): a cut link fails it
-/// instead of hanging.
+/// then each claims items one at a time (`FOR UPDATE SKIP LOCKED`). A claim raises the row's
+/// `claims` count, which is the claim's `generation`; renewing, finishing and handing back
+/// update only a row whose holder and count are still the claim's.
 ///
 /// News: adding items and handing one back notify the channel `<prefix>_cluster_work`
-/// (`pg_notify`); a host that `listen`s claims them at once instead of at its next poll, which
-/// remains for leases that ran out (they send nothing).
-public actor ClusterWorkQueue {
-    /// One scheduled fire of one job for one account.
-    public struct Item: Sendable, Hashable, CustomStringConvertible {
-        public var job: String
-        public var account: Int64
-        /// The fire time, Unix milliseconds.
-        public var fireMs: Int64
-
-        public init(job: String, account: Int64, fireMs: Int64) {
-            self.job = job
-            self.account = account
-            self.fireMs = fireMs
-        }
-
-        public var fire: Date { Date(timeIntervalSince1970: Double(fireMs) / 1000) }
-        public var description: String { "\(job) account \(account) fire \(fireMs)" }
-    }
-
-    /// A host's process holding items: `pid 123 on host-b`.
-    public struct Holder: Sendable, Hashable, CustomStringConvertible {
-        public var host: String
-        public var pid: Int32
-
-        public init(host: String, pid: Int32) {
-            self.host = host
-            self.pid = pid
-        }
-
-        public var description: String { "pid \(pid) on \(host)" }
-    }
-
-    /// An item this host now holds; `previousHolder` is set when it was taken over from a holder
-    /// whose lease had run out. `generation` is the fencing token of this claim: the item's claim
-    /// count, which the next claim of the item raises.
-    public struct Claim: Sendable {
-        public var item: Item
-        public var previousHolder: Holder?
-        public var generation: Int
-    }
-
-    /// Items of a fire claimed by another holder.
-    public struct ElsewhereClaim: Sendable {
-        public var account: Int64
-        public var holder: Holder
-    }
-
-    public let holder: Holder
-    /// How long a claim holds without renewal.
-    public let leaseSeconds: Int
-    /// After how long the server ends the session of a silent peer (its run locks with it); nil
-    /// over a Unix socket, where no peer goes silent without its socket closing.
-    public let keepaliveBoundSeconds: Int?
+/// (`pg_notify`), on which `listen` keeps a connection of its own.
+public actor PostgresClusterWorkQueue: ClusterWorkQueue {
+    public nonisolated let holder: ClusterWorkHolder
+    public nonisolated let leaseSeconds: Int
+    public nonisolated let keepaliveBoundSeconds: Int?
     private let endpoint: PostgresEndpoint
     private let table: String
     /// The notification channel of `table`'s news.
@@ -87,56 +29,24 @@ public actor ClusterWorkQueue {
     /// Blocking calls run here, never on the cooperative pool.
     private let queue = DispatchQueue(label: "jobrun.cluster-work-queue")
 
-    public init(cluster: PostgresClusterConfig, holder: Holder = Holder(host: ProcessInfo.processInfo.hostName, pid: getpid())) throws(JobError) {
-        let endpoint = try cluster.endpoint()
+    /// The queue in schema `<schemaPrefix>_cluster` of `endpoint`'s database, claiming for
+    /// `holder` under leases of `leaseSeconds`.
+    public init(endpoint: PostgresEndpoint, schemaPrefix: String, leaseSeconds: Int, holder: ClusterWorkHolder) {
         self.endpoint = endpoint
-        self.table = "\"\(cluster.schemaPrefix)_cluster\".work_items"
-        self.channel = "\(cluster.schemaPrefix)_cluster_work"
+        self.table = "\"\(schemaPrefix)_cluster\".work_items"
+        self.channel = "\(schemaPrefix)_cluster_work"
         self.holder = holder
-        self.leaseSeconds = cluster.leaseSeconds
+        self.leaseSeconds = leaseSeconds
         // Over a Unix socket the server sees a dead holder's socket close at once.
         if case .tcp = endpoint.address { self.keepaliveBoundSeconds = endpoint.keepalive.boundSeconds } else { self.keepaliveBoundSeconds = nil }
     }
 
-    /// The lease renewal period: a third of the lease, so two renewals can be lost before it runs out.
-    public nonisolated var renewalInterval: Duration { .milliseconds(leaseSeconds * 1000 / 3) }
-
-    /// How often a host looks for items to take over: a third of the lease, at most 5 s. A dead
-    /// host's item is taken over within `leaseSeconds + takeoverGraceSeconds` plus this.
-    public nonisolated var pollInterval: Duration { .milliseconds(min(5000, max(1000, leaseSeconds * 1000 / 3))) }
-
-    /// How long a holder may go on acting after sending the last renewal that succeeded: the
-    /// lease less a margin for clock drift and scheduling delays (a sixth of the lease, at least
-    /// 1 s). Past it the holder stops its run (self-fencing): the lease, counted by the server
-    /// from when it received that renewal, has not run out yet.
-    public nonisolated var fenceInterval: Duration { .milliseconds(leaseSeconds * 1000 - Self.driftMarginMs(leaseSeconds: leaseSeconds)) }
-
-    static func driftMarginMs(leaseSeconds: Int) -> Int { max(1000, leaseSeconds * 1000 / 6) }
-
-    /// How long past an expired lease a takeover waits, so that it always finds the cut
-    /// holder's run lock free. That lock's session is ended by the server's keepalives at most
-    /// `keepalive.boundSeconds` after the holder's last packet, while its lease can have been
-    /// renewed last a renewal interval before it went silent and so run out
-    /// `leaseSeconds − renewal interval` after: the grace covers the difference, plus 3 s for the
-    /// kernel's timers. None over a Unix socket.
-    public nonisolated var takeoverGraceSeconds: Int {
-        guard let bound = keepaliveBoundSeconds else { return 0 }
-        return max(0, bound - (leaseSeconds - (leaseSeconds + 2) / 3)) + 3
-    }
-
-    /// The deadline of every call: the renewal interval, at least 1 s. A call that has no answer
-    /// by then fails (and its connection is closed), so a cut link never holds up the renewal or
-    /// the fence.
-    public nonisolated var queryTimeout: Double { max(1, Double(leaseSeconds) / 3) }
-
-    /// Adds the items of `job`'s fire at `fire` for `accounts` (those another host added are
-    /// left as they are); returns how many this call added. Prunes done items older than a week.
     @discardableResult
     public func enqueue(job: String, accounts: [Int64], fire: Date) async throws -> Int {
         let (table, timeout, news) = (self.table, self.queryTimeout, self.news)
         var bindings = PostgresBindings()
         bindings.append(job)
-        bindings.append(Self.milliseconds(fire))
+        bindings.append(ClusterWorkItem.milliseconds(fire))
         bindings.append(accounts)
         let binds = bindings
         return try await perform { session in
@@ -151,9 +61,7 @@ public actor ClusterWorkQueue {
         }
     }
 
-    /// Claims the oldest item of `job` that is pending or whose lease ran out, or nil when there
-    /// is none. Items other hosts are claiming at this instant are skipped, not waited for.
-    public func claim(job: String) async throws -> Claim? {
+    public func claim(job: String) async throws -> ClusterWorkClaim? {
         let (table, timeout) = (self.table, self.queryTimeout)
         var bindings = PostgresBindings()
         bindings.append(job)
@@ -201,7 +109,7 @@ public actor ClusterWorkQueue {
     }
 
     /// The claim in `row`'s columns from `first` on (those `claimingSQL` returns).
-    private static func claim(from row: PostgresRow, at first: Int) throws -> Claim {
+    private static func claim(from row: PostgresRow, at first: Int) throws -> ClusterWorkClaim {
         let cells = Array(row)
         let job = try cells[first].decode(String.self)
         let account = try cells[first + 1].decode(Int64.self)
@@ -210,13 +118,11 @@ public actor ClusterWorkQueue {
         let previousHost = try cells[first + 4].decode(String?.self)
         let previousPid = try cells[first + 5].decode(Int?.self)
         let generation = try cells[first + 6].decode(Int.self)
-        let previous = was == "running" ? previousHost.map { Holder(host: $0, pid: Int32(previousPid ?? 0)) } : nil
-        return Claim(item: Item(job: job, account: account, fireMs: fireMs), previousHolder: previous, generation: generation)
+        let previous = was == "running" ? previousHost.map { ClusterWorkHolder(host: $0, pid: Int32(previousPid ?? 0)) } : nil
+        return ClusterWorkClaim(item: ClusterWorkItem(job: job, account: account, fireMs: fireMs), previousHolder: previous, generation: generation)
     }
 
-    /// Extends this claim's lease; false when the item is no longer held under it (its lease ran
-    /// out and it was claimed again).
-    public func renew(_ claim: Claim) async throws -> Bool {
+    public func renew(_ claim: ClusterWorkClaim) async throws -> Bool {
         let (table, lease, timeout) = (self.table, self.leaseSeconds, self.queryTimeout)
         var bindings = holding(claim)
         bindings.append(lease)
@@ -227,10 +133,8 @@ public actor ClusterWorkQueue {
         }
     }
 
-    /// Marks the claimed item done with the run's outcome; false when it was no longer held
-    /// under this claim.
     @discardableResult
-    public func finish(_ claim: Claim, outcome: String) async throws -> Bool {
+    public func finish(_ claim: ClusterWorkClaim, outcome: String) async throws -> Bool {
         let (table, timeout) = (self.table, self.queryTimeout)
         var bindings = holding(claim)
         bindings.append(outcome)
@@ -242,10 +146,8 @@ public actor ClusterWorkQueue {
         }
     }
 
-    /// Marks the claimed item done with the run's outcome and claims the next item of its job in
-    /// the same statement (one round trip per item instead of two): whether the item was still
-    /// held under this claim, and the next claim, nil when the job has nothing claimable.
-    public func finishAndClaimNext(_ claim: Claim, outcome: String) async throws -> (finished: Bool, next: Claim?) {
+    /// One statement: one round trip per item instead of two.
+    public func finishAndClaimNext(_ claim: ClusterWorkClaim, outcome: String) async throws -> (finished: Bool, next: ClusterWorkClaim?) {
         let (table, timeout) = (self.table, self.queryTimeout)
         var bindings = holding(claim)
         bindings.append(outcome)
@@ -265,11 +167,8 @@ public actor ClusterWorkQueue {
         }
     }
 
-    /// Hands the claimed item back unfinished (this host is stopping, or fenced itself): another
-    /// host claims it at once. False, and nothing changed, when it was no longer held under
-    /// this claim.
     @discardableResult
-    public func release(_ claim: Claim) async throws -> Bool {
+    public func release(_ claim: ClusterWorkClaim) async throws -> Bool {
         let (table, timeout, news) = (self.table, self.queryTimeout, self.news)
         let binds = holding(claim)
         return try await perform { session in
@@ -289,9 +188,7 @@ public actor ClusterWorkQueue {
         return binds
     }
 
-    /// Calls `onNews` whenever a host adds items or hands one back, over a connection of its own
-    /// that listens on the queue's channel. Call it at every poll: it opens the connection when
-    /// there is none or it was lost (the server restarted), and does nothing otherwise.
+    /// Listens on the queue's channel over a connection of its own.
     public func listen(_ onNews: @escaping @Sendable () -> Void) async throws {
         if let listener, !listener.isClosed { return }
         listener = nil
@@ -317,8 +214,7 @@ public actor ClusterWorkQueue {
         queue.async { closing.value.close() }
     }
 
-    /// The items of `job`'s fire at `fireMs` that another holder has claimed (running or done).
-    public func claimedElsewhere(job: String, fireMs: Int64) async throws -> [ElsewhereClaim] {
+    public func claimedElsewhere(job: String, fireMs: Int64) async throws -> [ClusterElsewhereClaim] {
         let (table, holder, timeout) = (self.table, self.holder, self.queryTimeout)
         var bindings = PostgresBindings()
         bindings.append(job)
@@ -332,7 +228,7 @@ public actor ClusterWorkQueue {
                 binds, timeout: timeout
             ).map { row in
                 let (account, host, pid) = try row.decode((Int64, String, Int).self)
-                return ElsewhereClaim(account: account, holder: Holder(host: host, pid: Int32(pid)))
+                return ClusterElsewhereClaim(account: account, holder: ClusterWorkHolder(host: host, pid: Int32(pid)))
             }
         }
     }
@@ -342,7 +238,7 @@ public actor ClusterWorkQueue {
     private static let heldByMe =
         "job = $1 AND account = $2 AND fire_ms = $3 AND state = 'running' AND holder_host = $4 AND holder_pid = $5 AND claims = $6"
 
-    private func holding(_ claim: Claim) -> PostgresBindings {
+    private func holding(_ claim: ClusterWorkClaim) -> PostgresBindings {
         var binds = PostgresBindings()
         binds.append(claim.item.job)
         binds.append(claim.item.account)
@@ -352,9 +248,6 @@ public actor ClusterWorkQueue {
         binds.append(claim.generation)
         return binds
     }
-
-    /// `date` in Unix milliseconds, as items keep their fire.
-    public static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
 
     /// Runs `body` with the session on the blocking queue; a lost connection is opened again
     /// at the next call.
