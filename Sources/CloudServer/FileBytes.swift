@@ -76,12 +76,16 @@ final class FileBytes: Sendable {
     /// The parts a client is told to use for a file (`FilePartRules.preferredPartSize`), whose
     /// hashes a server keeps with the file: one part for a file of at most 1 MiB (whatever power
     /// of two the client picks to cover it, the part holds the same bytes), 128 KiB parts below
-    /// 10 MiB, 1 MiB parts above.
+    /// 10 MiB, 1 MiB parts above. Below 10 MiB the 1 MiB parts too: a client on a fast link
+    /// takes whole 1 MiB blocks of such a file (a video's prefix) in one part.
     static func standardParts(size: Int64) -> [(offset: Int64, count: Int)] {
         guard size > 0 else { return [] }
         if size <= FilePartRules.maxPartSize { return [(0, Int(size))] }
+        func parts(_ step: Int64) -> [(offset: Int64, count: Int)] {
+            stride(from: Int64(0), to: size, by: Int(step)).map { ($0, Int(min(step, size - $0))) }
+        }
         let step = FilePartRules.preferredPartSize(fileSize: size)
-        return stride(from: Int64(0), to: size, by: Int(step)).map { ($0, Int(min(step, size - $0))) }
+        return step < FilePartRules.maxPartSize ? parts(step) + parts(FilePartRules.maxPartSize) : parts(step)
     }
 
     /// Computes the part hashes of `files` (plain, not secret) on a background queue, one file after

@@ -6,6 +6,8 @@ import Hummingbird
 
 /// `GET|HEAD /plain/<fileId>` with standard Range support, so curl and aria2c fetch the same
 /// bytes as the protocol client. Bodies are generated in 256 KiB chunks as they are written.
+/// `?prefix=N` serves the first N bytes as if they were the whole file: a tool without a
+/// byte-range option (aria2c) fetches a prefix that way.
 extension ServerCore {
     func plain(_ request: Request, idString: Substring) async throws -> Response {
         guard let id = Int64(idString), let file = file(id) else {
@@ -17,17 +19,18 @@ extension ServerCore {
         headers[.acceptRanges] = "bytes"
         headers[.contentType] = "application/octet-stream"
         headers[HTTPField.Name(CloudHeader.fileSize)!] = String(file.size)
+        let size = request.int64Query("prefix").map { min(max(0, $0), file.size) } ?? file.size
         let range: Range<Int64>
         var status = HTTPResponse.Status.ok
-        switch ByteRange.parse(request.headers[.range], size: file.size) {
+        switch ByteRange.parse(request.headers[.range], size: size) {
         case .full:
-            range = 0..<file.size
+            range = 0..<size
         case .partial(let r):
             range = r
             status = .partialContent
-            headers[.contentRange] = "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(file.size)"
+            headers[.contentRange] = "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(size)"
         case .unsatisfiable:
-            headers[.contentRange] = "bytes */\(file.size)"
+            headers[.contentRange] = "bytes */\(size)"
             return Response(status: .rangeNotSatisfiable, headers: headers)
         }
         headers[.contentLength] = String(range.count)

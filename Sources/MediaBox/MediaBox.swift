@@ -229,7 +229,13 @@ public final class MediaBox: Sendable {
                 try storageBox.touch([key], at: Self.now())
                 return (d, false)
             }
-            acquired = try MediaBoxPartialFile.open(paths: paths, in: directory, wait: false, durability: options.partialDurability)
+            // A shard folder this open creates is synced with the data it will hold: at once
+            // when every part is, else by the completion (`publish`). A partial file that only
+            // survives a killed process needs no durable folder, and a folder sync costs a
+            // journal commit, which waits for whatever other data is being written then.
+            acquired = try MediaBoxPartialFile.open(
+                paths: paths, in: directory, wait: false, durability: options.partialDurability,
+                syncNewDirectory: options.partialDurability == .powerLoss)
             if acquired == nil {
                 if askedGeneration != demand.generation {
                     askedGeneration = demand.generation
@@ -254,9 +260,6 @@ public final class MediaBox: Sendable {
             foreign.remove()
             partial.close()
         }
-        // Completion will sync: start each part's disk write as it lands, so the final sync only
-        // waits for the tail of the file.
-        partial.eagerWriteback = options.completionSync != .none
         if let d = completeData(paths) {
             // Completed by another process between our check and our lock.
             if partial.ranges.totalBytes == 0 { partial.discard() }
@@ -273,13 +276,19 @@ public final class MediaBox: Sendable {
             fetched = true
             // Revoked before the partial file's lock is released (the `defer` above runs last).
             // A large file whose completion syncs it is written with direct I/O: the sync then
-            // has no page-cache write-back to do (see `DirectIO`).
+            // has no page-cache write-back to do (see `DirectIO`). Not a prefix: nothing syncs it.
             let writer = try MediaResourcePartWriter(
                 duplicating: partial.descriptor, path: paths.partial,
-                directIO: options.completionSync != .none && (partial.knownSize ?? 0) >= Self.ownSyncThreshold)
+                directIO: options.completionSync != .none && (partial.knownSize ?? 0) >= Self.ownSyncThreshold
+                    && demand.wantsWholeResource)
             defer { writer.revoke() }
             repeat {
                 let generation = demand.generation
+                // Completion will sync: start each part's disk write as it lands, so the final
+                // sync only waits for the tail of the file. A fetch of some ranges (a video's
+                // prefix) ends in a partial file that nothing syncs: its parts stay in the page
+                // cache, as any written file, and reach the disk when the kernel writes them.
+                partial.eagerWriteback = options.completionSync != .none && demand.wantsWholeResource
                 try await runStream(resource, partial: partial, writer: writer, fetcher: fetcher, demand: demand, foreign: &foreign)
                 // Every caller left: the stream ended early, and nothing it left is an entry.
                 try Task.checkCancellation()

@@ -52,16 +52,44 @@ public final class MediaResourceFetchRanges: Sendable {
     /// highest-priority wanted range not yet held or in flight, marked as in flight; nil when
     /// every wanted byte is held or being fetched.
     public func nextPart(partSize: Int64, fileSize: Int64? = nil) -> Range<Int64>? {
+        nextPrioritizedPart(partSize: partSize, fileSize: fileSize)?.range
+    }
+
+    /// `nextPart`, with the priority of the callers the part serves: the highest priority of
+    /// the wanted ranges it overlaps, or (a header fetched first for callers who want other
+    /// bytes) the highest of all. The header's own rank orders parts within this resource
+    /// only; across resources a part is as urgent as the callers waiting for it, so the header
+    /// of a background prefetch never counts as `.maximum`.
+    ///
+    /// `largePartSize` (a multiple of `partSize`): the part is that large instead when it starts
+    /// on a multiple of it, every byte of it is missing, and one caller's range — short of the
+    /// whole file — holds all of it (a video's prefix on a fast link), so that one request
+    /// brings what would otherwise take several.
+    public func nextPrioritizedPart(
+        partSize: Int64, largePartSize: Int64? = nil, fileSize: Int64? = nil
+    ) -> (range: Range<Int64>, priority: MediaFetchPriority)? {
         precondition(partSize > 0)
-        return state.withLock { s -> Range<Int64>? in
+        return state.withLock { s -> (Range<Int64>, MediaFetchPriority)? in
             let limit = fileSize ?? s.size ?? Int64.max
             for want in Self.ordered(s.wants, headerSize: headerSize) {
                 let wanted = want.range.clamped(to: 0..<limit)
                 guard let first = Self.firstMissing(wanted, s) else { continue }
                 let start = first / partSize * partSize
-                let part = start..<min(start + partSize, limit)
+                var part = start..<min(start + partSize, limit)
+                if let large = largePartSize, large > partSize, first % large == 0 {
+                    let block = first..<min(first + large, limit)
+                    // Some caller's range holds all of it (the header's own rank is no caller).
+                    // A fetch of a whole file keeps the file's part size, as Telegram's part
+                    // rules have it.
+                    let covered = s.wants.contains { w in
+                        w.range.lowerBound <= block.lowerBound && w.range.upperBound >= block.upperBound
+                            && !(w.range.lowerBound == 0 && w.range.upperBound >= limit)
+                    }
+                    if covered, Self.isMissing(block, s) { part = block }
+                }
                 s.inFlight.insert(part)
-                return part
+                let served = s.wants.filter { $0.range.overlaps(part) }.map(\.priority).max()
+                return (part, served ?? s.wants.map(\.priority).max() ?? .default)
             }
             return nil
         }
@@ -90,6 +118,11 @@ public final class MediaResourceFetchRanges: Sendable {
         var out = wants.sorted { ($0.priority.rawValue, -Int64(bitPattern: $0.ticket)) > ($1.priority.rawValue, -Int64(bitPattern: $1.ticket)) }
         if headerSize > 0 { out.insert(Want(ticket: .max, range: 0..<headerSize, priority: .maximum), at: 0) }
         return out
+    }
+
+    /// Whether no byte of `range` is held or in flight.
+    private static func isMissing(_ range: Range<Int64>, _ s: State) -> Bool {
+        !s.held.ranges.contains { $0.overlaps(range) } && !s.inFlight.ranges.contains { $0.overlaps(range) }
     }
 
     /// The first byte of `range` that is neither held nor in flight.
@@ -204,6 +237,14 @@ public final class MediaResourceFetchRanges: Sendable {
         state.withLock { s in
             let limit = s.size ?? Int64.max
             return s.wants.allSatisfy { s.foreign.contains($0.ticket) || s.held.contains($0.range.clamped(to: 0..<limit)) }
+        }
+    }
+
+    /// Whether some caller wants the whole resource (its size, when known, or everything from
+    /// offset 0): the fetch then ends in a complete file.
+    var wantsWholeResource: Bool {
+        state.withLock { s in
+            s.wants.contains { $0.range.lowerBound == 0 && $0.range.upperBound >= (s.size ?? Int64.max) }
         }
     }
 

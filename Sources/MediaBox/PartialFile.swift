@@ -52,7 +52,8 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     /// existing meta is neither read nor trusted (completion removes it).
     ///
     /// `syncNewDirectory: false` leaves a shard folder this open creates unsynced, for a caller
-    /// that syncs the whole file system before anything in it becomes complete (a batch).
+    /// that syncs the whole file system before anything in it becomes complete (a batch), or
+    /// whose completion syncs the folder (`complete(sync: true)`), or that never syncs the file.
     public static func open(
         paths: ResourceStorePaths, in media: ConfinedDirectory, wait: Bool, durability: Durability = .processCrash,
         withMeta: Bool = true, syncNewDirectory: Bool = true
@@ -207,11 +208,17 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     }
 
     /// The second half of `complete()` for batches that synced everything at once.
+    /// `syncDirectory` syncs the shard folder and the folder above it: the shard folder may have
+    /// been created, unsynced, by the open of a partial file (`syncNewDirectory: false`), and the
+    /// complete name is durable only with it. (A folder with nothing new to write syncs at once.)
     func publish(syncDirectory: Bool) throws {
         _ = try media.link(paths.relativePartial, to: paths.relativeComplete)
         try PosixFile.unlinkIfExists(paths.relativePartial, in: media)
         try PosixFile.unlinkIfExists(paths.relativeMeta, in: media)
-        if syncDirectory { try media.directory(paths.relativeDirectory).sync() }
+        if syncDirectory {
+            try media.directory(paths.relativeDirectory).sync()
+            try media.directory((paths.relativeDirectory as NSString).deletingLastPathComponent).sync()
+        }
     }
 
     /// The partial file's descriptor (for `syncfs` in batches).

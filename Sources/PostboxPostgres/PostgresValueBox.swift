@@ -420,6 +420,31 @@ public final class PostgresValueBox: ValueBox {
         return try readValue(cell, table, key)
     }
 
+    /// Keys the transaction wrote come from its pending writes; the others in one statement
+    /// (`WHERE key = ANY($1)`), whatever their number.
+    public func get(_ table: ValueBoxTable, keys: [ValueBoxKey]) throws -> [ValueBoxKey: Data] {
+        var out: [ValueBoxKey: Data] = [:]
+        var asked = Set<ValueBoxKey>()
+        for key in keys {
+            if let pending = batch.pending(table, key) {
+                out[key] = pending
+            } else {
+                asked.insert(key)
+            }
+        }
+        guard !asked.isEmpty, try tableExists(table) else { return out }
+        var binds = PostgresBindings()
+        appendKeys(Array(asked), table, &binds)
+        let arrayType = table.keyType == .int64 ? "int8[]" : "bytea[]"
+        for row in try session.query("SELECT key, value FROM \(self.table(table)) WHERE key = ANY($1::\(arrayType))", binds) {
+            var cells = row.makeIterator()
+            guard let keyCell = cells.next(), let valueCell = cells.next() else { continue }
+            let key = try readKey(keyCell, table)
+            out[key] = try readValue(valueCell, table, key)
+        }
+        return out
+    }
+
     public func exists(_ table: ValueBoxTable, key: ValueBoxKey) throws -> Bool {
         if let pending = batch.pending(table, key) { return pending != nil }
         guard try tableExists(table) else { return false }

@@ -3,6 +3,7 @@ import CloudProtocol
 import Foundation
 import Jobs
 import Postbox
+import PostboxPostgres
 import ServerFixtures
 
 /// `jobrun-bench cluster`: the fleet's throughput with 1, 2 and 3 hosts sharing one PostgreSQL
@@ -86,6 +87,11 @@ struct ClusterBenchmark {
         var parentsAskedTwice: Int
         var revalidationSeconds: Double
         var revalidationLoad: CPULoad
+        /// The revalidated store's writer lock during the revalidation.
+        var revalidationLock: WriterLockLoad
+        /// The same run again right after, with nothing due: what every host's run costs
+        /// whatever its share (the process, the store's opening, the selection).
+        var idleRevalidationSeconds: Double
         var jobsPerMinute: Double { Double(jobs) / jobsSeconds * 60 }
         var parentsPerSecond: Double { Double(parents) / revalidationSeconds }
     }
@@ -149,12 +155,17 @@ struct ClusterBenchmark {
             try admin.expireReferences()
             try admin.resetCounters()
             let revalidationLoad = CPULoad.Sampler(postmaster: postmaster, cloudd: cloud.processIdentifier)
+            let lock = try WriterLockLoad.Sampler(
+                endpoint: PostgresEndpoint(address: .unixSocket(path: postgres.socketPath), username: postgres.user, database: database))
             let revalidationSeconds = try measure { try inParallel(active) { try $0.run("revalidate-\(count)") } }
+            let revalidationLock = lock.finish()
             let counters = try admin.counters()
+            let idleRevalidationSeconds = try measure { try active[0].run("revalidate-\(count)") }
             let round = Round(
                 hosts: count, jobs: jobs, jobsSeconds: jobsSeconds, jobsLoad: jobsCPU, parents: counters.parents.count,
                 parentsAskedTwice: counters.parents.values.filter { $0 > 1 }.count, revalidationSeconds: revalidationSeconds,
-                revalidationLoad: revalidationLoad.finish(seconds: revalidationSeconds))
+                revalidationLoad: revalidationLoad.finish(seconds: revalidationSeconds), revalidationLock: revalidationLock,
+                idleRevalidationSeconds: idleRevalidationSeconds)
             rounds.append(round)
         }
         report(rounds)
@@ -302,6 +313,11 @@ struct ClusterBenchmark {
                 peer: fmt(one.parentsPerSecond, 0) + " parents/s (1 host)", ratio: last.parentsPerSecond / one.parentsPerSecond, target: revalidationTarget)
             print("saturated (jobs, \(last.hosts) hosts): \(last.jobsLoad.verdict)")
             print("saturated (revalidation, \(last.hosts) hosts): \(last.revalidationLoad.verdict)")
+        }
+        for r in rounds {
+            print(
+                "revalidation, \(r.hosts) host(s): \(fmt(r.revalidationSeconds)) s; the same run with nothing due \(fmt(r.idleRevalidationSeconds)) s; store writer lock \(r.revalidationLock.summary)"
+            )
         }
     }
 
@@ -523,6 +539,82 @@ struct CPULoad {
             // user nice system idle iowait irq softirq steal (guest time is inside user already).
             let busy = ticks.prefix(8).enumerated().filter { $0.offset != 3 && $0.offset != 4 }.map(\.element).reduce(0, +)
             return busy / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
+    }
+}
+
+/// How busy the stores' writer locks were during a run, sampled from `pg_locks` every 20 ms on
+/// a connection of its own: the share of samples in which a writer held one, in which a writer
+/// waited for one, and the mean number waiting. A lock held nearly all the time with writers
+/// waiting is what serialises the hosts; a lock mostly free is not.
+struct WriterLockLoad {
+    var samples: Int
+    var held: Int
+    var waited: Int
+    var waiters: Int
+
+    var summary: String {
+        guard samples > 0 else { return "not sampled" }
+        let n = Double(samples)
+        return
+            "held in \(fmt(Double(held) / n * 100, 0))% of \(samples) samples, a writer waiting in \(fmt(Double(waited) / n * 100, 0))%, \(fmt(Double(waiters) / n)) waiting on average"
+    }
+
+    /// Samples on a thread of its own from creation until `finish`.
+    final class Sampler: @unchecked Sendable {
+        // @unchecked Sendable: `load` and `stopped` are only touched under `lock`; the session
+        // only on the sampling thread.
+        private let lock = NSLock()
+        private var load = WriterLockLoad(samples: 0, held: 0, waited: 0, waiters: 0)
+        private var stopped = false
+        private let done = DispatchSemaphore(value: 0)
+        private let session: PostgresSession
+
+        init(endpoint: PostgresEndpoint) throws {
+            session = try PostgresSession(endpoint: endpoint, name: "bench:locks")
+            // The two-key advisory locks of `PostgresValueBox.storeLockClass` (classid = the
+            // class, objsubid 2 = the two-key form).
+            let sql =
+                "SELECT count(*) FILTER (WHERE granted), count(*) FILTER (WHERE NOT granted) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND classid = \(UInt32(bitPattern: PostgresValueBox.storeLockClass))"
+            Thread.detachNewThread { [self] in
+                defer {
+                    session.close()
+                    done.signal()
+                }
+                while !isStopped {
+                    guard let row = try? session.query(sql).first else { return }
+                    let cells = Array(row)
+                    let held = (try? cells[0].decode(Int64.self)) ?? 0
+                    let waiting = (try? cells[1].decode(Int64.self)) ?? 0
+                    record(held: held > 0, waiting: Int(waiting))
+                    Thread.sleep(forTimeInterval: 0.02)
+                }
+            }
+        }
+
+        private var isStopped: Bool {
+            lock.lock()
+            defer { lock.unlock() }
+            return stopped
+        }
+
+        private func record(held: Bool, waiting: Int) {
+            lock.lock()
+            load.samples += 1
+            if held { load.held += 1 }
+            if waiting > 0 { load.waited += 1 }
+            load.waiters += waiting
+            lock.unlock()
+        }
+
+        func finish() -> WriterLockLoad {
+            lock.lock()
+            stopped = true
+            lock.unlock()
+            done.wait()
+            lock.lock()
+            defer { lock.unlock() }
+            return load
         }
     }
 }

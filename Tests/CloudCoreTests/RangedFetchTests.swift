@@ -77,6 +77,38 @@ final class RangedFetchTests: XCTestCase {
         XCTAssertTrue(counters.offsets.values.allSatisfy { $0 == 1 }, "every part once: \(counters.offsets)")
     }
 
+    func testPrefixesComeInWholeMegabytePartsOnceTheLinkIsFast() async throws {
+        let f = try await FetchFixture.start { $0.dataset.benchVideos = (0..<8).map { 3_000_000 + Int64($0) * 500_000 } }
+        defer { Task { await f.stop() } }
+        let videos = try await f.benchDocuments().filter { ($0.headerSize ?? 0) > 0 }
+        XCTAssertEqual(videos.count, 8)
+        // Any loopback link counts as fast here, however loaded the machine.
+        let box = try f.mediaBox(fetcher: f.fetcher { $0.largePartSeconds = 60 })
+        let prefix = Int64(2 << 20)
+        for doc in videos {
+            let resource = CloudDocumentMediaResource(document: doc, reference: .standalone)
+            _ = try await box.fetch(resource, info: MediaResourceStorageInfo(), ranges: [0..<prefix], priority: .default)
+            let held = try XCTUnwrap(box.heldRanges(resource.id))
+            XCTAssertEqual(held.ranges.ranges, [0..<prefix], "exactly the prefix, header included")
+            try assertHeldBytesMatch(box, resource, f, fileId: doc.id)
+        }
+        // The first prefix comes (at least its first block) in the file's 128 KiB parts; once
+        // parts are seen to arrive fast, a prefix is its two 1 MiB blocks.
+        let first = f.server.partCounters(fileId: videos[0].id)
+        XCTAssertGreaterThanOrEqual(first.parts, 9, "128 KiB parts before anything was measured: \(first.offsets)")
+        let last = f.server.partCounters(fileId: videos[7].id)
+        XCTAssertEqual(last.offsets, ["0": 1, "1048576": 1], "two 1 MiB parts")
+        XCTAssertEqual(last.bytes, prefix)
+
+        // A whole fetch keeps the file's part size, and fetches only what the prefix left.
+        f.server.resetCounters()
+        let doc = videos[7]
+        try await f.fetchAndCheck(box, CloudDocumentMediaResource(document: doc, reference: .standalone), fileId: doc.id)
+        let rest = f.server.partCounters(fileId: doc.id)
+        XCTAssertEqual(rest.bytes, doc.size - prefix)
+        XCTAssertEqual(rest.parts, Int((doc.size - prefix + (128 << 10) - 1) / (128 << 10)), "128 KiB parts: \(rest.offsets)")
+    }
+
     func testMaximumPriorityIsServedDuringABackgroundFetch() async throws {
         let f = try await FetchFixture.start {
             $0.dataset.maxMediaSize = 6 << 20

@@ -35,6 +35,24 @@ final class PlainAndFaultTests: XCTestCase {
         do { let v = try await TestHTTP.request(server.dcURLs[0].appendingPathComponent("plain/12")).status; XCTAssertEqual(v, 404) }
     }
 
+    func testPrefixURLServesTheFirstBytesAsAWholeFile() async throws {
+        let server = try await TestCloud.start { $0.dataset.bigFiles = [5_000_000] }
+        addTeardownBlock { await server.stop() }
+        let f = try await TestHTTP.adminGet(server, "dataset", as: DatasetListing.self).files.first { $0.size == 5_000_000 }!
+        let base = server.dcURLs[0].appendingPathComponent("plain/\(f.id)").absoluteString
+        let full = try await TestHTTP.request(URL(string: base)!)
+        let prefix = try await TestHTTP.request(URL(string: base + "?prefix=2097152")!)
+        XCTAssertEqual(prefix.status, 200)
+        XCTAssertEqual(prefix.headers["content-length"], "2097152")
+        XCTAssertEqual(prefix.body, full.body.prefix(2_097_152))
+        let inside = try await TestHTTP.request(URL(string: base + "?prefix=2097152")!, headers: ["Range": "bytes=2097150-"])
+        XCTAssertEqual(inside.status, 206)
+        XCTAssertEqual(inside.headers["content-range"], "bytes 2097150-2097151/2097152")
+        XCTAssertEqual(inside.body, full.body.subdata(in: 2_097_150..<2_097_152))
+        let beyond = try await TestHTTP.request(URL(string: base + "?prefix=9000000")!, method: "HEAD")
+        XCTAssertEqual(beyond.headers["content-length"], "5000000", "a prefix beyond the end is the whole file")
+    }
+
     func testCurlFetchesTheSameBytesWithRanges() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/curl") else { throw XCTSkip("curl not installed") }
         let server = try await TestCloud.start { $0.dataset.bigFiles = [3_000_000] }

@@ -287,6 +287,90 @@ final class TransactionTests: XCTestCase {
         }
     }
 
+    func testBatchedReadsOfMessagesReferencesAndLeases() throws {
+        try forEachEngine { store in
+            let postbox = try store.postbox()
+            let peer = PeerId(5)
+            let parent = MediaParent.message(MessageId(peerId: peer, id: 1))
+            try postbox.transactionSync { tx in
+                try tx.messages.add([
+                    Message(id: MessageId(peerId: peer, id: 1), timestamp: 100, text: "one", media: [TestPhoto(id: 10, resourceIds: ["r1"])]),
+                    Message(id: MessageId(peerId: peer, id: 2), timestamp: 200, text: "two"),
+                ])
+                try tx.mediaReferences.set(MediaReferenceRecord(resourceId: "r1", parent: parent, fileReference: Data([1]), obtainedAt: 10))
+                _ = try tx.revalidationLeases.acquire(parent, holder: "h", nowMs: 1000, durationMs: 500)
+            }
+            try postbox.transactionSync { tx in
+                XCTAssertEqual(
+                    try tx.messages.timestamps(of: [MessageId(peerId: peer, id: 2), MessageId(peerId: peer, id: 3)]), [MessageId(peerId: peer, id: 2): 200])
+                // Only stored messages are replaced; a message given twice ends as its last copy,
+                // and its first copy's media leaves the media index.
+                try tx.messages.replaceStored([
+                    Message(id: MessageId(peerId: peer, id: 1), timestamp: 100, text: "first", media: [TestPhoto(id: 11, resourceIds: ["r1"])]),
+                    Message(id: MessageId(peerId: peer, id: 3), timestamp: 300, text: "never stored"),
+                    Message(id: MessageId(peerId: peer, id: 1), timestamp: 100, text: "second", media: [TestPhoto(id: 12, resourceIds: ["r1"])]),
+                ])
+                let records = try tx.mediaReferences.get(["r1", "nothing"])
+                XCTAssertEqual(Array(records.keys), ["r1"])
+                var record = try XCTUnwrap(records["r1"])
+                record.obtainedAt = 20
+                try tx.mediaReferences.set(record, replacing: records["r1"])
+                let leases = try tx.revalidationLeases.get([parent, .peerAvatar(peer)])
+                XCTAssertEqual(leases.count, 1)
+                XCTAssertEqual(leases[parent]?.holder, "h")
+                let taken = try tx.revalidationLeases.acquire(parent, current: leases[parent], holder: "other", nowMs: 1200, durationMs: 500)
+                XCTAssertEqual(taken.holder, "h", "an unexpired lease stays its holder's")
+                XCTAssertEqual(
+                    try tx.revalidationLeases.acquire(parent, current: leases[parent], holder: "other", nowMs: 1600, durationMs: 500).holder, "other")
+            }
+            try postbox.readSync { tx in
+                XCTAssertEqual(try tx.messages.get(MessageId(peerId: peer, id: 1))?.text, "second")
+                XCTAssertNil(try tx.messages.get(MessageId(peerId: peer, id: 3)))
+                XCTAssertEqual(try tx.messages.count(peer: peer), 2)
+                XCTAssertEqual(try tx.messages.messages(withMedia: MediaId(namespace: 1, id: 12)), [MessageId(peerId: peer, id: 1)])
+                XCTAssertEqual(try tx.messages.messages(withMedia: MediaId(namespace: 1, id: 10)), [])
+                XCTAssertEqual(try tx.messages.messages(withMedia: MediaId(namespace: 1, id: 11)), [])
+                var old: [String] = []
+                try tx.mediaReferences.obtained(before: 15) {
+                    old.append($0.resourceId); return true
+                }
+                XCTAssertEqual(old, [], "the replaced record left its old place in the time index")
+                XCTAssertEqual(try tx.mediaReferences.resources(of: parent), ["r1"])
+                XCTAssertEqual(try tx.revalidationLeases.get(parent)?.holder, "other")
+            }
+        }
+    }
+
+    func testReferencesObtainedBeforeACutoffComeInTimeOrderAcrossReadChunksAndStopWhenAsked() throws {
+        try forEachEngine { store in
+            let postbox = try store.postbox()
+            let count = 600
+            try postbox.transactionSync { tx in
+                for i in (0..<count).reversed() {
+                    try tx.mediaReferences.set(
+                        MediaReferenceRecord(resourceId: "r\(i)", parent: .wallpaper(id: Int64(i)), fileReference: Data([1]), obtainedAt: Int64(1000 + i)))
+                }
+            }
+            try postbox.readSync { tx in
+                var all: [Int64] = []
+                try tx.mediaReferences.obtained(before: 1000 + 550) {
+                    all.append($0.obtainedAt); return true
+                }
+                XCTAssertEqual(all, (0..<550).map { Int64(1000 + $0) })
+                var first: [String] = []
+                try tx.mediaReferences.obtained(before: .max) {
+                    first.append($0.resourceId); return first.count < 300
+                }
+                XCTAssertEqual(first, (0..<300).map { "r\($0)" }, "stops at the record that said so, past the first chunk")
+                var limited = 0
+                try tx.mediaReferences.obtained(before: .max, limit: 10) { _ in
+                    limited += 1; return true
+                }
+                XCTAssertEqual(limited, 10)
+            }
+        }
+    }
+
     func testMediaReferenceIndexes() throws {
         try forEachEngine { store in
             let postbox = try store.postbox()

@@ -43,6 +43,35 @@ final class ValueBoxTests: XCTestCase {
         }
     }
 
+    func testBatchedGetReturnsTheStoredKeysAndTheTransactionsOwnWrites() throws {
+        try forEachEngine { store in
+            let vb = try store.valueBox()
+            let (a, b, c) = (ValueBoxKey(string: "a"), ValueBoxKey(string: "b"), ValueBoxKey(string: "c"))
+            XCTAssertEqual(try vb.get(binary, keys: [a, b]), [:], "missing table reads as empty")
+            try write(vb) {
+                try vb.set(binary, key: a, value: Data([1]))
+                try vb.set(binary, key: b, value: Data())
+                for i in 0..<2000 { try vb.set(ints, key: ValueBoxKey(Int64(i - 1000)), value: Data([UInt8(truncatingIfNeeded: i)])) }
+            }
+            XCTAssertEqual(try vb.get(binary, keys: []), [:])
+            XCTAssertEqual(try vb.get(binary, keys: [a, c, b, a]), [a: Data([1]), b: Data()], "missing keys absent, repeats once, empty kept")
+            let asked = (0..<3000).map { ValueBoxKey(Int64($0 - 1500)) }
+            let got = try vb.get(ints, keys: asked)
+            XCTAssertEqual(got.count, 2000)
+            XCTAssertEqual(got[ValueBoxKey(Int64(-1000))], Data([0]))
+            XCTAssertEqual(got[ValueBoxKey(Int64(999))], Data([UInt8(truncatingIfNeeded: 1999)]))
+            XCTAssertNil(got[ValueBoxKey(Int64(1000))])
+            // Inside a write transaction: its own sets and removals, not yet sent, win.
+            try vb.begin()
+            try vb.set(binary, key: c, value: Data([3]))
+            try vb.remove(binary, key: a)
+            try vb.set(binary, key: b, value: Data([2]))
+            XCTAssertEqual(try vb.get(binary, keys: [a, b, c]), [b: Data([2]), c: Data([3])])
+            vb.rollback()
+            XCTAssertEqual(try vb.get(binary, keys: [a, b, c]), [a: Data([1]), b: Data()], "the rolled-back writes are gone")
+        }
+    }
+
     func testCompositeKeysScanPeerNamespaceTimeIdOrder() throws {
         try forEachEngine { store in
             let vb = try store.valueBox()

@@ -8,6 +8,8 @@ struct FetchContext: Sendable {
     let transport: any Transport
     let configuration: MultipartFetchConfiguration
     let limiter: PartLimiter
+    /// When parts may be larger than a file's preferred size (shared by every download).
+    let sizing: PartSizing
     let revalidator: (any ReferenceRevalidator)?
     /// When set, the CDN hash and reupload calls go through the JSON API client.
     let client: CloudClient?
@@ -191,11 +193,11 @@ actor FileDownload {
                 probeStarted = true
                 let size = partSize(for: nil)
                 if let demand {
-                    guard let part = demand.nextPart(partSize: size) else {
+                    guard let part = demand.nextPrioritizedPart(partSize: size) else {
                         planned = true  // nothing wanted: the stream ends
                         return
                     }
-                    start(PartSpec(offset: part.lowerBound, limit: size))
+                    start(PartSpec(offset: part.range.lowerBound, limit: size, urgent: part.priority == .maximum))
                     return
                 }
                 let first = missing.first?.lowerBound ?? 0
@@ -206,8 +208,10 @@ actor FileDownload {
         let limit = max(1, context.configuration.maxPartsPerFile)
         if let demand {
             let size = partSize(for: fileSize)
-            while windowUsed < limit, let part = demand.nextPart(partSize: size, fileSize: fileSize) {
-                start(PartSpec(offset: part.lowerBound, limit: size))
+            let large = context.sizing.largePartSize(over: size)
+            while windowUsed < limit, let part = demand.nextPrioritizedPart(partSize: size, largePartSize: large, fileSize: fileSize) {
+                let partLimit = part.range.count > size ? (large ?? size) : size
+                start(PartSpec(offset: part.range.lowerBound, limit: partLimit, urgent: part.priority == .maximum))
             }
             return
         }
@@ -451,7 +455,9 @@ actor FileDownload {
             let outcome: PartOutcome
             do {
                 let limiter = context.limiter
-                outcome = try await limiter.withSlot {
+                let sizing = context.sizing
+                outcome = try await limiter.withSlot(urgent: part.urgent) {
+                    let started = DispatchTime.now().uptimeNanoseconds
                     let answer: PartOutcome
                     switch route {
                     case let .master(base, location, reference):
@@ -465,7 +471,12 @@ actor FileDownload {
                     case .plain(let url):
                         answer = try await requests.plainGet(url: url, part: part)
                     }
-                    if case .data(let d) = answer { limiter.completed(bytes: d.written + Int64(d.data.count)) }
+                    if case .data(let d) = answer {
+                        let bytes = d.written + Int64(d.data.count)
+                        sizing.record(bytes: bytes, seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+                        // Urgent parts run beside the limit: they tell nothing about it.
+                        if !part.urgent { limiter.completed(bytes: bytes) }
+                    }
                     return answer
                 }
             } catch let e as TransportError {

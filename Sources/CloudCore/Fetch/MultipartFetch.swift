@@ -38,7 +38,8 @@ public final class MultipartFetch: MediaResourceFetcher {
         self.configuration = configuration
         self.context = FetchContext(
             transport: transport, configuration: configuration,
-            limiter: PartLimiter(configuration.adaptivePartLimit()), revalidator: revalidator, client: nil)
+            limiter: PartLimiter(configuration.adaptivePartLimit()),
+            sizing: PartSizing(targetSeconds: configuration.largePartSeconds), revalidator: revalidator, client: nil)
     }
 
     /// A fetcher on a `CloudClient`'s account: its DCs, auth token and transport (connections
@@ -55,7 +56,8 @@ public final class MultipartFetch: MediaResourceFetcher {
         self.configuration = configuration
         self.context = FetchContext(
             transport: client.transport, configuration: configuration,
-            limiter: PartLimiter(configuration.adaptivePartLimit()), revalidator: revalidator, client: client)
+            limiter: PartLimiter(configuration.adaptivePartLimit()),
+            sizing: PartSizing(targetSeconds: configuration.largePartSeconds), revalidator: revalidator, client: client)
     }
 
     /// The shared part limit as it stands (how many parts in flight this fetcher settled on).

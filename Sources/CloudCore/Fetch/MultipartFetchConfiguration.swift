@@ -19,6 +19,10 @@ public struct MultipartFetchConfiguration: Sendable {
     public var maxPartsPerFile: Int = 8
     /// Part size for plain URLs (any multiple of 4 KiB dividing 1 MiB).
     public var plainPartSize: Int64 = 1 << 20
+    /// A wanted range short of the whole file (a video's prefix) comes in whole 1 MiB parts
+    /// instead of the file's smaller ones once parts are seen to arrive fast enough that such a
+    /// part takes at most this long, in seconds (see `PartSizing`); 0 keeps the file's part size.
+    public var largePartSeconds: Double = 0.1
     /// Retries per *part* (transport errors, 5xx, corrupt or malformed parts), FLOOD_WAIT and
     /// FILE_MIGRATE bounds, and the backoff between attempts — the client's policy type, with
     /// shorter waits and more attempts, since a part is cheap to repeat.

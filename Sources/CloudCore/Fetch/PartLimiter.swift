@@ -4,11 +4,17 @@ import Foundation
 /// `concurrency.limit` part requests run at once (a limit that moves with the measured
 /// throughput, see `AdaptiveConcurrency`), waiters are served in order, cancellation removes a
 /// waiter.
+///
+/// Urgent parts (someone waits for them now: `.maximum`) never wait: they run beside the limit,
+/// and while any runs no other part starts, so a video's header asked for while a large file
+/// downloads goes out at once and shares the link and the CPU only with the parts already in
+/// flight (which the transport holds back meanwhile, see `HTTPRequest.urgent`).
 final class PartLimiter: @unchecked Sendable {
     // @unchecked Sendable: all state is guarded by `lock`.
     private let lock = NSLock()
     let concurrency: AdaptiveConcurrency
     private var running = 0
+    private var urgentRunning = 0
     private var waiters: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
     private var nextId: UInt64 = 0
 
@@ -24,8 +30,14 @@ final class PartLimiter: @unchecked Sendable {
         concurrency.completed(bytes: bytes, windowFull: full)
     }
 
-    /// Waits for a slot; throws `CancellationError` if the task is cancelled while waiting.
-    func acquire() async throws {
+    /// Waits for a slot (an urgent part takes one at once); throws `CancellationError` if the
+    /// task is cancelled while waiting.
+    func acquire(urgent: Bool = false) async throws {
+        if urgent {
+            try Task.checkCancellation()
+            lock.withLock { urgentRunning += 1 }
+            return
+        }
         let id: UInt64 = lock.withLock {
             nextId += 1; return nextId
         }
@@ -35,7 +47,7 @@ final class PartLimiter: @unchecked Sendable {
                 if Task.isCancelled {
                     lock.unlock()
                     c.resume(throwing: CancellationError())
-                } else if running < concurrency.limit {
+                } else if running < concurrency.limit, urgentRunning == 0 {
                     running += 1
                     lock.unlock()
                     c.resume()
@@ -54,13 +66,13 @@ final class PartLimiter: @unchecked Sendable {
     }
 
     /// Frees a slot and hands the free slots to the first waiters (more than one when the limit
-    /// has grown, none when it has shrunk).
-    func release() {
+    /// has grown, none when it has shrunk, none while an urgent part runs).
+    func release(urgent: Bool = false) {
         lock.lock()
-        running -= 1
+        if urgent { urgentRunning -= 1 } else { running -= 1 }
         let limit = concurrency.limit
         var admitted: [CheckedContinuation<Void, any Error>] = []
-        while running < limit, !waiters.isEmpty {
+        while running < limit, urgentRunning == 0, !waiters.isEmpty {
             running += 1
             admitted.append(waiters.removeFirst().continuation)
         }
@@ -68,10 +80,10 @@ final class PartLimiter: @unchecked Sendable {
         for c in admitted { c.resume() }
     }
 
-    /// Runs `body` holding a slot.
-    func withSlot<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        try await acquire()
-        defer { release() }
+    /// Runs `body` holding a slot (an urgent one: see the type).
+    func withSlot<T: Sendable>(urgent: Bool = false, _ body: () async throws -> T) async throws -> T {
+        try await acquire(urgent: urgent)
+        defer { release(urgent: urgent) }
         return try await body()
     }
 }

@@ -8,6 +8,9 @@ struct PartSpec: Sendable, Hashable {
     /// A streamable file's header fetched again because its revision changed: kept in memory
     /// (never written into the partial file directly) and sent as `replaceHeader`.
     var replacesHeader = false
+    /// Someone waits for these bytes now (`.maximum`): the part neither waits for a slot nor
+    /// shares the transport with background transfers (see `PartLimiter`, `HTTPRequest.urgent`).
+    var urgent = false
 }
 
 /// Which parts to request for the missing ranges of a file.

@@ -22,13 +22,14 @@ struct PartRequests: Sendable {
     }
 
     private func post<Body: Encodable>(
-        _ url: String, _ body: Body, maxSize: Int, hashBody: Bool = false, into sink: PartFileSink? = nil
+        _ url: String, _ body: Body, maxSize: Int, hashBody: Bool = false, into sink: PartFileSink? = nil, urgent: Bool = false
     ) async throws -> HTTPResponse {
         let data = try JSONEncoder().encode(body)
         var request = HTTPRequest(
             url: url, method: .post, headers: headers(json: true), body: .data(data),
             destination: sink?.destination(maxLength: Int64(maxSize)) ?? .collect(maxSize: maxSize), timeout: configuration.requestTimeout)
         request.hashBody = hashBody
+        request.urgent = urgent
         // A redirect (JSON) is read here, never written into the file.
         if sink != nil { request.collectWhen = HTTPHeader(CloudHeader.result, "cdnRedirect") }
         return try await transport.send(request)
@@ -71,7 +72,7 @@ struct PartRequests: Sendable {
         let sink = writer.map { PartFileSink(writer: $0, part: part) }
         let response = try await post(
             baseURL + CloudMethod.getFile.path, request,
-            maxSize: max(Int(part.limit), Self.maxJSONAnswer), hashBody: true, into: sink)
+            maxSize: max(Int(part.limit), Self.maxJSONAnswer), hashBody: true, into: sink, urgent: part.urgent)
         guard response.status == 200 else {
             if ErrorAnswer.name(response) == .fileReferenceExpired { return .referenceExpired(reference) }
             return ErrorAnswer.outcome(response, resourceId: resourceId)
@@ -99,7 +100,7 @@ struct PartRequests: Sendable {
         let response = try await post(
             session.baseURL + CloudMethod.getCdnFile.path,
             GetCdnFileRequest(fileToken: session.redirect.fileToken, offset: part.offset, limit: part.limit),
-            maxSize: max(Int(part.limit), 64 << 10), hashBody: true)
+            maxSize: max(Int(part.limit), 64 << 10), hashBody: true, urgent: part.urgent)
         guard response.status == 200 else {
             switch ErrorAnswer.name(response) {
             case .fileReuploadNeeded: return .reuploadNeeded(generation: generation)
@@ -190,10 +191,11 @@ struct PartRequests: Sendable {
         let h: [HTTPHeader] = []
         let response: HTTPResponse
         do {
-            response = try await transport.send(
-                HTTPRequest(
-                    url: url, headers: h, range: HTTPRange(offset: part.offset, length: part.limit),
-                    destination: .collect(maxSize: Int(part.limit)), timeout: configuration.requestTimeout))
+            var request = HTTPRequest(
+                url: url, headers: h, range: HTTPRange(offset: part.offset, length: part.limit),
+                destination: .collect(maxSize: Int(part.limit)), timeout: configuration.requestTimeout)
+            request.urgent = part.urgent
+            response = try await transport.send(request)
         } catch TransportError.tooLarge(let limit, let received) where part.offset == 0 {
             // A 200 for the whole file when a range was asked: the server has no Range support.
             return .fatal(.badAnswer(resourceId: resourceId, offset: 0, reason: "server ignored the range (\(received) bytes for a \(limit)-byte part)"))

@@ -45,7 +45,8 @@ struct RevalidationLeases: Sendable {
     static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// Classifies `parents` and takes the lease of those nobody is working on, in one write
-    /// transaction. `reuseSinceMs[p]`: an outcome at or after it is reused.
+    /// transaction that reads the leases together. `reuseSinceMs[p]`: an outcome at or after it
+    /// is reused.
     func claim(_ parents: [MediaParent], reuseSinceMs: [MediaParent: Int64]) async throws -> [MediaParent: Claim] {
         let holder = options.holder
         let durationMs = Int64(options.leaseDuration * 1000)
@@ -54,8 +55,9 @@ struct RevalidationLeases: Sendable {
             let table = try tx.revalidationLeases
             let now = Self.nowMs()
             var out: [MediaParent: Claim] = [:]
+            let stored = try table.get(parents)
             for p in parents {
-                let lease = try table.get(p) ?? RevalidationLease()
+                let lease = stored[p] ?? RevalidationLease()
                 let since = reuseSinceMs[p] ?? (now - Int64(options.cacheTTL * 1000))
                 if lease.lastOutcome == .gone || (lease.lastOutcome == .refreshed && lease.lastOutcomeAt >= since) {
                     out[p] = .reuse(lease)
@@ -66,7 +68,7 @@ struct RevalidationLeases: Sendable {
                 {
                     out[p] = .backoff(lease, retryInMs: retryAt - now)
                 } else {
-                    let taken = try table.acquire(p, holder: holder, nowMs: now, durationMs: durationMs)
+                    let taken = try table.acquire(p, current: stored[p], holder: holder, nowMs: now, durationMs: durationMs)
                     out[p] = taken.holder == holder ? .mine : .held(taken)
                 }
             }
@@ -78,19 +80,18 @@ struct RevalidationLeases: Sendable {
     func stored(_ parents: [MediaParent]) async throws -> [MediaParent: ParentReferences] {
         try await postbox.read { tx in
             var out: [MediaParent: ParentReferences] = [:]
-            let leases = try tx.revalidationLeases
+            let leases = try tx.revalidationLeases.get(parents)
             let refs = try tx.mediaReferences
+            var held: [MediaParent: [String]] = [:]
+            for p in parents where leases[p]?.lastOutcome != .gone { held[p] = try refs.resources(of: p) }
+            let records = try refs.get(held.values.flatMap { $0 })
             for p in parents {
-                let lease = try leases.get(p) ?? RevalidationLease()
+                let lease = leases[p] ?? RevalidationLease()
                 var snapshot = ParentReferences(
                     parent: p, gone: lease.lastOutcome == .gone, references: [:], byLocation: [:],
                     source: .otherProcess, obtainedAtMs: lease.lastOutcomeAt)
-                if !snapshot.gone {
-                    for id in try refs.resources(of: p) {
-                        if let r = try refs.get(id), r.status == .valid, !r.fileReference.isEmpty {
-                            snapshot.references[id] = FileReference(r.fileReference)
-                        }
-                    }
+                for id in held[p] ?? [] {
+                    if let r = records[id], r.status == .valid, !r.fileReference.isEmpty { snapshot.references[id] = FileReference(r.fileReference) }
                 }
                 out[p] = snapshot
             }
@@ -99,36 +100,50 @@ struct RevalidationLeases: Sendable {
     }
 
     /// Stores what the cloud answered: fresh records (resources the parent no longer holds
-    /// become gone), stored messages and peers replaced, leases released with the outcome.
+    /// become gone), stored messages and peers replaced, leases released with the outcome. The
+    /// transaction holds the store's writer lock, so everything it reads is read first and
+    /// together (a round trip per parent for its resources, one per table for the rest), then
+    /// written in one batch at commit.
     func commit(_ results: [RefetchedParent], atMs now: Int64) async throws -> [MediaParent: ParentReferences] {
         try await postbox.transaction { tx in
             let refs = try tx.mediaReferences
-            let leases = try tx.revalidationLeases
+            let leaseTable = try tx.revalidationLeases
+            let parents = results.map(\.parent)
+            var held: [MediaParent: [String]] = [:]
+            for r in results { held[r.parent] = try refs.resources(of: r.parent) }
+            let records = try refs.get(Array(Set(held.values.flatMap { $0 } + results.flatMap { $0.records.map(\.resourceId) })))
+            let leases = try leaseTable.get(parents)
+            var written: [String: MediaReferenceRecord] = [:]
             var out: [MediaParent: ParentReferences] = [:]
             for r in results {
                 let fresh = Set(r.records.map(\.resourceId))
-                for id in try refs.resources(of: r.parent) where !fresh.contains(id) {
-                    if var old = try refs.get(id), old.status != .gone {
+                for id in held[r.parent] ?? [] where !fresh.contains(id) {
+                    let previous = written[id] ?? records[id]
+                    if var old = previous, old.status != .gone {
                         old.status = .gone
-                        try refs.set(old)
+                        try refs.set(old, replacing: previous)
+                        written[id] = old
                     }
                 }
-                for record in r.records { try refs.set(record) }
-                if let m = r.message, try tx.messages.get(m.id) != nil { try tx.messages.add([m]) }
+                for record in r.records {
+                    try refs.set(record, replacing: written[record.resourceId] ?? records[record.resourceId])
+                    written[record.resourceId] = record
+                }
                 if let p = r.peer, try tx.peers.get(p.id) != nil { try tx.peers.set(p) }
-                var lease = try leases.get(r.parent) ?? RevalidationLease()
+                var lease = leases[r.parent] ?? RevalidationLease()
                 lease.holder = ""
                 lease.leaseUntil = 0
                 lease.lastOutcome = r.gone ? .gone : .refreshed
                 lease.lastOutcomeAt = now
                 lease.failures = 0
                 lease.lastError = nil
-                try leases.set(r.parent, lease)
+                try leaseTable.set(r.parent, lease)
                 var snapshot = ParentReferences(parent: r.parent, gone: r.gone, references: [:], byLocation: [:], source: .cloud, obtainedAtMs: now)
                 for record in r.records { snapshot.references[record.resourceId] = FileReference(record.fileReference) }
                 for (location, id) in r.locations { snapshot.byLocation[location] = snapshot.references[id] }
                 out[r.parent] = snapshot
             }
+            try tx.messages.replaceStored(results.compactMap(\.message))
             return out
         }
     }
@@ -140,8 +155,13 @@ struct RevalidationLeases: Sendable {
             let refs = try tx.mediaReferences
             let leases = try tx.revalidationLeases
             var out: [MediaParent: Int32] = [:]
+            let stored = try leases.get(parents)
+            var held: [MediaParent: [String]] = [:]
+            for p in parents { held[p] = try refs.resources(of: p) }
+            let records = try refs.get(Array(Set(held.values.flatMap { $0 })))
+            var written: [String: MediaReferenceRecord] = [:]
             for p in parents {
-                var lease = try leases.get(p) ?? RevalidationLease()
+                var lease = stored[p] ?? RevalidationLease()
                 lease.holder = ""
                 lease.leaseUntil = 0
                 lease.lastOutcome = .failed
@@ -150,11 +170,13 @@ struct RevalidationLeases: Sendable {
                 lease.lastError = reason
                 try leases.set(p, lease)
                 out[p] = lease.failures
-                for id in try refs.resources(of: p) {
-                    if var r = try refs.get(id), r.status != .gone {
+                for id in held[p] ?? [] {
+                    let previous = written[id] ?? records[id]
+                    if var r = previous, r.status != .gone {
                         r.status = .failed
                         r.failures += 1
-                        try refs.set(r)
+                        try refs.set(r, replacing: previous)
+                        written[id] = r
                     }
                 }
             }
@@ -180,12 +202,8 @@ struct RevalidationLeases: Sendable {
     func heldElsewhere(_ parents: [MediaParent]) async throws -> Bool {
         let holder = options.holder
         return try await postbox.read { tx in
-            let table = try tx.revalidationLeases
             let now = Self.nowMs()
-            for p in parents {
-                if let lease = try table.get(p), !lease.holder.isEmpty, lease.holder != holder, lease.leaseUntil > now { return true }
-            }
-            return false
+            return try tx.revalidationLeases.get(parents).values.contains { !$0.holder.isEmpty && $0.holder != holder && $0.leaseUntil > now }
         }
     }
 

@@ -33,6 +33,10 @@ final class CurlTransfer: @unchecked Sendable {
     var isPaused = false
     /// Which bucket paused it (send or receive).
     var pausedForSend = false
+    /// The thread's hold for urgent requests (set by the loop).
+    var hold: TransferHold?
+    /// Paused by the hold while an urgent request runs.
+    var isHeld = false
     private var statusChecked = false
     /// Body goes to the destination (2xx, or collect); otherwise kept as a short error body.
     private var deliver = true
@@ -96,6 +100,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// Handles `count` body bytes at `bytes`; returns `count` to continue, CURL_WRITEFUNC_PAUSE to
     /// have libcurl hold them (bandwidth limit), anything else aborts.
     func receiveBody(_ bytes: UnsafeMutableRawPointer, _ count: Int) -> Int {
+        if let hold, !hold.admitReceive(self) { return jr_writefunc_pause() }
         if let limiter, !limiter.admitReceive(self, count: count) { return jr_writefunc_pause() }
         if !statusChecked {
             statusChecked = true

@@ -35,11 +35,13 @@ public final class CurlTransport: Transport {
     private let loop: TransportLoop
     /// The further threads for streamed answers, started with the first such request.
     private let streamingLoops = Mutex<[TransportLoop]>([])
+    /// Urgent requests running, seen by every thread (``HTTPRequest/urgent``).
+    private let urgent = UrgentRequests()
 
     /// Starts the first transport thread.
     public init(configuration: TransportConfiguration = TransportConfiguration()) throws {
         self.configuration = configuration
-        loop = try TransportLoop(configuration: configuration)
+        loop = try TransportLoop(configuration: configuration, urgent: urgent)
         loop.start()
     }
 
@@ -61,6 +63,17 @@ public final class CurlTransport: Transport {
         let loop = try self.loop(for: request)
         loop.inFlight.add(1, ordering: .relaxed)
         defer { loop.inFlight.subtract(1, ordering: .relaxed) }
+        if request.urgent {
+            // Every thread holds its other transfers back from now until the answer is here.
+            urgent.begin()
+            wakeAll()
+        }
+        defer {
+            if request.urgent {
+                urgent.end()
+                wakeAll()
+            }
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 transfer.continuation = continuation
@@ -78,11 +91,17 @@ public final class CurlTransport: Transport {
         guard spreadsStreams, request.destination.isStreamed else { return loop }
         return try streamingLoops.withLock { others in
             if others.isEmpty {
-                others = try (1..<configuration.streamingThreads).map { _ in try TransportLoop(configuration: configuration) }
+                others = try (1..<configuration.streamingThreads).map { _ in try TransportLoop(configuration: configuration, urgent: urgent) }
                 others.forEach { $0.start() }
             }
             return others.reduce(loop) { $1.inFlight.load(ordering: .relaxed) < $0.inFlight.load(ordering: .relaxed) ? $1 : $0 }
         }
+    }
+
+    /// Wakes every thread to look at the urgent requests again.
+    private func wakeAll() {
+        loop.wake()
+        streamingLoops.withLock { $0.forEach { $0.wake() } }
     }
 
     /// More than one thread for streamed answers; a bandwidth limit needs a single thread.

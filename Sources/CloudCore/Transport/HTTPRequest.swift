@@ -127,6 +127,12 @@ public struct HTTPRequest: Sendable {
     public var collectWhen: HTTPHeader? = nil
     /// Sign the request with AWS SigV4 (S3 and compatible services); `nil` sends it unsigned.
     public var awsSigV4: AWSSigV4Signing? = nil
+    /// Someone waits for this answer now (a video's header at `.maximum`). While an urgent
+    /// request runs, a ``CurlTransport`` holds its other transfers back: those running stop
+    /// receiving (libcurl pauses them at their next chunk, so they neither take CPU nor fill the
+    /// link) and new ones wait to start; all go on when the last urgent request has its answer.
+    /// Meant for short requests: a long urgent transfer stalls the others for its whole length.
+    public var urgent = false
 
     public init(
         url: String,

@@ -36,14 +36,17 @@ final class TransportLoop: @unchecked Sendable {
     private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var pool: [CurlEasyHandle] = []
     private let limiter: BandwidthLimiter?
+    private let hold: TransferHold
 
-    init(configuration: TransportConfiguration) throws {
+    /// `urgent`: the transport's count of urgent requests, shared by all its threads.
+    init(configuration: TransportConfiguration, urgent: UrgentRequests = UrgentRequests()) throws {
         try CurlGlobal.ensure()
         guard let multi = curl_multi_init() else {
             throw TransportError.other(code: -1, reason: "curl_multi_init failed")
         }
         self.multi = multi
         self.configuration = configuration
+        hold = TransferHold(urgent: urgent)
         limiter = BandwidthLimiter(
             receiveBytesPerSecond: configuration.maxReceiveBytesPerSecond,
             sendBytesPerSecond: configuration.maxSendBytesPerSecond)
@@ -81,6 +84,11 @@ final class TransportLoop: @unchecked Sendable {
         curl_multi_wakeup(multi)
     }
 
+    /// Makes the thread look again at once (an urgent request began or ended on another thread).
+    func wake() {
+        curl_multi_wakeup(multi)
+    }
+
     /// Asks the thread to fail every running transfer with ``TransportError/cancelled``, free its
     /// handles and exit.
     func stop() {
@@ -107,7 +115,10 @@ final class TransportLoop: @unchecked Sendable {
                 case .cancel(let transfer): cancel(transfer)
                 }
             }
+            // The last urgent request has ended: the held transfers go on.
+            for transfer in hold.release() { add(transfer) }
             if stopping {
+                for transfer in hold.waiting { resumeWaiting(transfer, with: TransportError.cancelled) }
                 for transfer in Array(running.values) { finish(transfer, with: .failure(TransportError.cancelled)) }
                 pool.removeAll()
                 return
@@ -140,6 +151,7 @@ final class TransportLoop: @unchecked Sendable {
             transfer.continuation = nil
             return
         }
+        if hold.mustWait(transfer) { return }
         guard let easy = pool.popLast() ?? CurlEasyHandle() else {
             transfer.continuation?.resume(throwing: TransportError.other(code: -1, reason: "curl_easy_init failed"))
             transfer.continuation = nil
@@ -148,6 +160,7 @@ final class TransportLoop: @unchecked Sendable {
         easy.reset()
         transfer.easy = easy
         transfer.limiter = limiter
+        transfer.hold = hold
         do {
             try CurlRequestOptions.apply(transfer, to: easy, configuration: configuration)
         } catch {
@@ -171,6 +184,7 @@ final class TransportLoop: @unchecked Sendable {
     }
 
     private func cancel(_ transfer: CurlTransfer) {
+        if hold.remove(transfer) { return resumeWaiting(transfer, with: CancellationError()) }
         // Not running (not added yet, or already finished): `add` checks the flag itself.
         guard let easy = transfer.easy, running[easy.raw] === transfer else { return }
         finish(transfer, with: .failure(CancellationError()))
@@ -212,8 +226,15 @@ final class TransportLoop: @unchecked Sendable {
     }
 
     /// Detaches the handle, returns it to the pool and resumes the caller.
+    /// Fails a transfer that never started (it waited for an urgent request).
+    private func resumeWaiting(_ transfer: CurlTransfer, with error: any Error) {
+        transfer.continuation?.resume(throwing: error)
+        transfer.continuation = nil
+    }
+
     private func finish(_ transfer: CurlTransfer, with result: Result<HTTPResponse, any Error>) {
         limiter?.remove(transfer)
+        hold.remove(transfer)
         if let easy = transfer.easy {
             curl_multi_remove_handle(multi, easy.raw)
             running[easy.raw] = nil

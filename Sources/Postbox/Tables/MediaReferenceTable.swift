@@ -22,10 +22,29 @@ public final class MediaReferenceTable: Table {
         return try valueBox.get(table, key: ValueBoxKey(string: resourceId)).map { try PostboxDecoder.decode(MediaReferenceRecord.self, from: $0) }
     }
 
+    /// The stored records of those of `resourceIds` that have one, read together (one round trip
+    /// on a server).
+    public func get(_ resourceIds: [String]) throws -> [String: MediaReferenceRecord] {
+        try checkRead()
+        let stored = try valueBox.get(table, keys: resourceIds.map { ValueBoxKey(string: $0) })
+        var out: [String: MediaReferenceRecord] = [:]
+        for id in resourceIds {
+            if let value = stored[ValueBoxKey(string: id)] { out[id] = try PostboxDecoder.decode(MediaReferenceRecord.self, from: value) }
+        }
+        return out
+    }
+
     /// Stores or replaces the record of `record.resourceId`, keeping both indexes consistent.
     public func set(_ record: MediaReferenceRecord) throws {
         try checkWrite()
-        if let old = try get(record.resourceId) {
+        try set(record, replacing: try get(record.resourceId))
+    }
+
+    /// `set(_:)` for a caller that has read the stored record already in this transaction
+    /// (`previous`, nil when there is none), so the write reads nothing.
+    public func set(_ record: MediaReferenceRecord, replacing previous: MediaReferenceRecord?) throws {
+        try checkWrite()
+        if let old = previous {
             try valueBox.remove(byObtainedAt, key: timeKey(old.obtainedAt, old.resourceId))
             try valueBox.remove(byParent, key: old.parent.key + ValueBoxKey(string: old.resourceId))
         }
@@ -44,16 +63,36 @@ public final class MediaReferenceTable: Table {
         state.record { $0.updatedMediaReferences.insert(resourceId) }
     }
 
-    /// Records obtained before `cutoff` (Unix seconds), oldest first.
+    /// Records read together while walking the time index (one round trip each on a server).
+    static let obtainedReadChunk = 256
+
+    /// Records obtained before `cutoff` (Unix seconds), oldest first. The records are read
+    /// `obtainedReadChunk` at a time, so a selection over a server costs a round trip per chunk,
+    /// not one per record.
     public func obtained(before cutoff: Int64, limit: Int = .max, visit: (MediaReferenceRecord) throws -> Bool) throws {
         try checkRead()
         var upper = ValueBoxKey(length: 8)
         upper.setInt64(0, value: cutoff)
         let range = ValueBoxRange(lower: nil, lowerInclusive: true, upper: upper, upperInclusive: false)
-        try valueBox.rangeKeys(byObtainedAt, range, limit: limit) { key in
-            guard let record = try get(key.string(from: 8)) else { return true }
-            return try visit(record)
+        var ids: [String] = []
+        var stopped = false
+        func visitChunk() throws {
+            let records = try get(ids)
+            for id in ids {
+                guard let record = records[id] else { continue }
+                if try !visit(record) {
+                    stopped = true
+                    break
+                }
+            }
+            ids.removeAll(keepingCapacity: true)
         }
+        try valueBox.rangeKeys(byObtainedAt, range, limit: limit) { key in
+            ids.append(key.string(from: 8))
+            if ids.count >= Self.obtainedReadChunk { try visitChunk() }
+            return !stopped
+        }
+        if !stopped, !ids.isEmpty { try visitChunk() }
     }
 
     /// The resource ids held by `parent`.

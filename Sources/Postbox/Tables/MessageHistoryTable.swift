@@ -56,28 +56,84 @@ public final class MessageHistoryTable: Table {
 
     /// Adds or replaces messages (a message whose timestamp changed moves to its new place).
     public func add(_ messages: [Message]) throws {
+        try write(messages, storedOnly: false)
+    }
+
+    /// Replaces those of `messages` that are stored and leaves the others out (a fresh copy of
+    /// a message the store keeps, where one it never kept must not appear).
+    public func replaceStored(_ messages: [Message]) throws {
+        try write(messages, storedOnly: true)
+    }
+
+    /// Messages whose stored copies are read together per this many (one round trip each on a
+    /// server, two with their rows).
+    static let readChunk = 512
+
+    private func write(_ messages: [Message], storedOnly: Bool) throws {
         try checkWrite()
-        for message in messages {
-            if let old = try timestamp(of: message.id) {
-                if old != message.timestamp {
-                    try remove(message.id)
-                } else if let previous = try get(MessageIndex(id: message.id, timestamp: old)) {
-                    for m in previous.media { if let mid = m.id { try valueBox.remove(mediaIndex, key: mediaIndexKey(mid, message.id)) } }
+        for start in stride(from: 0, to: messages.count, by: Self.readChunk) {
+            let chunk = messages[start..<min(start + Self.readChunk, messages.count)]
+            // What is stored of the chunk, read before it is written; kept current as the chunk
+            // is written, so a message given twice sees its first copy.
+            var stamps = try timestamps(of: chunk.map(\.id))
+            var previous = try stored(chunk.compactMap { m in stamps[m.id].flatMap { $0 == m.timestamp ? m.index : nil } })
+            for message in chunk {
+                if let old = stamps[message.id] {
+                    if old != message.timestamp {
+                        try remove(message.id)
+                    } else if let previous = previous[message.id] {
+                        for m in previous.media { if let mid = m.id { try valueBox.remove(mediaIndex, key: mediaIndexKey(mid, message.id)) } }
+                    }
+                } else if storedOnly {
+                    continue
                 }
+                encoder.reset()
+                MessageRecord.encode(message, into: encoder)
+                let data = encoder.makeData()
+                key.setInt64(0, value: message.id.peerId.rawValue)
+                key.setInt32(8, value: message.id.namespace)
+                key.setInt32(12, value: message.timestamp)
+                key.setInt32(16, value: message.id.id)
+                try valueBox.set(table, key: key, value: data)
+                setIdKey(message.id)
+                try valueBox.set(idIndex, key: idKey, value: withUnsafeBytes(of: message.timestamp.littleEndian) { Data($0) })
+                for m in message.media { if let mid = m.id { try valueBox.set(mediaIndex, key: mediaIndexKey(mid, message.id), value: Data()) } }
+                stamps[message.id] = message.timestamp
+                previous[message.id] = message
+                state.record { $0.addedMessages[message.id.peerId, default: 0] += 1 }
             }
-            encoder.reset()
-            MessageRecord.encode(message, into: encoder)
-            let data = encoder.makeData()
-            key.setInt64(0, value: message.id.peerId.rawValue)
-            key.setInt32(8, value: message.id.namespace)
-            key.setInt32(12, value: message.timestamp)
-            key.setInt32(16, value: message.id.id)
-            try valueBox.set(table, key: key, value: data)
-            setIdKey(message.id)
-            try valueBox.set(idIndex, key: idKey, value: withUnsafeBytes(of: message.timestamp.littleEndian) { Data($0) })
-            for m in message.media { if let mid = m.id { try valueBox.set(mediaIndex, key: mediaIndexKey(mid, message.id), value: Data()) } }
-            state.record { $0.addedMessages[message.id.peerId, default: 0] += 1 }
         }
+    }
+
+    /// The timestamps of those of `ids` that are stored, read together (one round trip on a
+    /// server).
+    public func timestamps(of ids: [MessageId]) throws -> [MessageId: Int32] {
+        try checkRead()
+        let keys = ids.map { id -> ValueBoxKey in
+            var k = ValueBoxKey(length: 16)
+            k.setInt64(0, value: id.peerId.rawValue)
+            k.setInt32(8, value: id.namespace)
+            k.setInt32(12, value: id.id)
+            return k
+        }
+        let found = try valueBox.get(idIndex, keys: keys)
+        var out: [MessageId: Int32] = [:]
+        for (id, k) in zip(ids, keys) {
+            if let raw = found[k], raw.count == 4 { out[id] = Int32(littleEndian: raw.withUnsafeBytes { $0.loadUnaligned(as: Int32.self) }) }
+        }
+        return out
+    }
+
+    /// The stored messages at `indexes`, read together.
+    private func stored(_ indexes: [MessageIndex]) throws -> [MessageId: Message] {
+        let keys = indexes.map(Self.key)
+        let found = try valueBox.get(table, keys: keys)
+        var out: [MessageId: Message] = [:]
+        for (index, k) in zip(indexes, keys) {
+            guard let data = found[k] else { continue }
+            try data.withUnsafeBytes { out[index.id] = try rowDecoder.decode($0) }
+        }
+        return out
     }
 
     public func timestamp(of id: MessageId) throws -> Int32? {

@@ -484,6 +484,18 @@ public final class SqliteValueBox: ValueBox {
         return try withBoundKey(stmt, 1, key, table) { try step(stmt) ? readValue(stmt, 0) : nil }
     }
 
+    /// A point read per key on the cached statement: in-process, a batch costs what its reads do.
+    public func get(_ table: ValueBoxTable, keys: [ValueBoxKey]) throws -> [ValueBoxKey: Data] {
+        guard !keys.isEmpty, tableExists(table) else { return [:] }
+        let stmt = try pointStatement(.get, table)
+        var out: [ValueBoxKey: Data] = [:]
+        for key in keys where out[key] == nil {
+            defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
+            if let value = try withBoundKey(stmt, 1, key, table, { try step(stmt) ? readValue(stmt, 0) : nil }) { out[key] = value }
+        }
+        return out
+    }
+
     public func withValue(_ table: ValueBoxTable, key: ValueBoxKey, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         guard tableExists(table) else { return false }
         let stmt = try pointStatement(.get, table)

@@ -79,6 +79,11 @@ public protocol ValueBox: ValueBoxMaintenance {
     /// store's buffer. (Not generic: a generic requirement called through `any ValueBox`
     /// instantiates type metadata on every call.)
     func withValue(_ table: ValueBoxTable, key: ValueBoxKey, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool
+    /// The values of those of `keys` that exist (a missing key is absent from the result), read
+    /// together: one round trip on a server, where a `get` per key costs one each. Sees the
+    /// transaction's own writes, as `get` does. For a transaction that reads a known set of rows
+    /// before it writes them (the writer lock is held meanwhile).
+    func get(_ table: ValueBoxTable, keys: [ValueBoxKey]) throws -> [ValueBoxKey: Data]
     func exists(_ table: ValueBoxTable, key: ValueBoxKey) throws -> Bool
     func set(_ table: ValueBoxTable, key: ValueBoxKey, value: Data) throws
     func remove(_ table: ValueBoxTable, key: ValueBoxKey) throws
