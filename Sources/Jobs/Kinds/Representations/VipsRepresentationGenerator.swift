@@ -11,10 +11,14 @@ import MediaBox
 /// reason; the caller fails that photo alone.
 public struct VipsRepresentationGenerator: MediaRepresentationGenerator {
     public init() throws {
-        guard Self.started == 0 else { throw VipsError(operation: "start", detail: Self.takeError()) }
+        guard Self.started == 0 else {
+            throw VipsError(operation: "start", detail: cvips_load_failure().map { String(cString: $0) } ?? Self.takeError())
+        }
     }
 
-    /// libvips started once per process (a `static let` initialiser runs once, thread-safely).
+    /// libvips loaded and started once per process, when the first generator is made (a
+    /// `static let` initialiser runs once, thread-safely): a run that makes no representation
+    /// never loads it.
     private static let started: Int32 = cvips_start()
     /// Decoding and encoding block: they run here, not on the cooperative pool.
     private static let queue = DispatchQueue(label: "jobrun.representations", attributes: .concurrent)
@@ -30,6 +34,7 @@ public struct VipsRepresentationGenerator: MediaRepresentationGenerator {
 
     /// Decodes `path` into `photo`'s box, blurs it if asked, and encodes it as JPEG.
     public static func make(_ photo: PhotoRepresentation, path: String) throws -> Data {
+        guard started == 0 else { throw VipsError(operation: "start", detail: cvips_load_failure().map { String(cString: $0) } ?? takeError()) }
         var image: OpaquePointer?
         guard cvips_thumbnail_file(path, Int32(photo.box), Int32(photo.box), &image) == 0, var current = image else {
             throw VipsError(operation: "decode", detail: takeError())
