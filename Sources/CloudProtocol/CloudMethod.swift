@@ -10,6 +10,8 @@ public enum CloudMethod: String, Codable, Sendable, CaseIterable {
     case saveFilePart = "upload.saveFilePart"
     case saveBigFilePart = "upload.saveBigFilePart"
     case sendMedia = "messages.sendMedia"
+    /// Several calls in one request (`CloudContainer`).
+    case container = "container"
     // Messages and entities (any DC)
     case getConfig = "help.getConfig"
     case getDialogs = "messages.getDialogs"

@@ -6,9 +6,11 @@ import NIOPosix
 /// of its own (an S3 server such as moto): on each connection, the first bytes of every answer
 /// (the first the server sends after the client sent something) wait the latency, as `cloudd`
 /// waits before each of its own answers, and each answer's bytes are paced to the bandwidth.
-/// Requests pass at once. Both the product and its peers connect through the same proxy, so
-/// they wait exactly as long. The delay can be changed while connections are open; an answer
-/// already under way keeps the one it started with.
+/// Each request's bytes (from the first the client sends after an answer began) are paced to
+/// the same bandwidth, as `cloudd` reads its request bodies: a link's bandwidth holds both ways.
+/// Both the product and its peers connect through the same proxy, so they wait exactly as long.
+/// The delay can be changed while connections are open; an answer or a request already under
+/// way keeps the one it started with.
 public final class DelayingProxy: Sendable {
     /// The port the proxy listens on (`127.0.0.1`).
     public let port: Int
@@ -71,12 +73,24 @@ private func relay(_ client: NIOAsyncChannel<ByteBuffer, ByteBuffer>, to host: S
             }
         // Set when the client sends bytes; the next bytes from the server begin an answer.
         let answerDue = Locked(false)
+        // Set when the server sends bytes; the next bytes from the client begin a request.
+        let requestDue = Locked(true)
         try await client.executeThenClose { clientIn, clientOut in
             try await upstream.executeThenClose { serverIn, serverOut in
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
+                        var pacer = NetworkDelay().pacer()
+                        var sent: Int64 = 0
                         for try await buffer in clientIn {
                             answerDue.withLock { $0 = true }
+                            if requestDue.withLock({ due in
+                                defer { due = false }; return due
+                            }) {
+                                pacer = delay.withLock { $0 }.pacer()
+                                sent = 0
+                            }
+                            sent += Int64(buffer.readableBytes)
+                            try await pacer.wait(untilSent: sent)
                             try await serverOut.write(buffer)
                         }
                     }
@@ -84,6 +98,7 @@ private func relay(_ client: NIOAsyncChannel<ByteBuffer, ByteBuffer>, to host: S
                         var pacer = NetworkDelay().pacer()
                         var sent: Int64 = 0
                         for try await buffer in serverIn {
+                            requestDue.withLock { $0 = true }
                             if answerDue.withLock({ due in
                                 defer { due = false }; return due
                             }) {

@@ -1,13 +1,13 @@
 import Foundation
 
 /// The network a client sees in front of a server: a wait before every answer and a pace for
-/// each answer's body. `cloudd` applies it to its own answers (`--latency-ms`, `--bandwidth`);
+/// each body, an answer's and a request's alike (a link's bandwidth holds both ways). `cloudd` applies it to its own answers (`--latency-ms`, `--bandwidth`);
 /// `DelayingProxy` applies the same to a server that has no such knobs (an S3 server), so that
 /// every benchmark's peers and product wait exactly as long.
 public struct NetworkDelay: Sendable, Equatable {
     /// Waited before every answer, in milliseconds.
     public var latencyMs: Int
-    /// Bytes per second of each answer's body; 0 = unpaced.
+    /// Bytes per second of each answer's and each request's body; 0 = unpaced.
     public var bandwidth: Int64
 
     public init(latencyMs: Int = 0, bandwidth: Int64 = 0) {

@@ -20,9 +20,11 @@ extension ServerCore {
             if case .dc = role, segments.first == "admin" {
                 return try await admin(&request, path: Array(segments.dropFirst()))
             }
-            try await faults.current.networkDelay.beforeAnswer()
+            let delay = faults.current.networkDelay
+            try await delay.beforeAnswer()
+            request.body = delay.paced(request.body)
             if segments.first == "api", segments.count == 2 {
-                return try await api(&request, name: String(segments[1]), role: role)
+                return await answer(to: &request, name: String(segments[1]), role: role)
             }
             if case .dc = role, segments.first == "plain" {
                 if segments.count == 3, segments[1] == "upload", request.method == .put {
@@ -34,13 +36,28 @@ extension ServerCore {
                 }
             }
             throw CloudError(.methodInvalid, message: "no route \(request.method) \(path)")
-        } catch let e as CloudError {
+        } catch {
+            return errorAnswer(error)
+        }
+    }
+
+    /// One API call's answer, a thrown error as its error answer (a call alone, or one of a
+    /// container's).
+    func answer(to request: inout Request, name: String, role: ListenerRole) async -> Response {
+        do {
+            return try await api(&request, name: name, role: role)
+        } catch {
+            return errorAnswer(error)
+        }
+    }
+
+    private func errorAnswer(_ error: any Error) -> Response {
+        if let e = error as? CloudError {
             counters.error(e.name.rawValue)
             return HTTPSupport.error(e)
-        } catch {
-            counters.error(CloudErrorName.internalError.rawValue)
-            return HTTPSupport.error(CloudError(.internalError, message: "\(error)"))
         }
+        counters.error(CloudErrorName.internalError.rawValue)
+        return HTTPSupport.error(CloudError(.internalError, message: "\(error)"))
     }
 
     private func api(_ request: inout Request, name: String, role: ListenerRole) async throws -> Response {
@@ -48,6 +65,8 @@ extension ServerCore {
             throw CloudError(.methodInvalid, message: "unknown method \(name)")
         }
         counters.method(method.rawValue)
+        // A container's calls roll their own faults, each as it runs.
+        if method == .container { return try await container(&request, role: role) }
         if case .error(let e) = faults.rollError(isRevalidation: method.isRevalidation) { throw CloudError(e) }
         let malformed = faults.rollMalformed()
         switch malformed {
@@ -76,6 +95,7 @@ extension ServerCore {
             case .saveFilePart: return try await saveFilePart(request, big: false)
             case .saveBigFilePart: return try await saveFilePart(request, big: true)
             case .sendMedia: return try await sendMedia(&request, dc: dc)
+            case .container: throw CloudError(.methodInvalid, message: "a container is not a call")
             case .getConfig: return getConfig(dc: dc)
             case .getDialogs: return try await getDialogs(&request)
             case .getHistory: return try await getHistory(&request)

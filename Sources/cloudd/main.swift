@@ -29,7 +29,7 @@ struct Cloudd: AsyncParsableCommand {
     @Option(help: "Share of API calls given the malformed answer.") var malformedRate: Double = 0
     @Option(help: "Share of files served via the CDN redirect.") var cdnFraction: Double = 0
     @Option(help: "Share of CDN files needing reuploadCdnFile first.") var cdnReuploadFraction: Double = 0.5
-    @Option(help: "Per-response bandwidth cap, bytes/s (0 = none; K/M/G suffixes).") var bandwidth: String = "0"
+    @Option(help: "Bandwidth of each response body and each request body, bytes/s (0 = none; K/M/G suffixes).") var bandwidth: String = "0"
     @Option(help: "Number of peers.") var peers: Int = 10
     @Option(help: "Messages per peer.") var messagesPerPeer: Int = 30
     @Option(help: "Largest regular document/video (K/M/G suffixes).") var maxMediaSize: String = "8MiB"

@@ -5,14 +5,15 @@ import CloudServer
 import Foundation
 
 /// One setting of the transfer benchmarks' round-trip axis: how long `cloudd` waits before
-/// every answer (`latencyMs`) and how fast it paces each response body (`bandwidth`), applied
+/// every answer (`latencyMs`) and how fast it paces each body, a response's and a request's
+/// (`bandwidth`), applied
 /// to the API routes and the plain routes alike, so the product and its peers wait exactly as
 /// long. Loopback (no delay, no pace) is context: there a row measures CPU per file and per
 /// byte on cores shared with the server, not what a user of a real network sees; the delayed
 /// settings carry the targets.
 struct RoundTrip: Sendable, Equatable, CustomStringConvertible {
     var latencyMs: Int
-    /// Bytes per second per response body; 0 = unpaced.
+    /// Bytes per second per body, both ways; 0 = unpaced.
     var bandwidth: Int64
 
     var isLoopback: Bool { latencyMs == 0 && bandwidth == 0 }
@@ -55,6 +56,6 @@ struct RoundTrip: Sendable, Equatable, CustomStringConvertible {
                 url: base + "/admin/faults", method: .post, headers: [HTTPHeader("Content-Type", "application/json")],
                 body: .data(try JSONEncoder().encode(faults))))
         guard r.status == 200 else { throw BenchError("POST /admin/faults answered \(r.status)") }
-        print("\n──── round trip: \(self) (cloudd delays every answer by \(latencyMs) ms and paces each body; peers use the same routes)")
+        print("\n──── round trip: \(self) (cloudd delays every answer by \(latencyMs) ms and paces each body, both ways; peers use the same routes)")
     }
 }

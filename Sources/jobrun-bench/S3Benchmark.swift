@@ -14,7 +14,12 @@ struct S3Bench: ParsableCommand {
         abstract: "S3 staging (multipart, per-part SHA-256) and ranged reads vs aws s3 cp to the same server.")
     @Option(help: "Size of the large file in MB (10^6 bytes).") var largeMb = 1000
     @Option(help: "Small files (10–200 KB).") var smallFiles = 500
-    @Option(help: "Requests in flight (parts of the large file, small files).") var concurrency = 8
+    @Option(
+        help:
+            "Most requests in flight (parts of the large file, its ranges, small files); how many are follows the measured throughput (AdaptiveConcurrency)."
+    )
+    var maxInFlight = 64
+    @Option(help: "Files in flight of the shared-tier section.") var concurrency = 8
     @Option(help: "Part size and read range in MiB.") var partMib = 8
     @Option(help: "Rounds of every measure; the tool that goes first alternates, and each tool's best round counts.") var rounds = 2
     @Option(help: "An S3 endpoint to use (credentials from AWS_*); default: a moto_server started for the run.")
@@ -61,6 +66,12 @@ struct S3Benchmark {
         var largePut = TimedPairs(), largeGet = TimedPairs(), smallPut = TimedPairs(), smallGet = TimedPairs()
     }
 
+    /// The product's requests in flight, as its last round settled them (`AdaptiveConcurrency`),
+    /// shared by the rounds' closures.
+    private final class InFlight: @unchecked Sendable {
+        var largePut = "-", largeGet = "-", smallPut = "-", smallGet = "-"
+    }
+
     func run() async throws {
         let fm = FileManager.default
         try? fm.removeItem(atPath: options.workDir)
@@ -94,7 +105,7 @@ struct S3Benchmark {
         // files read back): like the download and upload benchmarks, start once that is quick.
         FileCreationQuiet.wait(scratch: options.workDir, before: "the timed rounds")
         print(
-            "large file \(files.largeSize) bytes, \(options.smallFiles) small files (\(files.smallBytes) bytes), parts \(options.partMib) MiB, \(options.concurrency) in flight"
+            "large file \(files.largeSize) bytes, \(options.smallFiles) small files (\(files.smallBytes) bytes), parts \(options.partMib) MiB, at most \(options.maxInFlight) in flight"
         )
         let awsEnvironment = env
         // The delayed settings reach the server through one proxy (cloudd's delay before every
@@ -115,9 +126,11 @@ struct S3Benchmark {
                     [aws, "--endpoint-url", url, "--only-show-errors", "s3", "cp"] + arguments, environment: awsEnvironment, showErrors: true)
             }
             let rssBefore = peakRSSMiB()
-            let measures = try await timeRounds(roundTrip.isLoopback ? direct : delayed, files, tag: "\(roundTrip.latencyMs)", awsCopy: awsCopy)
+            let inFlight = InFlight()
+            let measures = try await timeRounds(
+                roundTrip.isLoopback ? direct : delayed, files, tag: "\(roundTrip.latencyMs)", inFlight: inFlight, awsCopy: awsCopy)
             let rssAfter = peakRSSMiB()
-            report(measures, files, roundTrip: roundTrip)
+            report(measures, files, roundTrip: roundTrip, inFlight: inFlight)
             print("jobrun peak RSS: \(fmt(rssBefore, 1)) MiB before the large file, \(fmt(rssAfter, 1)) MiB after staging and reading it back")
         }
         await proxy.stop()
@@ -183,7 +196,9 @@ struct S3Benchmark {
         return Files(large: large, largeSize: largeSize, smallDir: smallDir, smallBytes: smallBytes)
     }
 
-    private func timeRounds(_ s3: S3Client, _ files: Files, tag: String, awsCopy: ([String]) throws -> Void) async throws -> Measures {
+    private func timeRounds(
+        _ s3: S3Client, _ files: Files, tag: String, inFlight: InFlight, awsCopy: ([String]) throws -> Void
+    ) async throws -> Measures {
         let fm = FileManager.default
         let (large, largeSize, smallDir) = (files.large, files.largeSize, files.smallDir)
         let partSize = Int64(options.partMib) << 20
@@ -192,7 +207,8 @@ struct S3Benchmark {
         // round counts: a slow moment of the shared server or disk then costs the tool it falls
         // on one round, not the comparison.
         guard options.rounds >= 1 else { throw BenchError("--rounds must be at least 1") }
-        let upload = S3FileUpload(client: s3, partSize: partSize, multipartThreshold: partSize, concurrentParts: options.concurrency)
+        let upload = S3FileUpload(client: s3, partSize: partSize, multipartThreshold: partSize, concurrentParts: options.maxInFlight)
+        let maxInFlight = options.maxInFlight
         var m = Measures()
         let names = (0..<options.smallFiles).map { "f\($0)" }
         for round in 0..<options.rounds {
@@ -202,6 +218,7 @@ struct S3Benchmark {
             try await m.largePut.time(productFirst: productFirst) {
                 staged = try await upload.upload(
                     file: large, to: "product/\(tag)-\(round)/large", journalPath: options.workDir + "/large-\(tag)-\(round).journal")
+                inFlight.largePut = staged?.partsInFlight.map { "\($0)" } ?? "-"
             } peer: {
                 try awsCopy([large, "s3://\(options.bucket)/peer/\(tag)-\(round)/large"])
             }
@@ -209,7 +226,9 @@ struct S3Benchmark {
             // 2. Large file back by ranged GETs; the product's copy is checked against what it staged.
             let (productBack, peerBack) = (options.workDir + "/large.product-back", options.workDir + "/large.peer-back")
             try await m.largeGet.time(productFirst: productFirst) {
-                try await rangedDownload(s3, key: "product/\(tag)-\(round)/large", size: largeSize, partSize: partSize, to: productBack)
+                let window = AdaptiveConcurrency(initial: 4, ceiling: maxInFlight)
+                try await rangedDownload(s3, key: "product/\(tag)-\(round)/large", size: largeSize, partSize: partSize, to: productBack, window: window)
+                inFlight.largeGet = "\(window.snapshot)"
             } peer: {
                 try awsCopy(["s3://\(options.bucket)/peer/\(tag)-\(round)/large", peerBack])
             }
@@ -222,22 +241,28 @@ struct S3Benchmark {
             // 3. Small files in and out. Each tool reads them back into its own folder, and both
             // stay until the benchmark ends (`WorkDirectory`).
             try await m.smallPut.time(productFirst: productFirst) {
-                try await forEachConcurrently(names, limit: options.concurrency) { name in
+                let window = AdaptiveConcurrency(initial: 8, ceiling: maxInFlight)
+                _ = try await window.map(names) { name in
                     let data = try Data(contentsOf: URL(fileURLWithPath: smallDir + "/" + name))
                     try await s3.putObject("product/\(tag)-\(round)/small/" + name, body: .data(data), sha256: CloudCrypto.SHA256.hash(data))
+                    return ((), Int64(data.count))
                 }
+                inFlight.smallPut = "\(window.snapshot)"
             } peer: {
                 try awsCopy(["--recursive", smallDir, "s3://\(options.bucket)/peer/\(tag)-\(round)/small/"])
             }
             let smallBack = options.workDir + "/small-back-\(tag)-\(round)"
             try fm.createDirectory(atPath: smallBack, withIntermediateDirectories: true)
             try await m.smallGet.time(productFirst: productFirst) {
-                try await forEachConcurrently(names, limit: options.concurrency) { name in
+                let window = AdaptiveConcurrency(initial: 8, ceiling: maxInFlight)
+                _ = try await window.map(names) { name in
                     let fd = open(smallBack + "/" + name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
                     guard fd >= 0 else { throw BenchError("cannot create \(name)") }
                     defer { close(fd) }
-                    _ = try await s3.getObject("product/\(tag)-\(round)/small/" + name, to: .fileDescriptor(fd, offset: 0))
+                    let r = try await s3.getObject("product/\(tag)-\(round)/small/" + name, to: .fileDescriptor(fd, offset: 0))
+                    return ((), r.bytesReceived)
                 }
+                inFlight.smallGet = "\(window.snapshot)"
             } peer: {
                 try awsCopy(["--recursive", "s3://\(options.bucket)/peer/\(tag)-\(round)/small/", smallBack + "-peer"])
             }
@@ -246,22 +271,22 @@ struct S3Benchmark {
     }
 
     /// The table of each measure's best round, and the ratios.
-    private func report(_ m: Measures, _ files: Files, roundTrip: RoundTrip) {
+    private func report(_ m: Measures, _ files: Files, roundTrip: RoundTrip, inFlight: InFlight) {
         var table = BenchTable(
             title: "S3 staging and ranged reads, \(roundTrip) (same server, same bytes; best of \(options.rounds) rounds, the first tool alternating)",
-            columns: ["measure", "jobrun s", "aws s3 cp s", "ratio", "jobrun MB/s", "jobrun / aws s3 cp s, every round"])
-        func row(_ name: String, _ pairs: TimedPairs, _ bytes: Int64, peerName: String = "aws s3 cp") {
+            columns: ["measure", "jobrun s", "aws s3 cp s", "ratio", "jobrun MB/s", "jobrun in flight (last round)", "jobrun / aws s3 cp s, every round"])
+        func row(_ name: String, _ pairs: TimedPairs, _ bytes: Int64, inFlight: String, peerName: String = "aws s3 cp") {
             let (product, peer) = (pairs.product.min()!, pairs.peer.min()!)
             let rounds = zip(pairs.product, pairs.peer).map { "\(fmt($0)) / \(fmt($1))" }.joined(separator: ", ")
-            table.add([name, fmt(product), fmt(peer), fmt(peer / product) + "x", fmt(Double(bytes) / 1e6 / product, 1), rounds])
+            table.add([name, fmt(product), fmt(peer), fmt(peer / product) + "x", fmt(Double(bytes) / 1e6 / product, 1), inFlight, rounds])
             BenchRatios.record(
                 "s3", "\(roundTrip.rowLabel): \(name)", product: fmt(product) + " s", peer: fmt(peer) + " s \(peerName)", ratio: peer / product,
                 target: roundTrip.target(1.0))
         }
-        row("large put", m.largePut, files.largeSize)
-        row("large get (ranges)", m.largeGet, files.largeSize)
-        row("\(options.smallFiles) small put", m.smallPut, files.smallBytes, peerName: "aws s3 cp --recursive")
-        row("\(options.smallFiles) small get", m.smallGet, files.smallBytes, peerName: "aws s3 cp --recursive")
+        row("large put", m.largePut, files.largeSize, inFlight: inFlight.largePut)
+        row("large get (ranges)", m.largeGet, files.largeSize, inFlight: inFlight.largeGet)
+        row("\(options.smallFiles) small put", m.smallPut, files.smallBytes, inFlight: inFlight.smallPut, peerName: "aws s3 cp --recursive")
+        row("\(options.smallFiles) small get", m.smallGet, files.smallBytes, inFlight: inFlight.smallGet, peerName: "aws s3 cp --recursive")
         table.print()
     }
 }
@@ -283,18 +308,19 @@ private struct TimedPairs {
     }
 }
 
-/// Reads `size` bytes of `key` into a new file at `path` by `partSize` ranges, several in flight,
-/// each written at its offset (memory flat in the file's size).
-func rangedDownload(_ s3: S3Client, key: String, size: Int64, partSize: Int64, to path: String, inFlight: Int = 8) async throws {
+/// Reads `size` bytes of `key` into a new file at `path` by `partSize` ranges, as many in flight
+/// as `window` allows, each written at its offset (memory flat in the file's size).
+func rangedDownload(_ s3: S3Client, key: String, size: Int64, partSize: Int64, to path: String, window: AdaptiveConcurrency) async throws {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
     guard fd >= 0 else { throw BenchError("cannot create \(path)") }
     defer { close(fd) }
     let offsets = Array(stride(from: Int64(0), to: size, by: Int(partSize)))
-    try await forEachConcurrently(offsets, limit: inFlight) { offset in
+    _ = try await window.map(offsets) { offset in
         let length = min(partSize, size - offset)
         let r = try await s3.getObject(
             key, range: HTTPRange(offset: offset, length: length), to: .fileDescriptor(fd, offset: offset, maxLength: length))
         guard r.bytesReceived == length else { throw BenchError("range at \(offset): \(r.bytesReceived) of \(length) bytes") }
+        return ((), length)
     }
 }
 

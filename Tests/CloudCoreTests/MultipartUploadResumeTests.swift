@@ -28,7 +28,7 @@ final class MultipartUploadResumeTests: XCTestCase {
     func resume(secret: Bool) async throws {
         let f = try await UploadFixture.start()
         addTeardownBlock { await f.stop() }
-        let size = 20_000_000  // big mode: 77 parts of 256 KiB
+        let size = 20_000_000  // big mode: 39 parts of 512 KiB
         let path = try f.makeFile("r.bin", size: size)
         let original = try Data(contentsOf: URL(fileURLWithPath: path))
         let item = try await f.queue.enqueue(UploadRequest(path: path, peerId: f.peer, secret: secret))

@@ -15,14 +15,15 @@ final class MultipartUploadTests: XCTestCase {
         let f = try await UploadFixture.start()
         addTeardownBlock { await f.stop() }
         let cases: [(Int, Int, Int, Bool)] = [  // size, part size, parts, big
-            (1, 128 << 10, 1, false),
-            (128 << 10, 128 << 10, 1, false),
-            (3 * (128 << 10), 128 << 10, 3, false),
-            (9_900_000, 128 << 10, 76, false),
-            (10 << 20, 128 << 10, 80, false),
-            (10_100_000, 128 << 10, 78, false),  // 10.1 MB is still under 10 MiB
-            (10_590_618, 256 << 10, 41, true),  // 10.1 MiB: big-file mode
-            (41 * (256 << 10), 256 << 10, 41, true),
+            (1, 512 << 10, 1, false),
+            (128 << 10, 512 << 10, 1, false),
+            (512 << 10, 512 << 10, 1, false),  // one part: a small file is two requests
+            (3 * (128 << 10) + 1, 512 << 10, 1, false),
+            (9_900_000, 512 << 10, 19, false),
+            (10 << 20, 512 << 10, 20, false),
+            (10_100_000, 512 << 10, 20, false),  // 10.1 MB is still under 10 MiB
+            (10_590_618, 512 << 10, 21, true),  // 10.1 MiB: big-file mode
+            (21 * (512 << 10), 512 << 10, 21, true),
         ]
         let upload = f.upload()
         f.server.resetCounters()
@@ -47,6 +48,10 @@ final class MultipartUploadTests: XCTestCase {
             XCTAssertEqual(f.server.uploadInfo(fileId: r.fileId)?.partReceipts.values.max(), 1, "no part sent twice")
             let method = big ? "upload.saveBigFilePart" : "upload.saveFilePart"
             XCTAssertEqual(f.server.counters().methods[method, default: 0], parts, "size \(size) uses \(method)")
+            XCTAssertEqual(
+                f.server.counters().methods["container", default: 0], parts == 1 ? 1 : 0,
+                "size \(size): a one-part file goes with its sendMedia in one container")
+            XCTAssertEqual(f.server.counters().methods["messages.sendMedia", default: 0], 1)
             f.server.resetCounters()
             let acked = try await f.acked(item.id)
             XCTAssertEqual(acked, [], "part rows are dropped once sent")
@@ -318,7 +323,7 @@ final class MultipartUploadTests: XCTestCase {
         let started = Date()
         let r = try await f.upload().upload(itemId: item.id)
         let seconds = Date().timeIntervalSince(started)
-        XCTAssertEqual(r.partsSent, 256)
+        XCTAssertEqual(r.partsSent, 128)
         XCTAssertEqual(try f.server.fileInfo(id: r.documentId)?.sha256, item.sha256)
         print("64 MiB uploaded in \(String(format: "%.2f", seconds)) s")
     }

@@ -5,7 +5,8 @@ import Foundation
 import XCTest
 
 /// The delaying proxy in front of a real server (an in-process cloud without delays of its own):
-/// the bytes pass unchanged, every answer waits the latency, and a body is paced.
+/// the bytes pass unchanged, every answer waits the latency, and a body is paced, an answer's
+/// and a request's alike.
 final class DelayingProxyTests: XCTestCase {
     func testAnswersWaitTheLatencyAndBodiesArePacedAndIntact() async throws {
         let server = try await TestCloud.start { $0.dataset.bigFiles = [2_000_000] }
@@ -38,5 +39,16 @@ final class DelayingProxyTests: XCTestCase {
         let body = try await TestHTTP.request(base.appendingPathComponent("plain/\(f.id)"))
         XCTAssertGreaterThanOrEqual(ContinuousClock.now - paced, .milliseconds(450))
         XCTAssertEqual(SHA256.hash(body.body).hexString, info.sha256)
+
+        // The bandwidth holds both ways: a 2 MB request body takes half a second as well, and
+        // the server stores it intact.
+        let upload = SecureRandom.bytes(2_000_000)
+        let sending = ContinuousClock.now
+        let put = try await TestHTTP.request(
+            base.appendingPathComponent("plain/upload/through-proxy.bin"), method: "PUT", body: upload,
+            headers: ["Content-Type": "application/octet-stream"])
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - sending, .milliseconds(450))
+        XCTAssertEqual(put.status, 201)
+        XCTAssertEqual(try put.decode(PlainUploadInfo.self).sha256, SHA256.hash(upload).hexString)
     }
 }

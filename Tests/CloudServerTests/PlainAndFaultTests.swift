@@ -171,4 +171,37 @@ final class PlainAndFaultTests: XCTestCase {
         XCTAssertEqual(r.body.count, 400_000)
         XCTAssertGreaterThan(elapsed, .milliseconds(450), "150 ms latency + 0.4 s at 1 MB/s")
     }
+    /// The bandwidth holds both ways: a request body (a plain PUT, an upload part) is read at it,
+    /// arrives intact, and an unpaced server reads the same body at once.
+    func testRequestBodiesArePacedByTheBandwidth() async throws {
+        let server = try await TestCloud.start()
+        addTeardownBlock { await server.stop() }
+        let dc = server.dcURLs[0]
+        let data = SecureRandom.bytes(600_000)
+        func put(_ name: String) async throws -> (PlainUploadInfo, Duration) {
+            let t0 = ContinuousClock.now
+            let r = try await TestHTTP.request(
+                dc.appendingPathComponent("plain/upload/\(name)"), method: "PUT", body: data,
+                headers: ["Content-Type": "application/octet-stream"])
+            let elapsed = ContinuousClock.now - t0
+            XCTAssertEqual(r.status, 201)
+            return (try r.decode(PlainUploadInfo.self), elapsed)
+        }
+        let (fast, unpacedTime) = try await put("unpaced.bin")
+        XCTAssertEqual(fast.sha256, SHA256.hash(data).hexString)
+
+        try await TestHTTP.adminPost(server, "faults", FaultConfig(latencyMs: 0, bandwidthBytesPerSecond: 1_000_000))
+        let (paced, pacedTime) = try await put("paced.bin")
+        XCTAssertEqual(paced.size, Int64(data.count))
+        XCTAssertEqual(paced.sha256, SHA256.hash(data).hexString)
+        XCTAssertGreaterThanOrEqual(pacedTime, .milliseconds(570), "600 KB at 1 MB/s")
+        XCTAssertLessThan(unpacedTime, pacedTime)
+
+        // An upload part (512 KiB) takes its time at the bandwidth too.
+        let part = SecureRandom.bytes(512 << 10)
+        let t0 = ContinuousClock.now
+        let saved = try await UploadTests.savePart(dc, fileId: 77, part: 0, part)
+        XCTAssertEqual(saved.status, 200)
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - t0, .milliseconds(500), "524 KB at 1 MB/s")
+    }
 }

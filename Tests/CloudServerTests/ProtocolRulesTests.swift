@@ -73,8 +73,8 @@ final class ProtocolRulesTests: XCTestCase {
         XCTAssertFalse(UploadPartRules.isValidFullPartSize(3000))
         XCTAssertFalse(UploadPartRules.isBigFile(size: 10 << 20))
         XCTAssertTrue(UploadPartRules.isBigFile(size: (10 << 20) + 1))
-        XCTAssertEqual(UploadPartRules.preferredPartSize(fileSize: 1 << 20), 128 << 10)
-        XCTAssertEqual(UploadPartRules.preferredPartSize(fileSize: 100 << 20), 256 << 10)
+        XCTAssertEqual(UploadPartRules.preferredPartSize(fileSize: 1 << 20), 512 << 10)
+        XCTAssertEqual(UploadPartRules.preferredPartSize(fileSize: 100 << 20), 512 << 10)
         XCTAssertEqual(UploadPartRules.preferredPartSize(fileSize: 1 << 30), 512 << 10)
         XCTAssertEqual(UploadPartRules.partCount(fileSize: 300_000, partSize: 128 << 10), 3)
     }

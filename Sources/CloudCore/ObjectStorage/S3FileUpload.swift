@@ -6,8 +6,9 @@ import Foundation
 /// upload above it, resumable from its acknowledged parts through an ``S3UploadJournal``.
 ///
 /// Memory stays flat in the file's size: a part's bytes are hashed in 1 MiB blocks and sent
-/// from the file (`pread` while libcurl sends), never loaded whole; at most
-/// ``concurrentParts`` parts are in flight. Every part carries its SHA-256, so the service
+/// from the file (`pread` while libcurl sends), never loaded whole. How many parts are in flight
+/// follows the measured throughput (`AdaptiveConcurrency`, from ``initialParts`` up to
+/// ``concurrentParts``): a far service needs more than a near one. Every part carries its SHA-256, so the service
 /// verifies what it stores, and as its S3 checksum, so the service keeps it with the object
 /// (a single PUT's SHA-256, or a multipart upload's checksum of its parts' SHA-256s).
 public struct S3FileUpload: Sendable {
@@ -16,14 +17,17 @@ public struct S3FileUpload: Sendable {
     public var partSize: Int64 = 8 << 20
     /// Files this large or larger go multipart.
     public var multipartThreshold: Int64 = 16 << 20
-    /// Parts sent at the same time.
-    public var concurrentParts = 4
+    /// Most parts sent at the same time; how many are follows the measured throughput.
+    public var concurrentParts = 16
+    /// Parts in flight before anything was measured.
+    public var initialParts = 4
 
-    public init(client: S3Client, partSize: Int64 = 8 << 20, multipartThreshold: Int64 = 16 << 20, concurrentParts: Int = 4) {
+    public init(client: S3Client, partSize: Int64 = 8 << 20, multipartThreshold: Int64 = 16 << 20, concurrentParts: Int = 16) {
         self.client = client
         self.partSize = max(5 << 20, partSize)
         self.multipartThreshold = max(1, multipartThreshold)
         self.concurrentParts = max(1, concurrentParts)
+        self.initialParts = min(4, self.concurrentParts)
     }
 
     /// What an upload did.
@@ -36,6 +40,8 @@ public struct S3FileUpload: Sendable {
         public var partsSent: Int
         /// Parts a previous run had sent that were kept.
         public var partsReused: Int
+        /// The parts in flight the upload settled on (nil for a single `PUT`).
+        public var partsInFlight: AdaptiveConcurrency.Snapshot?
     }
 
     /// Uploads the file at `path` to `key`, with the journal at `journalPath`, both places the
@@ -77,7 +83,7 @@ public struct S3FileUpload: Sendable {
             let digest = try await UploadIO.run { try Data(hexString: UploadIO.sha256(fd: fd, length: size))! }
             try await client.putObject(key, body: .fileRegion(fd: fd, offset: 0, length: size), sha256: digest)
             onPartSent(1)
-            return Result(key: key, size: size, sha256: digest, partsSent: 1, partsReused: 0)
+            return Result(key: key, size: size, sha256: digest, partsSent: 1, partsReused: 0, partsInFlight: nil)
         }
         return try await uploadMultipart(fd: fd, size: size, key: key, journalPath: journal, onPartSent: onPartSent)
     }
@@ -108,10 +114,12 @@ public struct S3FileUpload: Sendable {
         let client = self.client
         let uploadId = journal.uploadId
         let checksums = journal.sha256Checksums ?? false
+        let window = AdaptiveConcurrency(initial: initialParts, ceiling: concurrentParts)
         // Each sent part comes back as its journal record and its entry in the completion.
         try await withThrowingTaskGroup(of: (S3UploadJournal.Part, S3CompletedPart).self) { group in
             var inFlight = 0
-            func record(_ part: S3UploadJournal.Part, _ done: S3CompletedPart) async throws {
+            func record(_ part: S3UploadJournal.Part, _ done: S3CompletedPart, windowFull: Bool) async throws {
+                window.completed(bytes: part.size, windowFull: windowFull)
                 journal.parts[done.partNumber] = part
                 try await saveJournal(journal, journalPath, key)
                 completed.append(done)
@@ -131,9 +139,9 @@ public struct S3FileUpload: Sendable {
                     reused += 1
                     continue
                 }
-                if inFlight >= concurrentParts, let (part, done) = try await group.next() {
+                while inFlight >= window.limit, let (part, done) = try await group.next() {
                     inFlight -= 1
-                    try await record(part, done)
+                    try await record(part, done, windowFull: true)
                 }
                 group.addTask {
                     let eTag = try await client.uploadPart(
@@ -143,11 +151,12 @@ public struct S3FileUpload: Sendable {
                 }
                 inFlight += 1
             }
-            while let (part, done) = try await group.next() { try await record(part, done) }
+            while let (part, done) = try await group.next() { try await record(part, done, windowFull: false) }
         }
         try await client.completeMultipartUpload(key, uploadId: uploadId, parts: completed)
         S3UploadJournal.remove(journalPath)
-        return Result(key: key, size: size, sha256: whole.finish(), partsSent: sent, partsReused: reused)
+        return Result(
+            key: key, size: size, sha256: whole.finish(), partsSent: sent, partsReused: reused, partsInFlight: window.snapshot)
     }
 
     /// The parts the service holds for `uploadId`, or `nil` when the upload is gone.

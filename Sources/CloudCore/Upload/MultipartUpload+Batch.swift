@@ -16,25 +16,10 @@ extension MultipartUpload {
     /// cancels the rest and is thrown.
     public func upload(itemIds: [Int64], initialFiles: Int = 16, maxConcurrentFiles: Int = 128) async throws -> MultipartUploadBatchReport {
         let window = AdaptiveConcurrency(initial: initialFiles, ceiling: maxConcurrentFiles)
-        var results = [MultipartUploadResult?](repeating: nil, count: itemIds.count)
-        try await withThrowingTaskGroup(of: (Int, MultipartUploadResult).self) { group in
-            var next = 0, running = 0
-            func startFiles() {
-                while running < window.limit, next < itemIds.count {
-                    let index = next, id = itemIds[next]
-                    next += 1
-                    running += 1
-                    group.addTask { (index, try await self.upload(itemId: id)) }
-                }
-            }
-            startFiles()
-            while running > 0, let (index, result) = try await group.next() {
-                running -= 1
-                results[index] = result
-                window.completed(bytes: result.bytesSent, windowFull: next < itemIds.count)
-                startFiles()
-            }
+        let results = try await window.map(itemIds) { id in
+            let result = try await self.upload(itemId: id)
+            return (result, result.bytesSent)
         }
-        return MultipartUploadBatchReport(results: results.compactMap { $0 }, filesInFlight: window.snapshot)
+        return MultipartUploadBatchReport(results: results, filesInFlight: window.snapshot)
     }
 }

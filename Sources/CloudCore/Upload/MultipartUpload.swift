@@ -8,8 +8,8 @@ import Synchronization
 /// Uploads one queue item in parts and attaches it to a message (the seed's MultipartUpload,
 /// made resumable).
 ///
-/// - Layout: `UploadPlan` (128 KiB parts in small-file mode up to 10 MiB, then big-file mode
-///   with 256 KiB / 512 KiB parts and `totalParts`), several parts in flight (30 for big files).
+/// - Layout: `UploadPlan` (512 KiB parts, in small-file mode up to 10 MiB, then in big-file
+///   mode with `totalParts`), several parts in flight (30 for big files).
 /// - Bounded memory: plain parts go out as file regions (`pread` by the transport); secret parts
 ///   are encrypted one at a time into buffers, at most `partsInFlight` of them alive.
 /// - Durable progress: every acknowledged part is a row in Postbox (`UploadQueueTable`), written
@@ -106,20 +106,31 @@ public final class MultipartUpload: Sendable {
                     item: itemId, fileId: item.fileId, totalParts: plan.totalParts, partSize: plan.partSize,
                     alreadyAcknowledged: ackedSet.count, committedOffset: min(plan.size, plan.offset(of: committed)),
                     big: plan.isBig, secret: key != nil))
-            // Pipelined send: `sendMedia` leaves with the last part (see
-            // `MultipartUploadConfiguration.pipelinesSendMedia`).
+            // A one-part small file goes with its `sendMedia` in one container, one request (see
+            // `MultipartUploadConfiguration.pipelinesSendMedia`); should its part fail, the parts
+            // and the send follow the ordinary way.
+            var contained: ContainedSendOutcome?
+            if configuration.pipelinesSendMedia, key == nil, !plan.isBig, plan.totalParts == 1, ackedSet.isEmpty {
+                contained = try await sendContained(item: item, plan: plan, file: file, tally: tally)
+            }
+            let partStored = contained.map { $0.partError == nil } ?? false
+            // Pipelined send: `sendMedia` leaves with the last part.
             var early: Task<CloudProtocol.Message, any Error>?
             defer { early?.cancel() }
-            let pipelines = configuration.pipelinesSendMedia && key == nil && !plan.isBig && ackedSet.count < plan.totalParts
-            let plaintextSHA = try await sendParts(item: item, plan: plan, key: key, file: file, acked: ackedSet, tally: tally) {
-                guard pipelines else { return }
-                early = Task {
-                    // As the ordinary send follows acknowledgements that checked the lease, the
-                    // pipelined one goes out only while this uploader still holds it.
-                    try await self.checkLease(itemId)
-                    return try await self.send(item: item, plan: plan, key: nil, partsWaitMs: SendMediaRequest.maxPartsWaitMs)
+            let pipelines =
+                contained == nil && configuration.pipelinesSendMedia && key == nil && !plan.isBig && ackedSet.count < plan.totalParts
+            let plaintextSHA =
+                partStored
+                ? nil
+                : try await sendParts(item: item, plan: plan, key: key, file: file, acked: ackedSet, tally: tally) {
+                    guard pipelines else { return }
+                    early = Task {
+                        // As the ordinary send follows acknowledgements that checked the lease, the
+                        // pipelined one goes out only while this uploader still holds it.
+                        try await self.checkLease(itemId)
+                        return try await self.send(item: item, plan: plan, key: nil, partsWaitMs: SendMediaRequest.maxPartsWaitMs)
+                    }
                 }
-            }
             try Task.checkCancellation()
             if let plaintextSHA, plaintextSHA != item.sha256 {
                 throw MultipartUploadError.fileChanged(item: itemId, reason: "content differs from enqueue (SHA-256 mismatch)")
@@ -129,7 +140,9 @@ public final class MultipartUpload: Sendable {
             let reason: String
             do {
                 let message: CloudProtocol.Message
-                if let pipelined = try await pipelinedAnswer(early) {
+                if let sent = try containedAnswer(contained) {
+                    message = sent
+                } else if let pipelined = try await pipelinedAnswer(early) {
                     message = pipelined
                 } else {
                     message = try await send(item: item, plan: plan, key: key)
@@ -324,17 +337,70 @@ public final class MultipartUpload: Sendable {
         }
     }
 
+    /// The message a container brought; nil when there was no container, or when its
+    /// `sendMedia` found the part missing (the part failed: it has been sent again since, and
+    /// the send follows the ordinary way). Any other failure of the send is thrown.
+    private func containedAnswer(_ contained: ContainedSendOutcome?) throws -> CloudProtocol.Message? {
+        guard let contained else { return nil }
+        switch contained.message {
+        case .success(let message):
+            return message
+        case .failure(let error):
+            if case .filePartMissing? = error.errorName { return nil }
+            throw error
+        }
+    }
+
+    /// Sends a one-part small file and its `sendMedia` in one container
+    /// (`CloudClient.saveFileAndSendMedia`), once the lease is checked as before a pipelined
+    /// send, and records the part's acknowledgement when the server stored it.
+    private func sendContained(item: UploadItem, plan: UploadPlan, file: StagedFile, tally: TallyBox) async throws -> ContainedSendOutcome {
+        try await checkLease(item.id)
+        let length = plan.length(of: 0)
+        let bytes = try await UploadIO.run { () throws -> Data in
+            var data = Data(count: length)
+            let read = try data.withUnsafeMutableBytes { try UploadIO.readFully(fd: file.fd, into: $0, offset: 0) }
+            return data.prefix(read)
+        }
+        guard bytes.count == length else {
+            throw MultipartUploadError.fileChanged(item: item.id, reason: "the file is shorter than when it was staged")
+        }
+        // Two calls, as the request rate counts them.
+        try await configuration.pacer?.wait()
+        try await configuration.pacer?.wait()
+        let outcome: ContainedSendOutcome
+        do {
+            outcome = try await client.saveFileAndSendMedia(
+                fileId: item.fileId, part: bytes, send: sendMediaRequest(item: item, plan: plan, key: nil, partsWaitMs: nil))
+        } catch let error as CloudClientError {
+            throw Self.mapped(error, item: item.id)
+        }
+        if outcome.partError == nil {
+            try await acknowledge(item.id, part: 0)
+            tally.update {
+                $0.partsSent += 1
+                $0.bytesSent += Int64(length)
+            }
+            observer?(.partSent(item: item.id, part: 0, bytes: length))
+        }
+        return outcome
+    }
+
     private func send(item: UploadItem, plan: UploadPlan, key: SecretUploadKey?, partsWaitMs: Int? = nil) async throws -> CloudProtocol.Message {
+        let request = sendMediaRequest(item: item, plan: plan, key: key, partsWaitMs: partsWaitMs)
+        try await configuration.pacer?.wait()
+        return try await client.sendMedia(request)
+    }
+
+    private func sendMediaRequest(item: UploadItem, plan: UploadPlan, key: SecretUploadKey?, partsWaitMs: Int?) -> SendMediaRequest {
         let name = item.originalName.isEmpty ? "file" : item.originalName
         let input = InputFile(
             id: item.fileId, parts: plan.totalParts, name: name, big: plan.isBig,
             sha256: key == nil ? item.sha256 : nil)
-        let request = SendMediaRequest(
+        return SendMediaRequest(
             peerId: item.peerId.rawValue, randomId: item.randomId, file: input,
             mimeType: item.mimeType ?? (key == nil ? nil : "application/octet-stream"),
             caption: item.caption.isEmpty ? nil : item.caption, partsWaitMs: partsWaitMs)
-        try await configuration.pacer?.wait()
-        return try await client.sendMedia(request)
     }
 
     /// Marks the item sent with its message id, drops its part rows and the lease.

@@ -22,7 +22,7 @@ public struct MultipartUploadConfiguration: Sendable {
     /// Most parts in flight per big-file upload (Telegram's datacenters allow 30); how many
     /// are, follows the measured throughput (`AdaptiveConcurrency`).
     public var partsInFlight: Int = 30
-    /// Parts in flight per small-file upload (at most 80 parts of 128 KiB).
+    /// Parts in flight per small-file upload (at most 20 parts of 512 KiB).
     public var smallFilePartsInFlight: Int = 8
     /// Pipelined send for small files (not secret ones): `sendMedia` goes out as soon as the
     /// last part has been handed to the transport, with `SendMediaRequest.partsWaitMs`, instead

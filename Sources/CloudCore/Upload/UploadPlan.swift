@@ -4,9 +4,8 @@ import Foundation
 /// The part layout of one upload: how many bytes go to the server (the plaintext size, or the
 /// AES-IGE container size of a secret file), in which part size, how many parts, and which mode.
 ///
-/// Sizes follow the seed and `UploadPartRules`: 128 KiB parts up to 10 MiB ("small file" mode,
-/// `upload.saveFilePart`), 256 KiB to 512 MiB and 512 KiB above (big-file mode,
-/// `upload.saveBigFilePart` with `totalParts`). Every part but the last is full; the last has
+/// Sizes follow `UploadPartRules`: 512 KiB parts, in "small file" mode (`upload.saveFilePart`)
+/// up to 10 MiB and in big-file mode (`upload.saveBigFilePart` with `totalParts`) above. Every part but the last is full; the last has
 /// 1 byte … part size. An empty upload has no valid layout (the protocol has no zero-part file).
 public struct UploadPlan: Sendable, Equatable {
     /// Bytes sent to the server.
