@@ -34,9 +34,9 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        // Image resizing for derived representations (Debian: libvips-dev); Jobs only.
-        // Its shim declares the entry points it uses (see shim.h): no pkg-config.
-        .systemLibrary(name: "CVips", providers: [.apt(["libvips-dev"])]),
+        // Image resizing for derived representations; Jobs only. Nothing is linked: the process
+        // that makes a representation loads libvips (Debian: libvips42) then (see shim.h).
+        .systemLibrary(name: "CVips"),
         // JPEG encoding of the reference server's photos (Debian: libjpeg62-turbo-dev).
         .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
         // Linux system calls glibc does not wrap (openat2).

@@ -2,7 +2,9 @@
 # Installs the Debian packages jobrun needs to build, test and benchmark, if any is missing.
 # Safe to run repeatedly: it does nothing when everything is present.
 #   build:      libsqlite3-dev libssl-dev libcurl4-openssl-dev pkg-config
-#               libvips-dev (photo representations), libjpeg62-turbo-dev (cloudd's JPEG photos)
+#               libjpeg62-turbo-dev (cloudd's JPEG photos)
+#   run:        libvips42 (photo representations: jobrun loads it when it makes one; no header or
+#               link of it is needed to build)
 #   tests:      nginx-light (plain-URL downloads), openssl (test TLS certificates), sqlite3, systemd (systemd-analyze verify),
 #               prometheus (promtool check metrics, a real scrape), prometheus-node-exporter (textfile scrape),
 #               prometheus-pushgateway (the metrics push of CronJobs),
@@ -14,7 +16,7 @@
 #               sqlcipher3 (SQLCipher 4, the independent reader and writer of encrypted stores in the tests)
 set -euo pipefail
 
-packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev libvips-dev libjpeg62-turbo-dev pkg-config sqlite3 curl openssl nginx-light aria2 time systemd prometheus prometheus-node-exporter prometheus-pushgateway iproute2)
+packages=(libsqlite3-dev libssl-dev libcurl4-openssl-dev libjpeg62-turbo-dev libvips42 pkg-config sqlite3 curl openssl nginx-light aria2 time systemd prometheus prometheus-node-exporter prometheus-pushgateway iproute2)
 [ "${1:-}" = "--bench" ] && packages+=(hyperfine libvips-tools)
 
 missing=()

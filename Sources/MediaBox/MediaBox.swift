@@ -408,9 +408,16 @@ public final class MediaBox: Sendable {
     /// An existing complete file is kept (contents of an id never change) and only touched.
     @discardableResult
     public func store(_ data: Data, id: MediaResourceId, info: MediaResourceStorageInfo, accessTime: Int64? = nil) throws -> MediaResourceData {
-        try storeBatch(
-            [(id, data)], info: { _ in info }, accessTime: accessTime,
-            durability: options.completionSync == .none ? .none : (options.completionSync == .fsync ? .syncEach : .batch))[0]
+        try storeBatch([(id, data)], info: { _ in info }, accessTime: accessTime, durability: storeDurability)[0]
+    }
+
+    /// How `store` makes its files durable, from `options.completionSync`.
+    var storeDurability: BatchDurability {
+        switch options.completionSync {
+        case .none: return .none
+        case .fsync: return .syncEach
+        case .group: return .batch
+        }
     }
 
     /// How `storeBatch` makes files durable before they become complete.

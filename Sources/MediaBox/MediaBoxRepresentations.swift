@@ -40,28 +40,63 @@ extension MediaBox {
         of resource: MediaResourceId, _ representation: any MediaRepresentation, info: MediaResourceStorageInfo,
         generator: any MediaRepresentationGenerator
     ) async throws -> (data: MediaResourceData, generated: Bool) {
-        let id = Self.representationId(of: resource, representation)
-        var info = info
-        info.location = Self.location(of: representation)
-        let key = MediaStorageKey(location: info.location, id: id)
-        if let existing = cachedRepresentation(of: resource, representation) {
-            if try storageBox.entry(key) == nil {
-                try storageBox.insert(StorageBoxEntry(id: id, info: info, size: existing.size, accessTime: Self.currentTime()))
-            } else {
-                try storageBox.touch([key], at: Self.currentTime())
+        try await representations(of: resource, [representation], info: info, generator: generator)[0]
+    }
+
+    /// Several representations of one resource (distinct ids), in their order: the stored ones
+    /// found as `representation(of:)` finds them, the missing ones made by one call of the
+    /// generator (which may read the resource once for all of them) and stored together, with
+    /// one sync of their data, one of their names and one StorageBox transaction for their rows
+    /// (`storeBatch`), under the same crash guarantees as one representation.
+    public func representations(
+        of resource: MediaResourceId, _ representations: [any MediaRepresentation], info: MediaResourceStorageInfo,
+        generator: any MediaRepresentationGenerator
+    ) async throws -> [(data: MediaResourceData, generated: Bool)] {
+        func entryInfo(_ representation: any MediaRepresentation) -> MediaResourceStorageInfo {
+            var entry = info
+            entry.location = Self.location(of: representation)
+            return entry
+        }
+        var results: [(data: MediaResourceData, generated: Bool)?] = Array(repeating: nil, count: representations.count)
+        var missing: [Int] = []
+        var touched: [MediaStorageKey] = []
+        let now = Self.currentTime()
+        for (index, representation) in representations.enumerated() {
+            guard let existing = cachedRepresentation(of: resource, representation) else {
+                missing.append(index)
+                continue
             }
-            return (existing, false)
+            let id = Self.representationId(of: resource, representation)
+            let key = MediaStorageKey(location: Self.location(of: representation), id: id)
+            if try storageBox.entry(key) == nil {
+                try storageBox.insert(StorageBoxEntry(id: id, info: entryInfo(representation), size: existing.size, accessTime: now))
+            } else {
+                touched.append(key)
+            }
+            results[index] = (existing, false)
         }
-        // Making a representation is not a use of the resource: its access time stays.
-        guard let reader = try openForReading(resource, touch: false) else {
-            throw MediaRepresentationError.resourceNotComplete(id: resource.stringRepresentation)
+        if !touched.isEmpty { try storageBox.touch(touched, at: now) }
+        if !missing.isEmpty {
+            // Making a representation is not a use of the resource: its access time stays.
+            guard let reader = try openForReading(resource, touch: false) else {
+                throw MediaRepresentationError.resourceNotComplete(id: resource.stringRepresentation)
+            }
+            defer { reader.close() }
+            let wanted = missing.map { representations[$0] }
+            let made = try await generator.generate(wanted, from: reader.data)
+            if let empty = wanted.indices.first(where: { $0 >= made.count || made[$0].isEmpty }) {
+                throw MediaRepresentationError.emptyRepresentation(id: resource.stringRepresentation, representation: wanted[empty].uniqueId)
+            }
+            let items = zip(wanted, made).map { (Self.representationId(of: resource, $0), $1) }
+            var infos: [MediaResourceId: MediaResourceStorageInfo] = [:]
+            for (representation, (id, _)) in zip(wanted, items) { infos[id] = entryInfo(representation) }
+            let byId = infos
+            let durability = storeDurability
+            // The syncs block: off the cooperative pool.
+            let stored = try await Self.offPool { try self.storeBatch(items, info: { byId[$0] ?? info }, durability: durability) }
+            for (position, index) in missing.enumerated() { results[index] = (stored[position], true) }
         }
-        defer { reader.close() }
-        let bytes = try await generator.generate(representation, from: reader.data)
-        guard !bytes.isEmpty else {
-            throw MediaRepresentationError.emptyRepresentation(id: resource.stringRepresentation, representation: representation.uniqueId)
-        }
-        return (try store(bytes, id: id, info: info), true)
+        return results.map { $0! }
     }
 
     static func currentTime() -> Int64 { Int64(Date().timeIntervalSince1970) }

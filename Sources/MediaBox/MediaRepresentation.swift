@@ -15,6 +15,18 @@ public protocol MediaRepresentation: Sendable {
 /// the representation's bytes, or throws; a failure touches nothing in the MediaBox.
 public protocol MediaRepresentationGenerator: Sendable {
     func generate(_ representation: any MediaRepresentation, from source: MediaResourceData) async throws -> Data
+    /// Several representations of one source, in their order: a generator that can make them
+    /// from one reading of the source (an image decoded once, each smaller size made from the
+    /// larger one) does so here. The default makes each on its own.
+    func generate(_ representations: [any MediaRepresentation], from source: MediaResourceData) async throws -> [Data]
+}
+
+extension MediaRepresentationGenerator {
+    public func generate(_ representations: [any MediaRepresentation], from source: MediaResourceData) async throws -> [Data] {
+        var out: [Data] = []
+        for representation in representations { out.append(try await generate(representation, from: source)) }
+        return out
+    }
 }
 
 /// Why a representation could not be made.

@@ -9,8 +9,9 @@ import XCTest
 /// entries of their own; a truncated photo fails alone; SIGKILL at random moments, 20 times,
 /// leaves the entries consistent and the next run makes only what is missing.
 final class RepresentationIntegrationTests: XCTestCase {
-    /// A synced and prefetched root with a `reps` job, plus one truncated photo in the cache.
-    func start(seed: Int, messages: Int = 16, representations: String = "[thumbnail, placeholder]") throws -> (
+    /// A synced and prefetched root with a `reps` job, plus one truncated photo in the cache
+    /// unless `truncatedPhoto` is false.
+    func start(seed: Int, messages: Int = 16, representations: String = "[thumbnail, placeholder]", truncatedPhoto: Bool = true) throws -> (
         ClouddProcess, JobrunHarness, photos: Int
     ) {
         let cloud = try startCloudd([
@@ -39,6 +40,7 @@ final class RepresentationIntegrationTests: XCTestCase {
         let box = try MediaBox(basePath: h.root + "/account-0/postbox/media")
         let photos = try box.storageBox.entries(after: nil, limit: 100_000).filter { $0.info.contentType == .photo }
         XCTAssertGreaterThanOrEqual(photos.count, 5, "the dataset has photos to work on")
+        guard truncatedPhoto else { return (cloud, h, photos.count) }
         // A photo cut off halfway: the decoder must refuse it.
         let first = try XCTUnwrap(photos.first)
         let whole = try Data(contentsOf: URL(fileURLWithPath: box.paths(for: first.key).complete))
@@ -97,10 +99,12 @@ final class RepresentationIntegrationTests: XCTestCase {
         XCTAssertEqual((byTier["short-lived"]?["files"] as? NSNumber)?.intValue, 0, json.stdout)
     }
 
-    /// Each run is killed at a random moment shortly after it has stored one or two new
-    /// representations, so every kill lands while representations are being made.
+    /// Each run is killed at a random moment shortly after it has stored new representations
+    /// (a photo's are stored together), so every kill lands while representations are being
+    /// made. A run makes a photo or two before its kill: the dataset has photos for well over
+    /// twenty runs.
     func testTwentySigkillsAtRandomMomentsLeaveEntriesConsistentAndTheRunResumes() throws {
-        let (_, h, photos) = try start(seed: 42, messages: 24, representations: "[thumbnail, placeholder, display]")
+        let (_, h, photos) = try start(seed: 42, messages: 48, representations: "[thumbnail, placeholder, display]")
         let total = 3 * photos
         var kills = 0
         var progress: [Int] = []
@@ -110,7 +114,7 @@ final class RepresentationIntegrationTests: XCTestCase {
             attempts += 1
             let before = representationFileCount(h)
             if before >= total { break }
-            // Each item waits 30 ms first, so a kill lands between, or inside, items.
+            // Each photo waits 30 ms first, so a kill lands between, or inside, photos.
             let run = try h.start(["run", "reps", "--json"], failpoints: "representation-before-item=sleep(30)")
             let target = before + Int.random(in: 1...2)
             let deadline = Date().addingTimeInterval(120)
@@ -145,7 +149,82 @@ final class RepresentationIntegrationTests: XCTestCase {
         try assertConsistent(h)
     }
 
+    /// libvips and its seventy-odd libraries are not part of the binary: `--version`, an idle
+    /// cron run and a representations run that finds everything made never load them; a run
+    /// that makes representations loads libvips itself (`dlopen`), once.
+    func testLibvipsIsLoadedOnlyByARunThatMakesRepresentations() throws {
+        let idle = JobrunHarness()
+        let ldd = try ChildProcess.run("/usr/bin/ldd", [idle.binary])
+        XCTAssertEqual(ldd.status, 0, ldd.stderr)
+        XCTAssertTrue(ldd.stdout.contains("libc.so.6"), ldd.stdout)
+        for library in ["libvips", "libgobject", "libglib"] {
+            XCTAssertFalse(ldd.stdout.contains(library), "jobrun links \(library): \(ldd.stdout)")
+        }
+        let version = try runTracingLibraries(idle, ["--version"])
+        XCTAssertEqual(version.status, 0, version.stderr)
+        XCTAssertTrue(version.loader.contains("file=libc.so.6"), "the loader's trace is read: \(version.loader.prefix(500))")
+        XCTAssertFalse(version.loader.contains("libvips"), "--version loads libvips")
+        try idle.writeCleanupJob("cleanup")
+        let cron = try runTracingLibraries(idle, ["run", "cleanup"])
+        XCTAssertEqual(cron.status, 0, cron.stdout + cron.stderr)
+        XCTAssertFalse(cron.loader.contains("libvips"), "an idle run loads libvips")
+
+        let (_, h, photos) = try start(seed: 43, messages: 8, truncatedPhoto: false)
+        let first = try runTracingLibraries(h, ["run", "reps", "--json"])
+        XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
+        XCTAssertEqual(JobrunHarness.counters(first.stdout)["generated"], 2 * photos, first.stdout)
+        let loads = first.loader.split(separator: "\n").filter { $0.contains("file=libvips.so.42 [0];  dynamically loaded by") }
+        XCTAssertEqual(loads.count, 1, "libvips is loaded once, by dlopen: \(first.loader.split(separator: "\n").filter { $0.contains("libvips") })")
+        let again = try runTracingLibraries(h, ["run", "reps", "--json"])
+        XCTAssertEqual(again.status, 0, again.stdout + again.stderr)
+        XCTAssertEqual(JobrunHarness.counters(again.stdout)["generated"], 0, again.stdout)
+        XCTAssertFalse(again.loader.contains("libvips"), "a run with nothing to make loads libvips")
+    }
+
+    /// On a host whose libvips cannot be loaded (here: hidden, in a private mount namespace, by
+    /// an empty file bound over it), `generate-representations` exits 78 naming the Debian
+    /// package and makes nothing, and the other kinds run as ever.
+    func testAHostWithoutLibvipsFailsTheKindWithExit78AndRunsTheOthers() throws {
+        if geteuid() != 0 { throw XCTSkip("a private mount namespace needs root") }
+        let (_, h, _) = try start(seed: 44, messages: 8, truncatedPhoto: false)
+        try h.writeCleanupJob("cleanup")
+        func runWithoutLibvips(_ args: [String]) throws -> (status: Int32, output: String) {
+            let quoted = ([h.binary] + h.arguments(args)).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+            let script = """
+                set -e
+                for f in $(/sbin/ldconfig -p | awk '/libvips\\.so\\.42 /{print $NF}'); do mount --bind /dev/null "$(readlink -f "$f")"; done
+                exec \(quoted.joined(separator: " "))
+                """
+            let p = try ChildProcess("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script])
+            let status = p.wait(timeout: 300)
+            return (status, p.stdout + p.stderr)
+        }
+        let reps = try runWithoutLibvips(["run", "reps"])
+        XCTAssertEqual(reps.status, 78, reps.output)
+        XCTAssertTrue(reps.output.contains("generate-representations needs libvips (Debian package libvips42)"), reps.output)
+        XCTAssertTrue(reps.output.contains("libvips.so.42: "), "names the library and the loader's reason: \(reps.output)")
+        XCTAssertEqual(try representationEntries(h).count, 0, "nothing made")
+        XCTAssertEqual(representationFileCount(h), 0, "nothing made")
+        let cleanup = try runWithoutLibvips(["run", "cleanup"])
+        XCTAssertEqual(cleanup.status, 0, cleanup.output)
+        // Outside the namespace libvips is there again, and the same job makes the representations.
+        let again = try h.run(["run", "reps", "--json"])
+        XCTAssertEqual(again.status, 0, again.stdout + again.stderr)
+        XCTAssertGreaterThan(JobrunHarness.counters(again.stdout)["generated"] ?? 0, 0, again.stdout)
+    }
+
     // MARK: helpers
+
+    /// Runs `jobrun args…` with the dynamic loader tracing the libraries it loads
+    /// (`LD_DEBUG=files`, written to a file of its own); `loader` is that trace.
+    func runTracingLibraries(_ h: JobrunHarness, _ args: [String]) throws -> (status: Int32, stdout: String, stderr: String, loader: String) {
+        let dir = TemporaryDirectory(prefix: "jobrun-ld")
+        let p = try ChildProcess(h.binary, h.arguments(args), environment: ["LD_DEBUG": "files", "LD_DEBUG_OUTPUT": dir.file("ld")])
+        let status = p.wait(timeout: 300)
+        let traces = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        let loader = try traces.map { try String(contentsOfFile: dir.file($0), encoding: .utf8) }.joined()
+        return (status, p.stdout, p.stderr, loader)
+    }
 
     /// Representation files on disk (in `cache/` and `short-cache/`), rows or not.
     func representationFileCount(_ h: JobrunHarness) -> Int {

@@ -27,6 +27,27 @@ private final class RecordingGenerator: MediaRepresentationGenerator, @unchecked
     }
 }
 
+/// Makes several representations in one call (as a decoder that reads the source once does)
+/// and counts the calls of each form.
+private final class BatchGenerator: MediaRepresentationGenerator, @unchecked Sendable {
+    // @unchecked Sendable: the counters are only touched under `lock`.
+    private let lock = NSLock()
+    private var _singleCalls = 0
+    private var _batches: [[String]] = []
+    var singleCalls: Int { lock.withLock { _singleCalls } }
+    var batches: [[String]] { lock.withLock { _batches } }
+
+    func generate(_ representation: any MediaRepresentation, from source: MediaResourceData) async throws -> Data {
+        lock.withLock { _singleCalls += 1 }
+        return Data("\(representation.uniqueId)".utf8)
+    }
+
+    func generate(_ representations: [any MediaRepresentation], from source: MediaResourceData) async throws -> [Data] {
+        lock.withLock { _batches.append(representations.map(\.uniqueId)) }
+        return representations.map { Data("\($0.uniqueId) of \(source.size) bytes".utf8) }
+    }
+}
+
 final class RepresentationTests: XCTestCase {
     let now: Int64 = 1_000_000
     private let thumbnail = TestRepresentation(uniqueId: "thumbnail-200x200", keepDuration: .general)
@@ -76,6 +97,36 @@ final class RepresentationTests: XCTestCase {
         }
         XCTAssertEqual(try f.box.stats().total.count, 1)
         XCTAssertNil(f.box.cachedRepresentation(of: MediaResourceId("bad"), thumbnail))
+        try f.assertTotalsMatchDisk()
+    }
+
+    /// The missing representations of a resource are asked of the generator in one call (one
+    /// read of the source), stored each in its tier with its row; those already stored are not
+    /// asked for again, and a second request makes nothing.
+    func testMissingRepresentationsAreMadeInOneGeneratorCallAndStoredEachInItsTier() async throws {
+        let f = try CacheFixture("reps-batch")
+        try f.add("photo", size: 100, accessTime: now)
+        let id = MediaResourceId("photo")
+        let display = TestRepresentation(uniqueId: "display-1280x1280", keepDuration: .general)
+        let generator = BatchGenerator()
+        let info = MediaResourceStorageInfo(peerId: PeerId(7), contentType: .photo)
+        _ = try await f.box.representation(of: id, thumbnail, info: info, generator: generator)
+        XCTAssertEqual(generator.batches, [["thumbnail-200x200"]])
+        let results = try await f.box.representations(of: id, [display, thumbnail, placeholder], info: info, generator: generator)
+        XCTAssertEqual(generator.batches, [["thumbnail-200x200"], ["display-1280x1280", "placeholder-10x10"]], "only the missing ones, in one call")
+        XCTAssertEqual(generator.singleCalls, 0)
+        XCTAssertEqual(results.map(\.generated), [true, false, true])
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: results[0].data.path)), Data("display-1280x1280 of 100 bytes".utf8))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: results[1].data.path)), Data("thumbnail-200x200 of 100 bytes".utf8))
+        XCTAssertTrue(results[2].data.path.contains("/short-cache/"), results[2].data.path)
+        for (representation, location) in [(display, MediaStorageLocation.cache), (placeholder, .shortCache)] {
+            let row = try XCTUnwrap(f.box.storageBox.entry(MediaStorageKey(location: location, id: MediaBox.representationId(of: id, representation))))
+            XCTAssertEqual(row.info.peerId, PeerId(7))
+            XCTAssertEqual(row.info.location, location)
+        }
+        let again = try await f.box.representations(of: id, [display, thumbnail, placeholder], info: info, generator: generator)
+        XCTAssertEqual(again.map(\.generated), [false, false, false])
+        XCTAssertEqual(generator.batches.count, 2, "nothing made twice")
         try f.assertTotalsMatchDisk()
     }
 

@@ -13,7 +13,9 @@ import Synchronization
 /// made again, so reruns, and runs resumed after a kill, only make what is missing. A photo that
 /// cannot be decoded (corrupt, truncated, not an image) fails alone: it is logged with its
 /// resource id and libvips's reason, counted in `failed` and listed in the report, and the run
-/// goes on and exits 0, since the same bytes would fail every run again.
+/// goes on and exits 0, since the same bytes would fail every run again. libvips is loaded the
+/// first time a representation is made; a host that cannot load it fails the run with exit 78
+/// (`VipsLibrary.notInstalled`), and a run that finds everything made never loads it.
 public struct GenerateRepresentationsJob: JobKind {
     public static let name = "generate-representations"
     public static let summary = "make album thumbnails, blurred placeholders and display sizes of recent photos"
@@ -90,7 +92,7 @@ public struct GenerateRepresentationsJob: JobKind {
                 counters: ["photos": Int64(selection.photos.count), "pending": Int64(missing)],
                 summary: ["would make \(missing) representations of \(selection.photos.count) photos (dry run: nothing made)"])
         }
-        let generator = try VipsRepresentationGenerator()
+        let generator = VipsRepresentationGenerator()
         let tally = try await Self.generate(selection.photos, policy: policy, box: box, generator: generator, concurrency: p[Self.concurrency], log: log)
         return Self.report(tally, selection: selection)
     }
@@ -121,17 +123,17 @@ public struct GenerateRepresentationsJob: JobKind {
         return shared.tally.withLock { $0 }
     }
 
-    /// One photo's representations; the first that fails ends that photo (the same bytes would
-    /// fail the others too) and is counted once.
+    /// One photo's representations, made from one decode and stored together; a failure ends
+    /// that photo (the same bytes would fail every representation) and is counted once.
     static func makeAll(
         _ photo: RepresentationSelection.Photo, policy: [PhotoRepresentation], box: MediaBox,
         generator: any MediaRepresentationGenerator, shared: Shared, log: JobLogger
     ) async throws {
-        for representation in policy {
-            do {
-                try await Failpoints.hit("representation-before-item")
-                let (data, generated) = try await box.representation(of: photo.id, representation, info: photo.info, generator: generator)
-                shared.tally.withLock {
+        do {
+            try await Failpoints.hit("representation-before-item")
+            let results = try await box.representations(of: photo.id, policy, info: photo.info, generator: generator)
+            shared.tally.withLock {
+                for (representation, (data, generated)) in zip(policy, results) {
                     if generated {
                         $0.generated += 1
                         $0.bytes += data.size
@@ -140,21 +142,22 @@ public struct GenerateRepresentationsJob: JobKind {
                         $0.present += 1
                     }
                 }
-            } catch {
-                if error is CancellationError || Task.isCancelled { throw CancellationError() }
-                let reason = "\(error)"
-                shared.tally.withLock {
-                    $0.failedPhotos += 1
-                    $0.failures.append((photo.id.stringRepresentation, reason))
-                }
-                log.error(
-                    "representations.failed",
-                    [
-                        "resource": .string(photo.id.stringRepresentation), "representation": .string(representation.uniqueId),
-                        "error": .string(reason),
-                    ])
-                return
             }
+        } catch let error as JobError {
+            throw error  // not this photo's fault: libvips cannot be loaded, and no photo can be made
+        } catch {
+            if error is CancellationError || Task.isCancelled { throw CancellationError() }
+            let reason = "\(error)"
+            shared.tally.withLock {
+                $0.failedPhotos += 1
+                $0.failures.append((photo.id.stringRepresentation, reason))
+            }
+            log.error(
+                "representations.failed",
+                [
+                    "resource": .string(photo.id.stringRepresentation),
+                    "representations": .string(policy.map(\.uniqueId).joined(separator: ",")), "error": .string(reason),
+                ])
         }
     }
 

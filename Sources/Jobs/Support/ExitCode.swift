@@ -21,9 +21,9 @@ public enum JobExitCode: Int32, Sendable, CaseIterable, CustomStringConvertible 
     /// Temporary failure (EX_TEMPFAIL): another run holds the job's lock, or a store stayed
     /// locked by another process longer than the busy timeout.
     case temporary = 75
-    /// Bad configuration (EX_CONFIG): a job file or account config is invalid, or the data root
-    /// is unsafe (a symbolic link inside it, writable by others, owned by another user);
-    /// nothing ran.
+    /// Bad configuration (EX_CONFIG): a job file or account config is invalid, the data root
+    /// is unsafe (a symbolic link inside it, writable by others, owned by another user), or the
+    /// host cannot load a library the kind needs (libvips); nothing ran.
     case config = 78
 
     public var description: String {

@@ -53,11 +53,13 @@ public struct MediaReferenceRecord: PostboxCoding, Sendable, Equatable {
         }
     }
 
-    /// When the reference was obtained, and whether its parent is the one whose key is
-    /// `parentKey`, read from a stored record lent for the call without decoding the rest (the
+    /// When the reference was obtained, whether its parent is the one whose key is `parentKey`,
+    /// and its media, read from a stored record lent for the call without decoding the rest (the
     /// record is still validated whole, and a parent that does not parse is refused as
     /// `init(decoder:)` refuses it).
-    static func obtainedAt(_ buffer: UnsafeRawBufferPointer, isHeldBy parentKey: ArraySlice<UInt8>) throws -> (obtainedAt: Int64, sameParent: Bool) {
+    static func obtainedAt(
+        _ buffer: UnsafeRawBufferPointer, isHeldBy parentKey: ArraySlice<UInt8>
+    ) throws -> (obtainedAt: Int64, sameParent: Bool, media: MediaId?) {
         let (base, length) = try PostboxDecoder.rootHeader(buffer, expecting: postboxTypeHash, Self.self)
         let decoder = PostboxDecoder()
         decoder.reset(borrowing: base, start: 8, end: 8 + length)
@@ -67,8 +69,12 @@ public struct MediaReferenceRecord: PostboxCoding, Sendable, Equatable {
             throw PostboxError.decoding("media reference without a parent")
         }
         let obtainedAt = decoder.decodeInt64(forKey: "o") ?? 0
+        var media: MediaId?
+        if let namespace = decoder.decodeInt32(forKey: "mn"), let id = decoder.decodeInt64(forKey: "mi") {
+            media = MediaId(namespace: namespace, id: id)
+        }
         try decoder.finishRow()
-        return (obtainedAt, same == true)
+        return (obtainedAt, same == true, media)
     }
 
     public func encode(_ encoder: PostboxEncoder) {

@@ -8,10 +8,11 @@ public typealias MessageInUse = @Sendable (Message) -> Bool
 /// Drops old history from a Postbox under a `HistoryRetentionPolicy`, in bounded write
 /// transactions, then returns the freed pages to the file system step by step.
 ///
-/// Every transaction removes a run of one peer's oldest messages together with their id and
-/// media index entries and their file-reference records, and records the removed id range as a
-/// `.trimmed` history hole, so a crash at any point leaves messages, indexes, references and
-/// holes consistent, and the next run simply finds less to do. Only the cloud namespace is
+/// Every transaction removes runs of peers' oldest messages (one peer's, or the ends of several
+/// peers' when each has less than a batch left) together with their id and media index entries
+/// and their file-reference records, and records each removed id range as a `.trimmed` history
+/// hole, so a crash at any point leaves messages, indexes, references and holes consistent, and
+/// the next run simply finds less to do. Only the cloud namespace is
 /// trimmed. Written against the table APIs: nothing here is specific to SQLite except the
 /// space reclamation Postbox offers (`reclaimFreePages`, `checkpointWAL`).
 public struct HistoryRetention: Sendable {
@@ -67,15 +68,13 @@ public struct HistoryRetention: Sendable {
 
         // 1. Age and count: what goes whatever the size.
         var dryRunFreed: Int64 = 0
-        for plan in plans {
-            guard let bound = plan.mandatoryBound else { continue }
-            if policy.dryRun {
-                dryRunFreed += try preview(plan.peer, below: bound, reason: plan.mandatoryReason, into: &report)
-            } else {
-                try trim(plan.peer, below: bound, reason: plan.mandatoryReason, into: &report, shouldStop: shouldStop)
-            }
+        let mandatory = plans.compactMap { plan in plan.mandatoryBound.map { TrimTarget(peer: plan.peer, bound: $0, reason: plan.mandatoryReason) } }
+        if policy.dryRun {
+            for target in mandatory { dryRunFreed += try preview(target.peer, below: target.bound, reason: target.reason, into: &report) }
+        } else {
+            try trim(mandatory, into: &report, shouldStop: shouldStop)
+            try reclaim(&report, shouldStop: shouldStop)
         }
-        if !policy.dryRun { try reclaim(&report, shouldStop: shouldStop) }
 
         // 2. Size: oldest first across peers, in rounds that each trim up to a cutoff time,
         // return the space and measure, until the file is under the limit.
@@ -184,35 +183,59 @@ public struct HistoryRetention: Sendable {
 
     // MARK: Trimming
 
-    /// Removes the messages of `peer` below `bound`, batch by batch: one write transaction per
-    /// `batchSize` messages visited.
-    private func trim(
-        _ peer: PeerId, below bound: ValueBoxKey, reason: RetentionReason,
-        into report: inout HistoryRetentionReport, shouldStop: () -> Bool
-    ) throws {
+    /// One peer's messages to remove: those below `bound`, for `reason`.
+    struct TrimTarget {
+        let peer: PeerId
+        let bound: ValueBoxKey
+        let reason: RetentionReason
+    }
+
+    /// Removes the messages of each target below its bound, in write transactions that each
+    /// visit at most `batchSize` messages: a transaction takes the oldest messages of one peer,
+    /// and when that peer has fewer left than the batch, it goes on with the next peers until
+    /// the batch is full. Peers trimmed together share their index pages (the reference time
+    /// index interleaves every peer's entries), so each such page is written once per
+    /// transaction rather than once per peer; other writers still wait at most one batch.
+    private func trim(_ targets: [TrimTarget], into report: inout HistoryRetentionReport, shouldStop: () -> Bool) throws {
+        var next = 0
         var after: ValueBoxKey?
         let limit = max(1, policy.batchSize)
         let inUse = self.inUse
-        repeat {
+        while next < targets.count {
             if shouldStop() { throw CancellationError() }
-            let (batch, references, holes) = try postbox.transactionSync { tx -> (MessageTrimBatch, (count: Int, bytes: Int64), Int) in
-                let batch = try tx.messages.trimOldest(peer: peer, after: after, upper: bound, limit: limit, inUse: inUse)
-                var references = (count: 0, bytes: Int64(0))
-                for range in batch.missingRanges {
-                    let r = try tx.mediaReferences.removeMessageReferences(peer: peer, ids: range) { media in
-                        try tx.messages.messages(withMedia: media).last
+            typealias Step = (target: TrimTarget, batch: MessageTrimBatch, references: (count: Int, bytes: Int64))
+            let steps = try postbox.transactionSync { tx -> [Step] in
+                var steps: [Step] = []
+                var budget = limit
+                while budget > 0, next < targets.count {
+                    let target = targets[next]
+                    let batch = try tx.messages.trimOldest(peer: target.peer, after: after, upper: target.bound, limit: budget, inUse: inUse)
+                    var references = (count: 0, bytes: Int64(0))
+                    for range in batch.missingRanges {
+                        let r = try tx.mediaReferences.removeMessageReferences(peer: target.peer, ids: range) { media in
+                            try tx.messages.messages(withMedia: media).last
+                        }
+                        references.count += r.count
+                        references.bytes += r.bytes
+                        try tx.holes.add(peer: target.peer, range: range, kind: .trimmed)
                     }
-                    references.count += r.count
-                    references.bytes += r.bytes
-                    try tx.holes.add(peer: peer, range: range, kind: .trimmed)
+                    steps.append((target, batch, references))
+                    budget -= batch.removedIds.count + batch.keptInUse
+                    if let resume = batch.resumeAfter {
+                        after = resume
+                    } else {
+                        after = nil
+                        next += 1
+                    }
                 }
-                return (batch, references, batch.missingRanges.count)
+                return steps
             }
             report.transactions += 1
-            report.holesAdded += holes
-            report.add(peer, reason: reason, batch: batch, references: references)
-            after = batch.resumeAfter
-        } while after != nil
+            for step in steps {
+                report.holesAdded += step.batch.missingRanges.count
+                report.add(step.target.peer, reason: step.target.reason, batch: step.batch, references: step.references)
+            }
+        }
     }
 
     /// Dry run: what `trim` would remove (in-use messages are not asked about). Returns the
@@ -265,15 +288,17 @@ public struct HistoryRetention: Sendable {
             }
             let cut = Int32(clamping: (Int64(buckets[next - 1]) + 1) * 3600)
             let removedBefore = report.messageRowBytes
-            for plan in plans where plan.oldestCandidate < cut {
-                let bound = min(plan.keepBound, MessageHistoryTable.boundKey(peer: plan.peer, timestamp: cut))
-                if policy.dryRun {
+            let targets = plans.filter { $0.oldestCandidate < cut }.map { plan in
+                TrimTarget(peer: plan.peer, bound: min(plan.keepBound, MessageHistoryTable.boundKey(peer: plan.peer, timestamp: cut)), reason: .size)
+            }
+            if policy.dryRun {
+                for (plan, target) in zip(plans.filter { $0.oldestCandidate < cut }, targets) {
                     let lower = previousCut.map { MessageHistoryTable.boundKey(peer: plan.peer, timestamp: $0) }
                     let from = [lower, plan.mandatoryBound].compactMap { $0 }.max()
-                    try preview(plan.peer, below: bound, from: from, reason: .size, into: &report)
-                } else {
-                    try trim(plan.peer, below: bound, reason: .size, into: &report, shouldStop: shouldStop)
+                    try preview(target.peer, below: target.bound, from: from, reason: .size, into: &report)
                 }
+            } else {
+                try trim(targets, into: &report, shouldStop: shouldStop)
             }
             previousCut = cut
             let removed = report.messageRowBytes - removedBefore

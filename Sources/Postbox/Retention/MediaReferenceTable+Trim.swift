@@ -32,12 +32,14 @@ extension MediaReferenceTable {
             var obtainedAt: Int64?
             var stored = 0
             var sameParent = false
+            var media: MediaId?
             _ = try valueBox.withValue(table, key: primary) { raw in
                 stored = raw.count
-                (obtainedAt, sameParent) = try MediaReferenceRecord.obtainedAt(raw, isHeldBy: key.bytes[0..<parentLength])
+                (obtainedAt, sameParent, media) = try MediaReferenceRecord.obtainedAt(raw, isHeldBy: key.bytes[0..<parentLength])
             }
             // A record now held by another parent (the file moved) is that parent's: keep it.
-            if obtainedAt != nil, sameParent, var record = try get(resourceId), let media = record.media, let next = try heir(media) {
+            // The record is decoded whole only when it moves.
+            if obtainedAt != nil, sameParent, let media, let next = try heir(media), var record = try get(resourceId) {
                 record.parent = .message(next)
                 try valueBox.set(table, key: primary, value: PostboxEncoder.encode(record))
                 try valueBox.set(byParent, key: record.parent.key + primary, value: Data())

@@ -5,21 +5,20 @@ import MediaBox
 /// Makes photo representations with libvips: shrink-on-load decoding (a JPEG is decoded at the
 /// smallest scale that still covers the box, so a 2560×1920 photo never becomes 15 MB of
 /// pixels), streaming from the file, and no operation cache, so memory stays flat however many
-/// photos a run makes. `vipsthumbnail` is the same code path.
+/// photos a run makes. `vipsthumbnail` is the same code path for one size. The representations
+/// of a photo come from one decode: each smaller one is resized from the larger one in memory.
 ///
 /// A file libvips cannot decode (not an image, corrupt, truncated) fails with libvips's own
 /// reason; the caller fails that photo alone.
 public struct VipsRepresentationGenerator: MediaRepresentationGenerator {
-    public init() throws {
-        guard Self.started == 0 else {
-            throw VipsError(operation: "start", detail: cvips_load_failure().map { String(cString: $0) } ?? Self.takeError())
-        }
-    }
+    /// libvips, loaded the first time a representation is made (`VipsLibrary.shared`), so a run
+    /// that finds every representation present never loads it.
+    private let library: @Sendable () throws(JobError) -> VipsLibrary
 
-    /// libvips loaded and started once per process, when the first generator is made (a
-    /// `static let` initialiser runs once, thread-safely): a run that makes no representation
-    /// never loads it.
-    private static let started: Int32 = cvips_start()
+    public init() { self.init(library: { () throws(JobError) in try VipsLibrary.shared.get() }) }
+
+    init(library: @escaping @Sendable () throws(JobError) -> VipsLibrary) { self.library = library }
+
     /// Decoding and encoding block: they run here, not on the cooperative pool.
     private static let queue = DispatchQueue(label: "jobrun.representations", attributes: .concurrent)
 
@@ -27,43 +26,87 @@ public struct VipsRepresentationGenerator: MediaRepresentationGenerator {
         guard let photo = representation as? PhotoRepresentation else {
             throw VipsError(operation: "generate", detail: "unknown representation \(representation.uniqueId)")
         }
+        let vips = try library()
         return try await withCheckedThrowingContinuation { continuation in
-            Self.queue.async { continuation.resume(with: Result { try Self.make(photo, path: source.path) }) }
+            Self.queue.async { continuation.resume(with: Result { try Self.make(photo, path: source.path, vips) }) }
+        }
+    }
+
+    /// Several representations from one decode: see `make(_:path:_:)`.
+    public func generate(_ representations: [any MediaRepresentation], from source: MediaResourceData) async throws -> [Data] {
+        let photos = try representations.map { representation -> PhotoRepresentation in
+            guard let photo = representation as? PhotoRepresentation else {
+                throw VipsError(operation: "generate", detail: "unknown representation \(representation.uniqueId)")
+            }
+            return photo
+        }
+        let vips = try library()
+        return try await withCheckedThrowingContinuation { continuation in
+            Self.queue.async { continuation.resume(with: Result { try Self.make(photos, path: source.path, vips) }) }
         }
     }
 
     /// Decodes `path` into `photo`'s box, blurs it if asked, and encodes it as JPEG.
-    public static func make(_ photo: PhotoRepresentation, path: String) throws -> Data {
-        guard started == 0 else { throw VipsError(operation: "start", detail: cvips_load_failure().map { String(cString: $0) } ?? takeError()) }
-        var image: OpaquePointer?
-        guard cvips_thumbnail_file(path, Int32(photo.box), Int32(photo.box), &image) == 0, var current = image else {
-            throw VipsError(operation: "decode", detail: takeError())
-        }
-        defer { cvips_unref(current) }
-        if let sigma = photo.blurSigma {
-            var blurred: OpaquePointer?
-            guard cvips_gaussblur(current, sigma, &blurred) == 0, let b = blurred else {
-                throw VipsError(operation: "blur", detail: takeError())
-            }
-            cvips_unref(current)
-            current = b
-        }
-        var buffer: UnsafeMutableRawPointer?
-        var length = 0
-        // The pipeline is lazy: decoding happens here, so a truncated file fails here.
-        guard cvips_jpegsave_buffer(current, photo.quality, &buffer, &length) == 0, let buffer else {
-            throw VipsError(operation: "decode", detail: takeError())
-        }
-        defer { cvips_free(buffer) }
-        return Data(bytes: buffer, count: length)
+    static func make(_ photo: PhotoRepresentation, path: String, _ vips: VipsLibrary) throws -> Data {
+        let image = try decode(path, box: photo.box, vips)
+        defer { vips.unref(image) }
+        // The pipeline is lazy: decoding happens in the encoding, so a truncated file fails there.
+        return try encode(image, photo, vips)
     }
 
-    /// libvips's error text, cleared, on one line.
-    static func takeError() -> String {
-        guard let text = cvips_take_error() else { return "unknown libvips error" }
-        defer { cvips_free(text) }
-        let lines = String(cString: text).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-        return lines.isEmpty ? "unknown libvips error" : lines.joined(separator: "; ")
+    /// Several representations of the photo at `path`, in their order, from one decode: the
+    /// file is decoded once, shrunk on load to the largest box asked for, and each smaller
+    /// representation is resized from the next larger one in memory (the placeholder from the
+    /// thumbnail), never from the file again.
+    static func make(_ photos: [PhotoRepresentation], path: String, _ vips: VipsLibrary) throws -> [Data] {
+        if photos.count == 1 { return [try make(photos[0], path: path, vips)] }
+        let order = photos.indices.sorted { photos[$0].box > photos[$1].box }
+        guard let largest = order.first else { return [] }
+        let lazy = try decode(path, box: photos[largest].box, vips)
+        // The decode runs here, once; a truncated file fails here.
+        let decoded = vips.copyMemory(lazy)
+        vips.unref(lazy)
+        guard var current = decoded else { throw VipsError(operation: "decode", detail: vips.takeError()) }
+        defer { vips.unref(current) }
+        var out = [Data](repeating: Data(), count: photos.count)
+        for (step, index) in order.enumerated() {
+            let photo = photos[index]
+            if step > 0 {
+                guard let lazyResized = vips.thumbnail(image: current, width: photo.box, height: photo.box) else {
+                    throw VipsError(operation: "resize", detail: vips.takeError())
+                }
+                // Held in memory only when a smaller one is made from it.
+                let next = step + 1 < order.count ? vips.copyMemory(lazyResized) : lazyResized
+                if step + 1 < order.count { vips.unref(lazyResized) }
+                guard let next else { throw VipsError(operation: "resize", detail: vips.takeError()) }
+                vips.unref(current)
+                current = next
+            }
+            out[index] = try encode(current, photo, vips)
+        }
+        return out
+    }
+
+    /// The file at `path` as a lazy image that fits in `box` (shrink-on-load).
+    private static func decode(_ path: String, box: Int, _ vips: VipsLibrary) throws -> OpaquePointer {
+        guard let image = vips.thumbnail(file: path, width: box, height: box) else {
+            throw VipsError(operation: "decode", detail: vips.takeError())
+        }
+        return image
+    }
+
+    /// `image` blurred if `photo` asks for it, encoded as JPEG. `image` stays the caller's.
+    private static func encode(_ image: OpaquePointer, _ photo: PhotoRepresentation, _ vips: VipsLibrary) throws -> Data {
+        var blurred: OpaquePointer?
+        if let sigma = photo.blurSigma {
+            blurred = vips.gaussblur(image, sigma: sigma)
+            guard blurred != nil else { throw VipsError(operation: "blur", detail: vips.takeError()) }
+        }
+        defer { if let blurred { vips.unref(blurred) } }
+        guard let data = vips.jpeg(blurred ?? image, quality: photo.quality) else {
+            throw VipsError(operation: "decode", detail: vips.takeError())
+        }
+        return data
     }
 }
 
