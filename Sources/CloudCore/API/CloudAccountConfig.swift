@@ -25,6 +25,19 @@ public struct CloudAccountConfig: Sendable, Equatable, CustomStringConvertible, 
     /// `--reference-ttl`, default 3600): what "expires within" means for revalidation.
     public var referenceTTL: Double = 3600
 
+    // The values `problems` accepts, declared once: `config.yaml`'s schema uses them too.
+
+    /// A datacenter's id, and so `mainDc`.
+    public static let datacenterIdRange: ClosedRange<Int> = 1...1000
+    /// `requestTimeout`, in seconds.
+    public static let requestTimeoutRange: ClosedRange<Double> = 0.001...3600
+    /// `connectTimeout`, in seconds.
+    public static let connectTimeoutRange: ClosedRange<Double> = 0.001...600
+    /// `referenceTTL`, in seconds: 1 second to 30 days.
+    public static let referenceTTLRange: ClosedRange<Double> = 1...(30 * 86_400)
+    /// `maxAnswerSize`, in bytes: 1 KiB to 1 GiB.
+    public static let maxAnswerSizeRange: ClosedRange<Int> = 1024...(1 << 30)
+
     public init(
         datacenters: [Int: String], cdnURL: String? = nil, mainDc: Int? = nil, authToken: String? = nil,
         requestTimeout: Double = 30, connectTimeout: Double = 10, maxAnswerSize: Int = 16 << 20,
@@ -45,7 +58,7 @@ public struct CloudAccountConfig: Sendable, Equatable, CustomStringConvertible, 
         var out: [String] = []
         if datacenters.isEmpty { out.append("no datacenters configured") }
         for (id, url) in datacenters.sorted(by: { $0.key < $1.key }) {
-            if id < 1 || id > 1000 { out.append("datacenter id \(id) must be 1…1000") }
+            if !Self.datacenterIdRange.contains(id) { out.append("datacenter id \(id) must be \(Self.datacenterIdRange.shownBounds)") }
             if !Self.isHTTPURL(url) { out.append("datacenter \(id) URL must be an http:// or https:// URL (got \(Self.shown(url)))") }
         }
         if datacenters[mainDc] == nil, !datacenters.isEmpty { out.append("mainDc \(mainDc) is not among the datacenters \(datacenters.keys.sorted())") }
@@ -53,10 +66,14 @@ public struct CloudAccountConfig: Sendable, Equatable, CustomStringConvertible, 
         if let authToken, authToken.isEmpty || authToken.contains(where: { $0.isNewline }) {
             out.append("the auth token must be one non-empty line")
         }
-        if !(requestTimeout > 0 && requestTimeout <= 3600) { out.append("requestTimeout must be more than 0 and at most 3600 seconds") }
-        if !(connectTimeout > 0 && connectTimeout <= 600) { out.append("connectTimeout must be more than 0 and at most 600 seconds") }
-        if !(referenceTTL >= 1 && referenceTTL <= 30 * 86_400) { out.append("referenceTTL must be 1 second…30 days") }
-        if maxAnswerSize < 1024 || maxAnswerSize > 1 << 30 { out.append("maxAnswerSize must be 1 KiB…1 GiB") }
+        if !Self.requestTimeoutRange.contains(requestTimeout) {
+            out.append("requestTimeout must be \(Self.requestTimeoutRange.shownBounds) seconds")
+        }
+        if !Self.connectTimeoutRange.contains(connectTimeout) {
+            out.append("connectTimeout must be \(Self.connectTimeoutRange.shownBounds) seconds")
+        }
+        if !Self.referenceTTLRange.contains(referenceTTL) { out.append("referenceTTL must be \(Self.referenceTTLRange.shownBounds) seconds") }
+        if !Self.maxAnswerSizeRange.contains(maxAnswerSize) { out.append("maxAnswerSize must be \(Self.maxAnswerSizeRange.shownBounds) bytes") }
         return out + retry.problems
     }
 

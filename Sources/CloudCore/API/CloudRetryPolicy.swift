@@ -22,6 +22,18 @@ public struct CloudRetryPolicy: Sendable, Equatable {
     /// `*_MIGRATE_<n>` answers followed per call (a loop between DCs is a server bug).
     public var maxMigrations: Int = 3
 
+    // The values `problems` accepts, declared once: `config.yaml`'s `retry:` schema uses them
+    // too. Delays are in seconds.
+
+    public static let maxAttemptsRange: ClosedRange<Int> = 1...100
+    public static let baseDelayRange: ClosedRange<Double> = 0...600
+    /// `maxDelay` must also be at least `baseDelay`.
+    public static let maxDelayRange: ClosedRange<Double> = 0...3600
+    public static let jitterRange: ClosedRange<Double> = 0...1
+    public static let maxFloodWaitRange: ClosedRange<Double> = 0...86_400
+    public static let maxFloodWaitsRange: ClosedRange<Int> = 0...1000
+    public static let maxMigrationsRange: ClosedRange<Int> = 0...10
+
     public init() {}
 
     public init(
@@ -53,13 +65,19 @@ public struct CloudRetryPolicy: Sendable, Equatable {
     /// Problems with the values, as sentences (empty when valid).
     public var problems: [String] {
         var out: [String] = []
-        if maxAttempts < 1 || maxAttempts > 100 { out.append("retry.maxAttempts must be 1…100 (got \(maxAttempts))") }
-        if !(baseDelay >= 0 && baseDelay <= 600) { out.append("retry.baseDelay must be 0…600 seconds") }
-        if !(maxDelay >= baseDelay && maxDelay <= 3600) { out.append("retry.maxDelay must be baseDelay…3600 seconds") }
-        if !(jitter >= 0 && jitter <= 1) { out.append("retry.jitter must be 0…1") }
-        if !(maxFloodWait >= 0 && maxFloodWait <= 86_400) { out.append("retry.maxFloodWait must be 0…86400 seconds") }
-        if maxFloodWaits < 0 || maxFloodWaits > 1000 { out.append("retry.maxFloodWaits must be 0…1000") }
-        if maxMigrations < 0 || maxMigrations > 10 { out.append("retry.maxMigrations must be 0…10") }
+        if !Self.maxAttemptsRange.contains(maxAttempts) {
+            out.append("retry.maxAttempts must be \(Self.maxAttemptsRange.shownBounds) (got \(maxAttempts))")
+        }
+        if !Self.baseDelayRange.contains(baseDelay) { out.append("retry.baseDelay must be \(Self.baseDelayRange.shownBounds) seconds") }
+        if !(maxDelay >= baseDelay && Self.maxDelayRange.contains(maxDelay)) {
+            out.append("retry.maxDelay must be baseDelay…\(Self.maxDelayRange.upperBound.shownBound) seconds")
+        }
+        if !Self.jitterRange.contains(jitter) { out.append("retry.jitter must be \(Self.jitterRange.shownBounds)") }
+        if !Self.maxFloodWaitRange.contains(maxFloodWait) {
+            out.append("retry.maxFloodWait must be \(Self.maxFloodWaitRange.shownBounds) seconds")
+        }
+        if !Self.maxFloodWaitsRange.contains(maxFloodWaits) { out.append("retry.maxFloodWaits must be \(Self.maxFloodWaitsRange.shownBounds)") }
+        if !Self.maxMigrationsRange.contains(maxMigrations) { out.append("retry.maxMigrations must be \(Self.maxMigrationsRange.shownBounds)") }
         return out
     }
 }

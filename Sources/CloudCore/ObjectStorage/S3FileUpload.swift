@@ -13,7 +13,9 @@ import Foundation
 /// (a single PUT's SHA-256, or a multipart upload's checksum of its parts' SHA-256s).
 public struct S3FileUpload: Sendable {
     public let client: S3Client
-    /// Size of each part but the last (S3: 5 MiB … 5 GiB).
+    /// The part sizes S3 accepts: 5 MiB … 5 GiB.
+    public static let partSizeRange: ClosedRange<Int64> = (5 << 20)...(5 << 30)
+    /// Size of each part but the last (within ``partSizeRange``).
     public var partSize: Int64 = 8 << 20
     /// Files this large or larger go multipart.
     public var multipartThreshold: Int64 = 16 << 20
@@ -24,7 +26,7 @@ public struct S3FileUpload: Sendable {
 
     public init(client: S3Client, partSize: Int64 = 8 << 20, multipartThreshold: Int64 = 16 << 20, concurrentParts: Int = 16) {
         self.client = client
-        self.partSize = max(5 << 20, partSize)
+        self.partSize = min(max(partSize, Self.partSizeRange.lowerBound), Self.partSizeRange.upperBound)
         self.multipartThreshold = max(1, multipartThreshold)
         self.concurrentParts = max(1, concurrentParts)
         self.initialParts = min(4, self.concurrentParts)

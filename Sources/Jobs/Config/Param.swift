@@ -243,3 +243,10 @@ extension Dictionary: ParamConvertible where Key: ParamWord, Value: ParamConvert
         .map(Dictionary<String, ParamValue>(uniqueKeysWithValues: map { ($0.key.word, $0.value.paramValue) }))
     }
 }
+
+extension ClosedRange where Bound == Double {
+    /// An integer range as a parameter's range: `range: .init(CloudRetryPolicy.maxAttemptsRange)`.
+    public init<Integer: BinaryInteger>(_ integers: ClosedRange<Integer>) {
+        self = Double(integers.lowerBound)...Double(integers.upperBound)
+    }
+}

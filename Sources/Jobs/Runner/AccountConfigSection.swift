@@ -10,22 +10,23 @@ public enum AccountConfigSection: ConfigSection {
         "datacenters", doc: "DC id → base URL (http or https), or the list `cloudd` prints (`[{id: 1, url: …}]`)")
     public static let cdn = OptionalParam<CDNAddress>("cdn", doc: "the CDN's base URL, or `{id: …, url: …}` (CDN redirects carry it anyway)")
     public static let mainDc = OptionalParam<Int>(
-        "mainDc", range: 1...1000, doc: "DC for chat list, history, entities and uploads (default: the lowest id)")
+        "mainDc", range: .init(CloudAccountConfig.datacenterIdRange), doc: "DC for chat list, history, entities and uploads (default: the lowest id)")
     public static let credentialsFile = OptionalParam<String>(
         "credentialsFile", doc: "file whose first line is the auth token, relative to `account-<id>/` (0600, this user's)")
     public static let authToken = OptionalParam<SecretText>(
         "authToken", doc: "the auth token itself: prefer `credentialsFile`; never shown in any message")
     public static let requestTimeout = Param<Duration>(
-        "requestTimeout", default: seconds(client.requestTimeout), range: 0.001...3600, doc: "time allowed for one whole HTTP exchange"
+        "requestTimeout", default: seconds(client.requestTimeout), range: CloudAccountConfig.requestTimeoutRange,
+        doc: "time allowed for one whole HTTP exchange"
     ).acceptingBareSeconds()
     public static let connectTimeout = Param<Duration>(
-        "connectTimeout", default: seconds(client.connectTimeout), range: 0.001...600, doc: "time allowed to connect (TCP and TLS)"
+        "connectTimeout", default: seconds(client.connectTimeout), range: CloudAccountConfig.connectTimeoutRange, doc: "time allowed to connect (TCP and TLS)"
     ).acceptingBareSeconds()
     public static let maxAnswerSize = Param<ByteCount>(
-        "maxAnswerSize", default: ByteCount(Int64(client.maxAnswerSize)), range: 1024...Double(1 << 30),
+        "maxAnswerSize", default: ByteCount(Int64(client.maxAnswerSize)), range: .init(CloudAccountConfig.maxAnswerSizeRange),
         doc: "larger JSON answers are refused as bad answers")
     public static let referenceTTL = Param<Duration>(
-        "referenceTTL", default: seconds(client.referenceTTL), range: 1...(30 * 86_400),
+        "referenceTTL", default: seconds(client.referenceTTL), range: CloudAccountConfig.referenceTTLRange,
         doc: "how long a file reference lives (cloudd's `--reference-ttl`)"
     ).acceptingBareSeconds()
     public static let retry = SectionParam<AccountRetrySection>("retry", doc: "how a call is retried")
@@ -52,22 +53,24 @@ public enum AccountRetrySection: ConfigSection {
     static var client: CloudRetryPolicy { AccountConfigSection.client.retry }
 
     public static let maxAttempts = Param<Int>(
-        "maxAttempts", default: client.maxAttempts, range: 1...100, doc: "tries per call for transport failures and 5xx (the first included)")
+        "maxAttempts", default: client.maxAttempts, range: .init(CloudRetryPolicy.maxAttemptsRange),
+        doc: "tries per call for transport failures and 5xx (the first included)")
     public static let baseDelay = Param<Duration>(
-        "baseDelay", default: AccountConfigSection.seconds(client.baseDelay), range: 0...600, doc: "the first backoff; it doubles per retry"
+        "baseDelay", default: AccountConfigSection.seconds(client.baseDelay), range: CloudRetryPolicy.baseDelayRange,
+        doc: "the first backoff; it doubles per retry"
     ).acceptingBareSeconds()
     public static let maxDelay = Param<Duration>(
-        "maxDelay", default: AccountConfigSection.seconds(client.maxDelay), range: 0...3600, doc: "the longest backoff"
+        "maxDelay", default: AccountConfigSection.seconds(client.maxDelay), range: CloudRetryPolicy.maxDelayRange, doc: "the longest backoff"
     ).acceptingBareSeconds()
-    public static let jitter = Param<Double>("jitter", default: client.jitter, range: 0...1, doc: "share of each wait that is random")
+    public static let jitter = Param<Double>("jitter", default: client.jitter, range: CloudRetryPolicy.jitterRange, doc: "share of each wait that is random")
     public static let maxFloodWait = Param<Duration>(
-        "maxFloodWait", default: AccountConfigSection.seconds(client.maxFloodWait), range: 0...86_400,
+        "maxFloodWait", default: AccountConfigSection.seconds(client.maxFloodWait), range: CloudRetryPolicy.maxFloodWaitRange,
         doc: "a FLOOD_WAIT longer than this fails the call at once"
     ).acceptingBareSeconds()
     public static let maxFloodWaits = Param<Int>(
-        "maxFloodWaits", default: client.maxFloodWaits, range: 0...1000, doc: "FLOOD_WAITs honoured per call")
+        "maxFloodWaits", default: client.maxFloodWaits, range: .init(CloudRetryPolicy.maxFloodWaitsRange), doc: "FLOOD_WAITs honoured per call")
     public static let maxMigrations = Param<Int>(
-        "maxMigrations", default: client.maxMigrations, range: 0...10, doc: "FILE_MIGRATE answers followed per call")
+        "maxMigrations", default: client.maxMigrations, range: .init(CloudRetryPolicy.maxMigrationsRange), doc: "FILE_MIGRATE answers followed per call")
 
     public static let parameters: [any JobParameter] = [maxAttempts, baseDelay, maxDelay, jitter, maxFloodWait, maxFloodWaits, maxMigrations]
 
@@ -85,8 +88,9 @@ public struct DatacenterURLs: ParamConvertible {
         CustomParamType(name: "datacenters", description: "a mapping of DC id to URL, or a list of {id, url}") { node, name, errors in
             var urls: [String: ParamValue] = [:]
             func add(_ id: Int?, _ url: ConfigNode?, at position: SourcePosition) {
-                guard let id, (1...1000).contains(id) else {
-                    errors.append(JobFileError(position, "'\(name)': a DC id is a number from 1 to 1000", expected: "1, 2, …"))
+                let ids = CloudAccountConfig.datacenterIdRange
+                guard let id, ids.contains(id) else {
+                    errors.append(JobFileError(position, "'\(name)': a DC id is a number from \(ids.lowerBound) to \(ids.upperBound)", expected: "1, 2, …"))
                     return
                 }
                 guard let url, case .scalar(let text, let type) = url.value, type == .string, !text.isEmpty else {
