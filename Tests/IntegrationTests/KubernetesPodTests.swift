@@ -40,26 +40,40 @@ final class KubernetesPodTests: XCTestCase {
             secretMode: try number("defaultMode"), arguments: arguments, environment: environment)
     }
 
-    /// A root file system holding `binaries` (at /usr/local/bin) and every library `ldd` says
-    /// they load, nothing else but empty mount points.
-    static func imageRoot(_ binaries: [String], in dir: TemporaryDirectory) throws -> String {
+    /// A root file system holding `binaries` (at /usr/local/bin), the shared objects in `loaded`
+    /// (libraries the process opens itself, as jobrun opens libvips, at their own paths), and
+    /// every library `ldd` says any of them loads; nothing else but empty mount points.
+    static func imageRoot(_ binaries: [String], loaded: [String] = [], in dir: TemporaryDirectory) throws -> String {
         let root = dir.file("image")
         for path in ["usr/local/bin", "proc", "dev", "etc/jobrun/jobs", "etc/jobrun/cluster", "var/lib/jobrun"] {
             try FileManager.default.createDirectory(atPath: root + "/" + path, withIntermediateDirectories: true)
         }
+        func copy(_ library: String) throws {
+            let copy = try ChildProcess.run("/bin/cp", ["-L", "--parents", "-n", library, root])
+            XCTAssertEqual(copy.status, 0, copy.stderr)
+        }
         for binary in binaries {
-            let target = root + "/usr/local/bin/" + (binary as NSString).lastPathComponent
-            try FileManager.default.copyItem(atPath: binary, toPath: target)
-            let ldd = try ChildProcess.run("/usr/bin/ldd", [binary])
+            try FileManager.default.copyItem(atPath: binary, toPath: root + "/usr/local/bin/" + (binary as NSString).lastPathComponent)
+        }
+        for library in loaded { try copy(library) }
+        for file in binaries + loaded {
+            let ldd = try ChildProcess.run("/usr/bin/ldd", [file])
             XCTAssertEqual(ldd.status, 0, ldd.stderr)
             for line in ldd.stdout.split(separator: "\n") {
                 let words = line.split(whereSeparator: \.isWhitespace).map(String.init)
                 guard let library = words.first(where: { $0.hasPrefix("/") }) else { continue }
-                let copy = try ChildProcess.run("/bin/cp", ["-L", "--parents", "-n", library, root])
-                XCTAssertEqual(copy.status, 0, copy.stderr)
+                try copy(library)
             }
         }
         return root
+    }
+
+    /// Where the dynamic loader finds `soname` on this host (`ldconfig -p`).
+    static func installedLibrary(_ soname: String) throws -> String {
+        let cache = try ChildProcess.run("/sbin/ldconfig", ["-p"])
+        let path = cache.stdout.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(soname + " ") }
+            .flatMap { $0.components(separatedBy: " => ").last }
+        return try XCTUnwrap(path, "\(soname) is not installed (scripts/install-deps.sh)")
     }
 
     /// The kubelet's layout of a Secret or ConfigMap volume: the files in a timestamped folder,
@@ -159,7 +173,9 @@ final class KubernetesPodTests: XCTestCase {
         try requireRoot()
         let h = JobrunHarness()
         let cloudd = try Products.builtExecutable("cloudd")
-        let image = try Self.imageRoot([h.binary, cloudd], in: h.dir)
+        // The image installs libvips, which the demo's representations load (as the Containerfile's
+        // runtime image does).
+        let image = try Self.imageRoot([h.binary, cloudd], loaded: [try Self.installedLibrary("libvips.so.42")], in: h.dir)
         let data = h.dir.file("demo-data")
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
         chown(data, 65532, 65532)
