@@ -216,9 +216,9 @@ final class UploadQueueLimitsIntegrationTests: XCTestCase {
         try h.writeUploadJob("fast")
         try h.writeUploadJob("slow-bytes", params: "  bandwidthLimit: 1MiB")
         try h.writeUploadJob("slow-requests", params: "  requestRate: 10")
-        func duration(_ job: String) throws -> Double {
+        func duration(_ job: String, size: Int = 20 * 131_072) throws -> Double {
             let path = h.dir.file("\(job).bin")
-            try makeUploadTestFile(path, size: 20 * 131_072)  // 20 parts of 128 KiB
+            try makeUploadTestFile(path, size: size)
             guard case .success = try h.enqueue(path, peer: peer) else { XCTFail("enqueue"); return 0 }
             let started = Date()
             let r = try h.run(["run", job, "--json"])
@@ -228,7 +228,8 @@ final class UploadQueueLimitsIntegrationTests: XCTestCase {
         }
         let fast = try duration("fast")
         let bytes = try duration("slow-bytes")
-        let requests = try duration("slow-requests")
+        // 20 parts of the size the protocol has every upload use.
+        let requests = try duration("slow-requests", size: 20 * UploadPartRules.preferredPartSize(fileSize: 0))
         XCTAssertGreaterThan(bytes, 2.2, "2.6 MB at 1 MiB/s")
         XCTAssertGreaterThan(requests, 1.9, "20 parts + send at 10 requests/s")
         XCTAssertLessThan(fast, bytes - 1)
