@@ -173,7 +173,7 @@ public final class MediaBox: Sendable {
         let key = MediaStorageKey(location: info.location, id: resource.id)
         let paths = self.paths(for: key)
         if let d = completeData(paths) {
-            try storageBox.touch([key], at: Self.now())
+            try touchOrIndex(key, id: resource.id, info: info, size: d.size)
             return d
         }
         if let ranges, let held = heldRanges(resource.id, location: info.location),
@@ -196,6 +196,28 @@ public final class MediaBox: Sendable {
         if let result { return result }
         return completeData(paths) ?? resourceData(resource.id, location: info.location)
             ?? MediaResourceData(path: paths.partial, offset: 0, size: 0, complete: false)
+    }
+
+    /// Whether the complete file of `id` is on disk. A complete file is published before its
+    /// StorageBox row is written, so a process killed between the two leaves a file the index
+    /// does not name: it is indexed here, and every run that relies on a file leaves it indexed.
+    public func holdsComplete(_ id: MediaResourceId, info: MediaResourceStorageInfo) throws -> Bool {
+        let key = MediaStorageKey(location: info.location, id: id)
+        guard let d = completeData(paths(for: key)) else { return false }
+        if try storageBox.entry(key) == nil {
+            try storageBox.insert(StorageBoxEntry(id: id, info: info, size: d.size, accessTime: Self.now()))
+        }
+        return true
+    }
+
+    /// Records an access to a complete file, indexing it if a crash left it without its row
+    /// (see ``holdsComplete(_:info:)``).
+    private func touchOrIndex(_ key: MediaStorageKey, id: MediaResourceId, info: MediaResourceStorageInfo, size: Int64) throws {
+        if try storageBox.entry(key) == nil {
+            try storageBox.insert(StorageBoxEntry(id: id, info: info, size: size, accessTime: Self.now()))
+        } else {
+            try storageBox.touch([key], at: Self.now())
+        }
     }
 
     /// Exactly which bytes of a resource are on disk, and its size when known: every byte of a

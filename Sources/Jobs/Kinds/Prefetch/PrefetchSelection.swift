@@ -23,9 +23,12 @@ public struct PrefetchCandidate: Sendable {
     private var wanted: Range<Int64> { 0..<wantedBytes }
 
     /// Whether `box` holds everything this candidate wants (the complete file, or the prefix).
+    /// A whole file counts only once complete: a partial file holding every byte (a run killed
+    /// before publishing it) is fetched, which publishes it without downloading again. A complete
+    /// file a killed run left unindexed is indexed on the way.
     public func isHeld(in box: MediaBox) -> Bool {
-        guard let held = box.heldRanges(resource.id, location: info.location) else { return false }
-        if let size = held.size, held.ranges.contains(0..<size) { return true }  // complete
+        if (try? box.holdsComplete(resource.id, info: info)) == true { return true }
+        guard prefix != nil, let held = box.heldRanges(resource.id, location: info.location) else { return false }
         return held.ranges.contains(wanted)
     }
 
