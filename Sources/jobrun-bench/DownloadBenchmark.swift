@@ -186,13 +186,19 @@ private func benchmarkBody(
             try await roundTrip.apply(base: cloud.dcURLs[0], transport: transport)
             // A fetcher per setting, as a process started on that network would have: each one
             // finds its own number of parts in flight.
+            if measuresRSS, let huge {
+                // The file's part requests counted as they are sent and answered, beside the
+                // fetcher's own window: how many one file really has in flight.
+                let counting = RequestCountingTransport(transport)
+                let phases = DownloadPhases(
+                    cloud: cloud, fetch: MultipartFetch(transport: counting, configuration: configuration), api: api, workDir: workDir,
+                    roundTrip: roundTrip)
+                rssLines.append("\(roundTrip): " + (try await phases.peakRSS(huge, rssBytes: rssBytes, requests: counting)))
+                continue
+            }
             let phases = DownloadPhases(
                 cloud: cloud, fetch: MultipartFetch(transport: transport, configuration: configuration), api: api, workDir: workDir,
                 roundTrip: roundTrip)
-            if measuresRSS, let huge {
-                rssLines.append("\(roundTrip): " + (try await phases.peakRSS(huge, rssBytes: rssBytes)))
-                continue
-            }
             if !small.isEmpty { try await phases.smallFiles(small, rounds: smallRounds) }
             if !large.isEmpty { try await phases.largeFiles(large, largeBytes: largeBytes, rounds: largeRounds) }
         }
@@ -215,7 +221,7 @@ private struct DownloadPhases {
 
     /// 1. Peak RSS while one multi-GiB file downloads (first, so nothing earlier sets the peak);
     /// returns the line the benchmark ends with.
-    func peakRSS(_ huge: Document, rssBytes: Int64) async throws -> String {
+    func peakRSS(_ huge: Document, rssBytes: Int64, requests: RequestCountingTransport) async throws -> String {
         let box = try MediaBox(basePath: workDir + "/rss-media", fetcher: fetch)
         resetPeakRSS()
         let before = currentRSSMiB()
@@ -232,7 +238,7 @@ private struct DownloadPhases {
             peer: "\(fmt(rssBudgetMiB, 0)) MiB budget", ratio: rssBudgetMiB / peak, target: roundTrip.target(1))
         try? FileManager.default.removeItem(atPath: workDir + "/rss-media")
         return
-            "\(fmt(Double(rssBytes) / Double(1 << 30), 0)) GiB in \(fmt(t)) s (\(fmt(Double(size) / t / 1e6, 0)) MB/s): peak RSS \(fmt(peak, 1)) MiB (RSS before \(fmt(before, 1)) MiB), target ≤ \(fmt(rssBudgetMiB, 0)) MiB; parts in flight \(settled)"
+            "\(fmt(Double(rssBytes) / Double(1 << 30), 0)) GiB in \(fmt(t)) s (\(fmt(Double(size) / t / 1e6, 0)) MB/s): peak RSS \(fmt(peak, 1)) MiB (RSS before \(fmt(before, 1)) MiB), target ≤ \(fmt(rssBudgetMiB, 0)) MiB; parts in flight for the file at most \(requests.peak) (\(fetch.configuration.maxPartsPerFile) allowed per file); shared limit over all files \(settled)"
     }
 
     /// 2. Small files, `rounds` rounds: the target must hold in the worst of them, not on
