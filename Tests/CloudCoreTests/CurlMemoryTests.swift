@@ -26,7 +26,7 @@ final class CurlMemoryTests: XCTestCase {
         let server = try NginxServer.start(serving: root, options: .init(tls: certificate, http2: tls))
         defer { server.stop() }
         // Above 64 KiB a body gets an upload buffer of its own size (up to 512 KiB); a file
-        // descriptor destination gets the 256 KiB receive buffer.
+        // descriptor destination gets the 64 KiB receive buffer.
         let body = TransportFixtures.bytes((1 << 20) + 77, seed: 5)
         let bodyFile = try TransportFixtures.write(body, "body.bin", in: directory.url)
         let out = directory.url.appendingPathComponent("out")

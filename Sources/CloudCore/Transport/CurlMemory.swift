@@ -7,13 +7,13 @@ import Synchronization
 
 /// libcurl's memory (`curl_global_init_mem`), so that its per-transfer buffers are reused.
 ///
-/// libcurl allocates a transfer's receive buffer (`CURLOPT_BUFFERSIZE`, 256 KiB for parts) and
+/// libcurl allocates a transfer's receive buffer (`CURLOPT_BUFFERSIZE`, 64 KiB for parts) and
 /// upload buffer (up to a 512 KiB part) when the transfer starts and frees them when it ends: one
 /// pair per part. glibc gives such freed blocks back to the kernel as its heap shrinks, and the
 /// next part's buffer then faults every page in anew, inside `recv` or `pread`. Requests of
 /// `pooledSizes` are served instead from blocks of the next power of two, and at most `keepPerSize`
-/// idle blocks of each size are kept for the next transfer (a 256 KiB + 1 receive buffer takes a
-/// 512 KiB block; the pages it never touches never become resident); the others go back to malloc,
+/// idle blocks of each size are kept for the next transfer (a 64 KiB + 1 receive buffer takes a
+/// 128 KiB block; the pages it never touches never become resident); the others go back to malloc,
 /// which keeps reusing them as before. Every other request goes to malloc directly. Each allocation
 /// carries a 16-byte header (malloc's own alignment) holding its capacity, which `free` and
 /// `realloc` read: a pooled block's capacity is itself one of `pooledSizes`, an unpooled

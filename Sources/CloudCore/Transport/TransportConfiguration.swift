@@ -67,8 +67,10 @@ public struct TransportConfiguration: Sendable, Equatable {
     /// Largest body collected into memory when a request does not set its own limit.
     public var maxCollectedBodySize: Int = 16 << 20
     /// libcurl's receive buffer per transfer (`CURLOPT_BUFFERSIZE`); larger means fewer write
-    /// callbacks and syscalls on fast links.
-    public var receiveBufferSize: Int = 256 << 10
+    /// callbacks and syscalls on fast links, but every stream in flight holds one beside its own
+    /// part buffer, whose bytes are copied out of it. 64 KiB: against 256 KiB the 2 GiB download
+    /// kept its throughput at both round trips and its eight parts in flight held 1.5 MiB less.
+    public var receiveBufferSize: Int = 64 << 10
     /// Follow redirects (at most ``maxRedirects``).
     public var followRedirects: Bool = true
     /// See ``followRedirects``.
