@@ -3,25 +3,36 @@ import MediaBox
 
 /// One part's answer written into the partial file through MediaBox's `MediaResourcePartWriter`,
 /// never more than the part's length, so bytes recorded present around the part are never
-/// touched; what is written counts only once the part verifies.
+/// touched; what is written counts only once the part verifies (MediaBox records the range when
+/// the part is reported), and an unreported range is fetched and overwritten again.
 ///
 /// By default each chunk is written at its offset as it arrives: no part buffer, and each chunk
 /// is written while it is still in the CPU cache. When the writer prefers whole parts (a large
-/// download that completes with a sync, written with direct I/O), the chunks are gathered in a
-/// part buffer instead and written by `commit()` once the part has verified.
+/// download that completes with a sync, written with direct I/O), the bytes are gathered in a
+/// page-aligned chunk of `chunkSize` instead, and each full chunk is written (with direct I/O)
+/// before the transfer takes more bytes; `commit()` writes the rest once the part has verified.
+/// A part in flight thus holds one chunk, not the whole part: eight parts arriving at once, as
+/// they do after a long round trip, hold 2 MiB rather than 8, and a disk slower than the network
+/// holds the transfer back instead of letting gathered bytes pile up.
 final class PartFileSink: @unchecked Sendable {
-    // @unchecked Sendable: `written` and the buffer are changed only by the transport thread
+    // @unchecked Sendable: the chunk and `written` are changed only by the transport thread
     // during the transfer (chunks come in order) and read after `send` has returned.
     private let writer: MediaResourcePartWriter
     private let part: PartSpec
-    private var buffer: MediaResourcePartBuffer?
+    private let gathers: Bool
+    /// The chunk being filled, and the part's offset where it starts.
+    private var chunk: MediaResourcePartBuffer?
+    private var chunkStart: Int64 = 0
     private(set) var written: Int64 = 0
+
+    /// Bytes per chunk: a multiple of `DirectIO.alignment`, and a whole number of chunks makes
+    /// every part size above it.
+    static let chunkSize = 256 << 10
 
     init(writer: MediaResourcePartWriter, part: PartSpec) {
         self.writer = writer
         self.part = part
-        // Without memory for it (nil), the part is written as it arrives.
-        self.buffer = writer.prefersWholeParts ? MediaResourcePartBuffer(capacity: Int(part.limit)) : nil
+        self.gathers = writer.prefersWholeParts
     }
 
     /// The transport destination; `maxLength` also admits a collected JSON answer (a redirect).
@@ -29,23 +40,43 @@ final class PartFileSink: @unchecked Sendable {
         .sink(maxLength: maxLength) { [self] bytes in try self.consume(bytes) }
     }
 
-    /// Writes a gathered part into the file (nothing to do when the chunks were written as they
-    /// came), then gives the buffer back at once, whoever still holds the sink. Call once the part
-    /// has verified.
+    /// Writes what is still gathered (nothing to do when the bytes were written as they came),
+    /// then gives the chunk's memory back. Call once the part has verified.
     func commit() async throws {
-        guard let buffer else { return }
-        self.buffer = nil
-        if buffer.count > 0 { try await writer.writePart(buffer, at: part.offset) }
+        guard let rest = chunk else { return }
+        chunk = nil
+        if rest.count > 0 { try await writer.writePart(rest, at: part.offset + chunkStart) }
     }
 
     private func consume(_ bytes: UnsafeRawBufferPointer) throws {
         let end = written + Int64(bytes.count)
         guard end <= part.limit else { throw TransportError.tooLarge(limit: part.limit, received: end) }
-        if let buffer {
-            guard buffer.append(bytes) else { throw TransportError.tooLarge(limit: Int64(buffer.capacity), received: end) }
-        } else {
+        guard gathers else {
             try writer.write(bytes, at: part.offset + written)
+            written = end
+            return
         }
-        written = end
+        var rest = bytes
+        while !rest.isEmpty {
+            if chunk == nil {
+                guard let fresh = MediaResourcePartBuffer(capacity: Self.chunkSize) else {
+                    // Without memory for a chunk, the rest is written as it arrives.
+                    try writer.write(rest, at: part.offset + written)
+                    written = end
+                    return
+                }
+                chunk = fresh
+                chunkStart = written
+            }
+            guard let current = chunk else { return }
+            let n = min(current.capacity - current.count, rest.count)
+            _ = current.append(UnsafeRawBufferPointer(rebasing: rest[..<n]))
+            written += Int64(n)
+            rest = UnsafeRawBufferPointer(rebasing: rest[n...])
+            if current.count == current.capacity {
+                chunk = nil
+                try writer.writePartNow(current, at: part.offset + chunkStart)
+            }
+        }
     }
 }
