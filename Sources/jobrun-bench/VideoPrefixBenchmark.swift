@@ -18,6 +18,7 @@ struct VideoPrefixBench: ParsableCommand {
     @Option(help: "Prefix fetched of each video, MiB.") var prefixMib = 2
     @Option(help: "Size of the background file, MB (0 skips the header-time measure).") var backgroundMb = 1000
     @Option(help: "Files fetched in parallel (the product's tasks, curl's --parallel-max, aria2c's -j).") var parallel = 16
+    @Option(help: "A cloudd executable to serve from (default: the one next to this binary, else in-process).") var cloudd: String?
 
     func run() throws {
         let options = self
@@ -43,17 +44,19 @@ struct VideoPrefixBench: ParsableCommand {
         c.dataset.bigFiles = backgroundMb > 0 ? [Int64(backgroundMb) * 1_000_000] : []
         // 3 to 8 MB, spread evenly: every video is larger than the prefix.
         c.dataset.benchVideos = (0..<videos).map { 3_000_000 + Int64($0) * 5_000_000 / Int64(max(1, videos)) }
-        c.partHashesAtStart = true
-        let server = try await CloudServer.start(c)
-        defer { Task { await server.stop() } }
-        let dcURLs = server.dcURLs.map(\.absoluteString)
-        let transport = try CurlTransport()
-        while true {
-            struct Status: Decodable { let pending: Int }
-            let r = try await transport.get(dcURLs[0] + "/admin/part-hashes")
-            if try JSONDecoder().decode(Status.self, from: r.body).pending == 0 { break }
-            try await Task.sleep(for: .milliseconds(100))
+        let cloud = try await BenchCloud.start(c, cloudd: cloudd)
+        do {
+            try await measure(from: cloud, prefix: prefix)
+        } catch {
+            await cloud.stop()
+            throw error
         }
+        await cloud.stop()
+    }
+
+    private func measure(from cloud: BenchCloud, prefix: Int64) async throws {
+        let dcURLs = cloud.dcURLs
+        let transport = try CurlTransport()
         let docs = try await BenchAPI(transport: transport, base: dcURLs[0]).benchDocuments()
         let set = docs.filter { ($0.headerSize ?? 0) > 0 }
         let background = docs.first { $0.size == Int64(backgroundMb) * 1_000_000 }
@@ -127,7 +130,7 @@ struct VideoPrefixBench: ParsableCommand {
         print("aria2c -j \(parallel) (prefix URL, no control-file saves): \(fmt(aria)) s, \(fmt(mb / aria, 0)) MB/s")
         print("  MediaBox's shared part limit after the prefixes: \(partLimit)")
         print(
-            "(all: the same bytes from the same in-process cloud, none synced to disk. MediaBox also verifies each part's "
+            "(all: the same bytes from the same cloud, none synced to disk. MediaBox also verifies each part's "
                 + "SHA-256, records each range in the partial file's meta after its data (safe against a killed process) "
                 + "and indexes each prefix in StorageBox; curl and aria2c write plain files)")
         let faster = min(curl, aria)
