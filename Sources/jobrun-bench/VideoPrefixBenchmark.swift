@@ -189,8 +189,8 @@ struct VideoPrefixBench: ParsableCommand {
                 + (stillRunning ? "" : " (the background fetch had finished: not a valid measure)"))
         print("  each, ms: idle \(spread(idleTimes)); during the background fetch \(spread(busyTimes))")
         BenchRatios.record(
-            "video-prefix", "time to a header during a \(backgroundMb) MB fetch (target < 2× idle)", product: fmt(busy * 1000, 1) + " ms",
-            peer: fmt(idle * 1000, 1) + " ms idle", ratio: 2 * idle / busy, target: 1)
+            "video-prefix", "time to a header during a \(backgroundMb) MB fetch (medians of \(samples) headers each; target < 2× idle)",
+            product: fmt(busy * 1000, 1) + " ms", peer: fmt(idle * 1000, 1) + " ms idle", ratio: 2 * idle / busy, target: 1)
     }
 }
 
