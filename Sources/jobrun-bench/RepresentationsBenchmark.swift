@@ -63,37 +63,18 @@ struct RepresentationsPassCommand: ParsableCommand {
             PhotoRepresentation(kind: .thumbnail, box: 200, keepDuration: .general),
             PhotoRepresentation(kind: .placeholder, box: 10, keepDuration: .general),
         ]
-        let next = Counter()
+        let log = JobLogger(sink: try LogSink(configuration: .init(directory: nil, process: "jobrun-bench", console: .human)))
+        let photos = ids.map { (id: $0, info: MediaResourceStorageInfo(contentType: .photo)) }
         let start = ProcessIO.now()
+        var outcome = (generated: 0, failedPhotos: 0)
+        // As a `generate-representations` run makes them: the same workers and group commit.
         let seconds = try await measureAsync {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for _ in 0..<concurrency {
-                    group.addTask {
-                        while let i = next.take(below: ids.count) {
-                            // As `generate-representations` makes a photo's representations.
-                            _ = try await box.representations(of: ids[i], policy, info: MediaResourceStorageInfo(contentType: .photo), generator: generator)
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
+            outcome = try await GenerateRepresentationsJob.generate(
+                photos, policy: policy, box: box, generator: generator, concurrency: concurrency, log: log)
         }
+        guard outcome.failedPhotos == 0 else { throw BenchError("\(outcome.failedPhotos) photos failed") }
         let made = try box.stats().byTier[.general].map { $0.count - Int64(count) } ?? 0
         print("\(seconds) \(made) \(peakRSSMiB()) \(ProcessIO.now().since(start).fields)")
-    }
-
-    /// The next photo index, shared by the workers.
-    final class Counter: @unchecked Sendable {
-        // @unchecked Sendable: `value` is only touched under `lock`.
-        private let lock = NSLock()
-        private var value = 0
-        func take(below limit: Int) -> Int? {
-            lock.withLock {
-                guard value < limit else { return nil }
-                value += 1
-                return value - 1
-            }
-        }
     }
 }
 
