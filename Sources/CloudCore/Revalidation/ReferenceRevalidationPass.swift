@@ -84,6 +84,14 @@ public struct ReferenceRevalidationPass: Sendable {
         /// The first failure meaning the cloud is unreachable or failing (the pass stopped there).
         public var cloudFailure: RevalidationError?
         public var seconds: Double = 0
+        /// Where this process's time went, step by step (see `RevalidationTimes`).
+        public var times = RevalidationTimes()
+        /// Seconds choosing the due parents.
+        public var selectSeconds: Double = 0
+        /// Units put aside because another process was calling for them, and the seconds from
+        /// the first one taken up again to the end of the pass (the tail spent on them).
+        public var setAside = 0
+        public var setAsideSeconds: Double = 0
         /// The window the pass used, when `window` was longer than the lifetime allows.
         public var windowClampedTo: Double?
 
@@ -137,6 +145,7 @@ public struct ReferenceRevalidationPass: Sendable {
         var report = Report()
         if options.windowIsClamped { report.windowClampedTo = options.effectiveWindow }
         let (selected, scanned) = try await select(now: now)
+        report.selectSeconds = RevalidationContext.seconds(ContinuousClock.now - started)
         report.referencesScanned = scanned
         report.parentsSelected = selected.count
         report.referencesSelected = selected.reduce(0) { $0 + $1.1.count }
@@ -179,12 +188,19 @@ public struct ReferenceRevalidationPass: Sendable {
         let batchSize = size
         var next = 0
         var stop = false
+        var setAsideStarted: ContinuousClock.Instant?
         await withTaskGroup(of: UnitOutcome.self) { group in
             func launch() {
                 let (unit, mayDefer) = (units[next], deferrable[next])
+                if !mayDefer, setAsideStarted == nil { setAsideStarted = ContinuousClock.now }
                 next += 1
                 group.addTask {
-                    if mayDefer, await context.heldElsewhere(unit) { return .deferred(unit) }
+                    if mayDefer {
+                        let started = ContinuousClock.now
+                        let held = await context.heldElsewhere(unit)
+                        await context.spentLooking(since: started)
+                        if held { return .deferred(unit) }
+                    }
                     do { try await pacer.wait() } catch { return .done([:]) }
                     return .done(await context.refresh(unit, timeout: timeout, reuseSinceMs: reuseSinceMs, batchSize: batchSize))
                 }
@@ -196,6 +212,7 @@ public struct ReferenceRevalidationPass: Sendable {
                 case .deferred(let unit):
                     units.append(unit)
                     deferrable.append(false)
+                    report.setAside += 1
                     results = [:]
                 case .done(let done):
                     results = done
@@ -229,7 +246,10 @@ public struct ReferenceRevalidationPass: Sendable {
         let after = await context.stats
         report.calls = after.totalCalls - before.totalCalls
         report.reusedFromOtherProcess = after.reusedFromOtherProcess - before.reusedFromOtherProcess
-        report.seconds = RevalidationContext.seconds(ContinuousClock.now - started)
+        report.times = after.times.since(before.times)
+        let ended = ContinuousClock.now
+        report.seconds = RevalidationContext.seconds(ended - started)
+        if let setAsideStarted { report.setAsideSeconds = RevalidationContext.seconds(ended - setAsideStarted) }
         return report
     }
 
