@@ -1,6 +1,7 @@
 import CloudProtocol
 import Foundation
 import Postbox
+import Synchronization
 
 /// One pass of the `revalidate-references` job: finds references that expired or expire within
 /// a window, groups them by parent, and refreshes them through the account's
@@ -186,6 +187,13 @@ public struct ReferenceRevalidationPass: Sendable {
         let context = self.context
         let timeout = options.requestTimeout
         let batchSize = size
+        // Units are looked at ahead of the calls: `concurrency` calls in flight, and as many
+        // units again twice over reading how they stand meanwhile, so the looks (of units other
+        // hosts have answered, and of the next one to call) overlap the call in flight instead
+        // of following it.
+        let calls = PartLimiter(limit: max(1, options.concurrency))
+        let width = max(1, options.concurrency) * 3
+        let stopped = StopFlag()
         var next = 0
         var stop = false
         var setAsideStarted: ContinuousClock.Instant?
@@ -195,17 +203,24 @@ public struct ReferenceRevalidationPass: Sendable {
                 if !mayDefer, setAsideStarted == nil { setAsideStarted = ContinuousClock.now }
                 next += 1
                 group.addTask {
-                    if mayDefer {
-                        let started = ContinuousClock.now
-                        let held = await context.heldElsewhere(unit)
-                        await context.spentLooking(since: started)
-                        if held { return .deferred(unit) }
+                    // One read first: a unit another process has answered already costs no lease
+                    // (no write under the store's writer lock) and no call.
+                    switch await context.look(unit, reuseSinceMs: reuseSinceMs) {
+                    case .answered(let outcomes): return .done(outcomes.mapValues { .success($0) })
+                    case .held where mayDefer: return .deferred(unit)
+                    case .held, .open: break
                     }
-                    do { try await pacer.wait() } catch { return .done([:]) }
-                    return .done(await context.refresh(unit, timeout: timeout, reuseSinceMs: reuseSinceMs, batchSize: batchSize))
+                    do {
+                        return try await calls.withSlot {
+                            // Units looked at before the cloud failed are not sent.
+                            if stopped.isSet { return .done([:]) }
+                            try await pacer.wait()
+                            return .done(await context.refresh(unit, timeout: timeout, reuseSinceMs: reuseSinceMs, batchSize: batchSize))
+                        }
+                    } catch { return .done([:]) }
                 }
             }
-            while next < units.count, next < max(1, options.concurrency) { launch() }
+            while next < units.count, next < width { launch() }
             while let outcome = await group.next() {
                 let results: [MediaParent: Result<ParentReferences, RevalidationError>]
                 switch outcome {
@@ -236,6 +251,7 @@ public struct ReferenceRevalidationPass: Sendable {
                             if e.isCloudUnavailable, report.cloudFailure == nil {
                                 report.cloudFailure = e
                                 stop = true
+                                stopped.set()
                             }
                         }
                     }
@@ -251,6 +267,13 @@ public struct ReferenceRevalidationPass: Sendable {
         report.seconds = RevalidationContext.seconds(ended - started)
         if let setAsideStarted { report.setAsideSeconds = RevalidationContext.seconds(ended - setAsideStarted) }
         return report
+    }
+
+    /// Set once the pass stops sending (the cloud failed); read by units waiting for a call.
+    private final class StopFlag: Sendable {
+        private let flag = Mutex(false)
+        var isSet: Bool { flag.withLock { $0 } }
+        func set() { flag.withLock { $0 = true } }
     }
 
     /// A unit's results, or the unit put aside because another process is calling for it.

@@ -169,7 +169,28 @@ public actor RevalidationContext: ReferenceRevalidator {
         (try? await leases.heldElsewhere(parents)) ?? false
     }
 
-    func spentLooking(since started: ContinuousClock.Instant) { spent(\.look, since: started) }
+    /// How `parents` stand, read without taking a lease: every one answered at or after
+    /// `reuseSinceMs` (by another process, or this one) gives its outcome, which the context
+    /// adopts as if it had asked; else whether another process holds one of them now. Open when
+    /// Postbox cannot say: the caller then simply asks.
+    nonisolated func look(_ parents: [MediaParent], reuseSinceMs: Int64) async -> RevalidationLeases.Look {
+        let started = ContinuousClock.now
+        let look = (try? await leases.look(parents, reuseSinceMs: reuseSinceMs)) ?? .open
+        await spent(\.look, since: started)
+        if case .answered(let outcomes) = look { await adopt(outcomes) }
+        return look
+    }
+
+    /// Remembers outcomes read from Postbox (cache and counts) as a finished flight would,
+    /// leaving any flight in progress to finish by itself.
+    private func adopt(_ outcomes: [MediaParent: ParentReferences]) {
+        let until = ContinuousClock.now.advanced(by: .seconds(options.cacheTTL))
+        for (p, s) in outcomes where flights[p] == nil {
+            cache[p] = Cached(snapshot: s, until: until)
+            failures[p] = nil
+            counts.reusedFromOtherProcess += 1
+        }
+    }
 
     /// Adds the time since `started` to one step's sum.
     private func spent(_ step: WritableKeyPath<RevalidationTimes, Double>, since started: ContinuousClock.Instant) {
