@@ -327,7 +327,7 @@ struct ClusterBenchmark {
             print(
                 "revalidation, \(r.hosts) host(s): \(fmt(r.revalidationSeconds)) s; the same run with nothing due \(fmt(r.idleRevalidationSeconds)) s; store writer lock \(r.revalidationLock.summary)"
             )
-            // Summed over the host's units; "other" is the pass's time no step accounts for.
+            // Each step summed over the host's units (they overlap: see `RevalidationBreakdown`).
             for line in RevalidationBreakdown.lines(r.breakdown) { print(line) }
         }
     }

@@ -28,17 +28,21 @@ struct RevalidationBreakdown {
     }
 
     /// One line per host: wall time, what lay outside the pass (process, store), each step, the
-    /// set-aside tail, the pass time no step accounts for, and the idle time at the end.
+    /// set-aside tail, and the idle time at the end. The steps of different units overlap (a
+    /// pass looks at the next units while a call is in flight), so they may sum to more than
+    /// the pass.
     static func lines(_ hosts: [RevalidationBreakdown]) -> [String] {
         let slowest = hosts.map(\.wallSeconds).max() ?? 0
         return hosts.map { h in
             let ms = h.milliseconds
             let pass = ms["pass"] ?? 0
             let stepped = steps.reduce(Int64(0)) { $0 + (ms[$1] ?? 0) }
-            let perCall = h.calls > 0 ? " (\(fmt(Double(ms["call"] ?? 0) / Double(h.calls), 1)) ms per call, \(fmt(Double(pass) / Double(h.calls), 1)) ms of pass per call)" : ""
+            let perCall =
+                h.calls > 0
+                ? " (\(fmt(Double(ms["call"] ?? 0) / Double(h.calls), 1)) ms per call, \(fmt(Double(pass) / Double(h.calls), 1)) ms of pass per call)" : ""
             let parts = steps.map { "\($0) \(ms[$0] ?? 0)" }.joined(separator: ", ")
             return
-                "  \(h.host): \(fmt(h.wallSeconds * 1000, 0)) ms = outside the pass \(fmt(h.wallSeconds * 1000 - Double(pass), 0)) + pass \(pass) [\(parts); other \(pass - stepped)]; \(h.calls) calls\(perCall); set aside \(ms["units_set_aside"] ?? 0) units, tail \(ms["set_aside_tail"] ?? 0) ms; idle at the end \(fmt((slowest - h.wallSeconds) * 1000, 0)) ms"
+                "  \(h.host): \(fmt(h.wallSeconds * 1000, 0)) ms = outside the pass \(fmt(h.wallSeconds * 1000 - Double(pass), 0)) + pass \(pass) [\(parts); steps sum \(stepped)]; \(h.calls) calls\(perCall); set aside \(ms["units_set_aside"] ?? 0) units, tail \(ms["set_aside_tail"] ?? 0) ms; idle at the end \(fmt((slowest - h.wallSeconds) * 1000, 0)) ms"
         }
     }
 }
