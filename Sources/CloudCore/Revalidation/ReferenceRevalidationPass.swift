@@ -188,13 +188,11 @@ public struct ReferenceRevalidationPass: Sendable {
         let timeout = options.requestTimeout
         let batchSize = size
         // Units are looked at ahead of the calls: `concurrency` calls in flight, and as many
-        // units again reading how they stand meanwhile, so the looks (of units other hosts have
-        // answered, and of the next one to call) overlap the call in flight instead of following
-        // it. One unit ahead per call, not more: a unit found open is claimed only when its call
-        // can start, and the longer it waits the likelier another host claims it first (then
-        // this one waits for that host's answer).
+        // units again twice over reading how they stand meanwhile, so the looks (of units other
+        // hosts have answered, and of the next one to call) overlap the call in flight instead
+        // of following it.
         let calls = PartLimiter(limit: max(1, options.concurrency))
-        let width = max(1, options.concurrency) * 2
+        let width = max(1, options.concurrency) * 3
         let stopped = StopFlag()
         var next = 0
         var stop = false
