@@ -86,7 +86,7 @@ public final class MultipartUpload: Sendable {
         }
         let view = UploadItemView(
             id: itemId, path: first.stagedPath, size: first.stagedByteCount, sha256: first.stagedSHA256,
-            mtimeNs: first.stagedMtimeNs)
+            mtimeNs: first.stagedMtimeNs, inode: first.stagedInode, ctimeNs: first.stagedChangeTimeNs)
         if view.size == 0 { throw MultipartUploadError.emptyFile(path: view.path) }
         let (file, refreshedMtime) = try await UploadIO.run { [uploads] in try StagedFile.open(view, below: uploads) }
         let mtime = refreshedMtime ?? view.mtimeNs
