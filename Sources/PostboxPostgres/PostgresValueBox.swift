@@ -542,6 +542,41 @@ public final class PostgresValueBox: ValueBox {
         }
     }
 
+    /// Every prefix's range in one statement: the ranges as two arrays joined to the table
+    /// (an index range scan each), numbered so the keys come back grouped by prefix in order.
+    public func keys(_ table: ValueBoxTable, prefixes: [ValueBoxKey]) throws -> [ValueBoxKey: [ValueBoxKey]] {
+        var out: [ValueBoxKey: [ValueBoxKey]] = [:]
+        var ranges: [(lower: ValueBoxKey, upper: ValueBoxKey)] = []
+        for prefix in prefixes where out[prefix] == nil {
+            out[prefix] = []
+            // An all-0xff prefix has no upper bound: it never names an entity; read it alone.
+            guard table.keyType == .binary, let upper = prefix.prefixUpperBound else {
+                try rangeKeys(table, .prefix(prefix), limit: .max) { key in
+                    out[prefix, default: []].append(key)
+                    return true
+                }
+                continue
+            }
+            ranges.append((prefix, upper))
+        }
+        guard !ranges.isEmpty, try tableExists(table) else { return out }
+        try flushIfTouched(table)
+        var binds = PostgresBindings()
+        appendKeys(ranges.map(\.lower), table, &binds)
+        appendKeys(ranges.map(\.upper), table, &binds)
+        let rows = try session.query(
+            "SELECT r.i, t.key FROM unnest($1::bytea[], $2::bytea[]) WITH ORDINALITY AS r(lower, upper, i) JOIN \(self.table(table)) AS t ON t.key >= r.lower AND t.key < r.upper ORDER BY r.i, t.key",
+            binds)
+        for row in rows {
+            var cells = row.makeIterator()
+            guard let indexCell = cells.next(), let keyCell = cells.next() else { continue }
+            let index = Int(try indexCell.decode(Int64.self)) - 1
+            guard ranges.indices.contains(index) else { continue }
+            out[ranges[index].lower, default: []].append(try readKey(keyCell, table))
+        }
+        return out
+    }
+
     public func count(_ table: ValueBoxTable, _ range: ValueBoxRange) throws -> Int {
         guard try tableExists(table) else { return 0 }
         try flushIfTouched(table)

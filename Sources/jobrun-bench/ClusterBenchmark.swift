@@ -92,6 +92,8 @@ struct ClusterBenchmark {
         /// The same run again right after, with nothing due: what every host's run costs
         /// whatever its share (the process, the store's opening, the selection).
         var idleRevalidationSeconds: Double
+        /// Each host's run, step by step (hosts whose run printed no breakdown are missing).
+        var breakdown: [RevalidationBreakdown]
         var jobsPerMinute: Double { Double(jobs) / jobsSeconds * 60 }
         var parentsPerSecond: Double { Double(parents) / revalidationSeconds }
     }
@@ -157,7 +159,14 @@ struct ClusterBenchmark {
             let revalidationLoad = CPULoad.Sampler(postmaster: postmaster, cloudd: cloud.processIdentifier)
             let lock = try WriterLockLoad.Sampler(
                 endpoint: PostgresEndpoint(address: .unixSocket(path: postgres.socketPath), username: postgres.user, database: database))
-            let revalidationSeconds = try measure { try inParallel(active) { try $0.run("revalidate-\(count)") } }
+            let breakdowns = ThreadResults<RevalidationBreakdown>()
+            let revalidationSeconds = try measure {
+                try inParallel(active) { host in
+                    var json = ""
+                    let wall = try measure { json = try host.run("revalidate-\(count)", json: true) }
+                    if let b = RevalidationBreakdown(host: host.host.name, wallSeconds: wall, json: json) { breakdowns.add(b) }
+                }
+            }
             let revalidationLock = lock.finish()
             let counters = try admin.counters()
             let idleRevalidationSeconds = try measure { try active[0].run("revalidate-\(count)") }
@@ -165,7 +174,7 @@ struct ClusterBenchmark {
                 hosts: count, jobs: jobs, jobsSeconds: jobsSeconds, jobsLoad: jobsCPU, parents: counters.parents.count,
                 parentsAskedTwice: counters.parents.values.filter { $0 > 1 }.count, revalidationSeconds: revalidationSeconds,
                 revalidationLoad: revalidationLoad.finish(seconds: revalidationSeconds), revalidationLock: revalidationLock,
-                idleRevalidationSeconds: idleRevalidationSeconds)
+                idleRevalidationSeconds: idleRevalidationSeconds, breakdown: breakdowns.all.sorted { $0.host < $1.host })
             rounds.append(round)
         }
         report(rounds)
@@ -318,6 +327,8 @@ struct ClusterBenchmark {
             print(
                 "revalidation, \(r.hosts) host(s): \(fmt(r.revalidationSeconds)) s; the same run with nothing due \(fmt(r.idleRevalidationSeconds)) s; store writer lock \(r.revalidationLock.summary)"
             )
+            // Each step summed over the host's units (they overlap: see `RevalidationBreakdown`).
+            for line in RevalidationBreakdown.lines(r.breakdown) { print(line) }
         }
     }
 
@@ -325,7 +336,7 @@ struct ClusterBenchmark {
     /// Threads, not `concurrentPerform`: that runs at most as many iterations at once as there
     /// are cores, so on two cores a third host would wait for one of the others to finish.
     private func inParallel(_ hosts: [BenchHost], _ body: @escaping @Sendable (BenchHost) throws -> Void) throws {
-        let failures = FailureBox()
+        let failures = ThreadResults<String>()
         let finished = DispatchGroup()
         for host in hosts {
             finished.enter()
@@ -434,11 +445,14 @@ final class BenchHost: Sendable {
             """)
     }
 
-    /// `jobrun run <job>` on this host; a non-zero exit is an error quoting its stderr.
-    func run(_ job: String) throws {
-        let command = host.command(jobrun, ["run", job, "--root", root, "--jobs-dir", jobsDir])
+    /// `jobrun run <job>` on this host (with `--json`, its result); a non-zero exit is an error
+    /// quoting its stderr. Returns its standard output.
+    @discardableResult
+    func run(_ job: String, json: Bool = false) throws -> String {
+        let command = host.command(jobrun, ["run", job, "--root", root, "--jobs-dir", jobsDir] + (json ? ["--json"] : []))
         let result = try SystemCommand.status([command.executable] + command.arguments)
         guard result.status == 0 else { throw BenchError("\(host.name): jobrun run \(job) exited \(result.status): \(result.stderr.suffix(2000))") }
+        return result.stdout
     }
 
     /// `jobrun schedule` on this host (stopped by SIGTERM), its output discarded.
@@ -619,19 +633,20 @@ struct WriterLockLoad {
     }
 }
 
-/// Errors from worker threads, first kept.
-private final class FailureBox: @unchecked Sendable {
-    // @unchecked Sendable: `messages` is only touched under `lock`.
+/// What worker threads hand back (their errors, their results), in the order they came.
+private final class ThreadResults<Element>: @unchecked Sendable {
+    // @unchecked Sendable: `elements` is only touched under `lock`.
     private let lock = NSLock()
-    private var messages: [String] = []
-    func add(_ message: String) {
+    private var elements: [Element] = []
+    func add(_ element: Element) {
         lock.lock()
-        messages.append(message)
+        elements.append(element)
         lock.unlock()
     }
-    var first: String? {
+    var all: [Element] {
         lock.lock()
         defer { lock.unlock() }
-        return messages.first
+        return elements
     }
+    var first: Element? { all.first }
 }

@@ -11,10 +11,13 @@ import XCTest
 /// server's per-part receipts prove it), secret uploads resend identical bytes, and an upload
 /// the server dropped starts again under a new file id.
 final class MultipartUploadResumeTests: XCTestCase {
-    /// Starts an upload and cancels it after `parts` acknowledged parts.
+    /// Starts an upload and cancels it after `parts` acknowledged parts. The parts go out at 25
+    /// a second: a part's place in flight comes back with its answer, before its
+    /// acknowledgement commits, so unpaced on loopback every part could be answered (and then
+    /// acknowledged) before the cancellation, leaving nothing to resume.
     func interrupted(_ f: UploadFixture, item: Int64, after parts: Int) async throws {
         let trigger = UploadPartTrigger(after: parts)
-        let upload = f.upload(observer: { trigger.observe($0) })
+        let upload = f.upload({ $0.pacer = CloudRequestPacer(rate: 25) }, observer: { trigger.observe($0) })
         let task = Task { try await upload.upload(itemId: item) }
         trigger.attach(task)
         do {

@@ -155,6 +155,46 @@ final class RevalidationTests: XCTestCase {
         XCTAssertEqual(stale, 0, "every reference refreshed")
     }
 
+    /// Another process stored an outcome for every due parent after this pass chose them (its
+    /// leases say refreshed, now): the pass reads those outcomes with one read per unit and
+    /// takes no lease, so it never waits for the store's writer lock, and calls nobody.
+    func testAPassReadsOutcomesAnotherProcessStoredWithoutTakingALease() async throws {
+        let f = try await Fixture {
+            $0.dataset.peers = 3; $0.dataset.messagesPerPeer = 20
+        }
+        addTeardownBlock { await f.fx.stop() }
+        var messages: [CloudProtocol.Message] = []
+        for d in try await f.client.getDialogs().dialogs { messages += try await f.client.getHistory(peerId: d.peer.id, offsetId: 0).messages }
+        try await f.store(messages, age: 7200)
+        let options = ReferenceRevalidationPass.Options(
+            window: 3000, referenceTTL: 3600, parentKinds: [.message], batchSize: 4, requestRate: nil, concurrency: 2,
+            maxParents: 100_000, requestTimeout: 30)
+        let pass = ReferenceRevalidationPass(context: f.context(holder: "this-process"), postbox: f.postbox, options: options)
+        let (selected, _) = try await pass.select()
+        XCTAssertGreaterThan(selected.count, 8)
+        let references = selected.reduce(0) { $0 + $1.1.count }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try await f.postbox.transaction { tx in
+            for (p, _) in selected {
+                try tx.revalidationLeases.set(p, RevalidationLease(holder: "", leaseUntil: 0, lastOutcome: .refreshed, lastOutcomeAt: now, failures: 0))
+            }
+        }
+        f.fx.server.resetCounters()
+
+        let report = try await pass.run()
+        XCTAssertNil(report.cloudFailure)
+        XCTAssertEqual(report.calls, 0)
+        XCTAssertEqual(f.counters().methods, [:], "nothing asked of the cloud")
+        XCTAssertEqual(report.reusedFromOtherProcess, selected.count)
+        XCTAssertEqual(report.refreshed, selected.count)
+        XCTAssertEqual(report.referencesRefreshed, references, "each parent's stored references were read with its outcome")
+        XCTAssertEqual(report.times.claim, 0, "no lease taken: no write transaction")
+        XCTAssertEqual(report.times.reuse, 0)
+        XCTAssertGreaterThan(report.times.look, 0)
+        let holders = try await f.postbox.read { tx in try tx.revalidationLeases.get(selected.map(\.0)).values.map(\.holder) }
+        XCTAssertEqual(Set(holders), [""], "no lease was taken")
+    }
+
     // MARK: 3. Failures are bounded and retried with backoff
 
     func testFailingCloudFailsEveryWaiterWithinBoundThenRecovers() async throws {

@@ -49,6 +49,40 @@ final class StagedFileSwapTests: XCTestCase {
         }
     }
 
+    /// A hard-linked staged file written in place through its other name, its modification
+    /// time then set back: the change time recorded at staging no longer matches, so the file
+    /// is hashed again and no byte of the new content is sent. Unchanged, the same kind of item
+    /// is sent without that hash (its inode and change time stand for the bytes hashed).
+    func testALinkedFileWrittenInPlaceWithItsModificationTimeSetBackSendsNoByte() async throws {
+        let f = try await UploadFixture.start()
+        addTeardownBlock { await f.stop() }
+        let source = try f.makeFile("linked.bin", size: 300_000)
+        let item = try await f.queue.enqueue(UploadRequest(path: source, peerId: f.peer, staging: .link))
+        XCTAssertEqual(item.staging, .link)
+        XCTAssertNotNil(item.stagedInode, "a linked file's inode is recorded")
+        XCTAssertNotNil(item.stagedChangeTimeNs)
+        var before = stat()
+        XCTAssertEqual(stat(source, &before), 0)
+        let h = try FileHandle(forWritingTo: URL(fileURLWithPath: source))
+        try h.write(contentsOf: Data(repeating: 0x5A, count: 4096))
+        try h.close()
+        XCTAssertEqual(utimensat(AT_FDCWD, source, [before.st_atim, before.st_mtim], 0), 0)
+        let sent = Mutex(0)
+        let upload = f.upload { _ in
+        } observer: { event in
+            if case .partSent = event { sent.withLock { $0 += 1 } }
+        }
+        await XCTAssertThrowsUploadError(try await upload.upload(itemId: item.id)) { error in
+            if case .fileChanged(_, let reason) = error { return reason.contains("SHA-256") }
+            return false
+        }
+        XCTAssertEqual(sent.withLock { $0 }, 0, "no byte of the rewritten file was sent")
+
+        let unchanged = try await f.queue.enqueue(UploadRequest(path: try f.makeFile("kept-linked.bin", size: 300_000), peerId: f.peer, staging: .link))
+        let result = try await f.upload().upload(itemId: unchanged.id)
+        XCTAssertEqual(try f.storedBytes(documentId: result.documentId), try Data(contentsOf: URL(fileURLWithPath: unchanged.stagedPath)))
+    }
+
     /// The staging folder itself swapped for a link to another folder, after the sender was
     /// given it open (as `upload-queue` is, once the run has checked the root): the file is read
     /// through the folder's descriptor, so the staged bytes are sent; following the link would

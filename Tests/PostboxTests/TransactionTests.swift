@@ -386,6 +386,9 @@ final class TransactionTests: XCTestCase {
             try postbox.readSync { tx in
                 XCTAssertEqual(Set(try tx.mediaReferences.resources(of: message)), ["m0", "m1", "m2", "m3", "m4"])
                 XCTAssertEqual(try tx.mediaReferences.resources(of: .peerAvatar(PeerId(1))), ["avatar"])
+                let together = try tx.mediaReferences.resources(of: [message, .peerAvatar(PeerId(1)), .peerAvatar(PeerId(2))])
+                XCTAssertEqual(
+                    together.mapValues(Set.init), [message: ["m0", "m1", "m2", "m3", "m4"], .peerAvatar(PeerId(1)): ["avatar"], .peerAvatar(PeerId(2)): []])
                 var old: [String] = []
                 try tx.mediaReferences.obtained(before: 104) {
                     old.append($0.resourceId); return true

@@ -60,6 +60,19 @@ final class UploadItemFieldsTests: XCTestCase {
         XCTAssertEqual(reread.staging, .bucket(nil), "a sent item's object is gone, the location stays a bucket")
     }
 
+    func testAStagedInodeAndItsChangeTimeAreStoredAndARowWithoutThemReadsNil() throws {
+        var linked = item()
+        linked.stagedInode = 1_234_567
+        linked.stagedChangeTimeNs = 1_700_000_000_987_654_321
+        let reread = try PostboxDecoder.decode(UploadItem.self, from: PostboxEncoder.encode(linked))
+        XCTAssertEqual(reread.stagedInode, 1_234_567)
+        XCTAssertEqual(reread.stagedChangeTimeNs, 1_700_000_000_987_654_321)
+        XCTAssertEqual(reread, linked)
+        let earlier = try EarlierUploadRow(item(), strings: ["staging": "link", "stat.mtimeNs": "5"]).decoded()
+        XCTAssertNil(earlier.stagedInode, "a row written before they were recorded: the uploader hashes the file again")
+        XCTAssertNil(earlier.stagedChangeTimeNs)
+    }
+
     func testEveryFieldAnEarlierBuildStoredAsStringsReadsTyped() throws {
         let strings = [
             "staging": "copy", "stat.mtimeNs": "1700000000123456789", "mimeType": "video/mp4", "documentId": "-42", "interruptions": "3",

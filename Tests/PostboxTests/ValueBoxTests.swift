@@ -72,6 +72,38 @@ final class ValueBoxTests: XCTestCase {
         }
     }
 
+    func testKeysUnderManyPrefixesComeGroupedInOrderAndSeeTheTransactionsOwnWrites() throws {
+        try forEachEngine { store in
+            let vb = try store.valueBox()
+            func key(_ prefix: UInt8, _ rest: String) -> ValueBoxKey { ValueBoxKey(bytes: [prefix]) + ValueBoxKey(string: rest) }
+            let (p1, p2, p3, ff) = (ValueBoxKey(bytes: [1]), ValueBoxKey(bytes: [2]), ValueBoxKey(bytes: [3]), ValueBoxKey(bytes: [0xff]))
+            XCTAssertEqual(try vb.keys(binary, prefixes: [p1]), [p1: []], "missing table reads as empty")
+            try write(vb) {
+                for rest in ["c", "a", "b"] { try vb.set(binary, key: key(1, rest), value: Data()) }
+                try vb.set(binary, key: key(2, "z"), value: Data())
+                // Just outside the prefixes: [0] sorts before [1], [4] after [3].
+                try vb.set(binary, key: key(0, "out"), value: Data())
+                try vb.set(binary, key: key(4, "out"), value: Data())
+                try vb.set(binary, key: key(0xff, "top"), value: Data())
+            }
+            let found = try vb.keys(binary, prefixes: [p2, p3, p1, p2, ff])
+            XCTAssertEqual(found[p1], [key(1, "a"), key(1, "b"), key(1, "c")], "in key order")
+            XCTAssertEqual(found[p2], [key(2, "z")], "a repeated prefix once")
+            XCTAssertEqual(found[p3], [], "a prefix with no keys is empty, not missing")
+            XCTAssertEqual(found[ff], [key(0xff, "top")], "an all-0xff prefix has no upper bound and is still read")
+            XCTAssertEqual(found.count, 4)
+            XCTAssertEqual(try vb.keys(binary, prefixes: []), [:])
+            // Inside a write transaction the pending writes count, as they do for `get`.
+            try vb.begin()
+            try vb.set(binary, key: key(3, "new"), value: Data())
+            try vb.remove(binary, key: key(1, "b"))
+            let pending = try vb.keys(binary, prefixes: [p1, p3])
+            try vb.commit()
+            XCTAssertEqual(pending[p1], [key(1, "a"), key(1, "c")])
+            XCTAssertEqual(pending[p3], [key(3, "new")])
+        }
+    }
+
     func testCompositeKeysScanPeerNamespaceTimeIdOrder() throws {
         try forEachEngine { store in
             let vb = try store.valueBox()

@@ -1,6 +1,7 @@
 import CloudProtocol
 import Foundation
 import Postbox
+import Synchronization
 
 /// One pass of the `revalidate-references` job: finds references that expired or expire within
 /// a window, groups them by parent, and refreshes them through the account's
@@ -84,6 +85,14 @@ public struct ReferenceRevalidationPass: Sendable {
         /// The first failure meaning the cloud is unreachable or failing (the pass stopped there).
         public var cloudFailure: RevalidationError?
         public var seconds: Double = 0
+        /// Where this process's time went, step by step (see `RevalidationTimes`).
+        public var times = RevalidationTimes()
+        /// Seconds choosing the due parents.
+        public var selectSeconds: Double = 0
+        /// Units put aside because another process was calling for them, and the seconds from
+        /// the first one taken up again to the end of the pass (the tail spent on them).
+        public var setAside = 0
+        public var setAsideSeconds: Double = 0
         /// The window the pass used, when `window` was longer than the lifetime allows.
         public var windowClampedTo: Double?
 
@@ -137,6 +146,7 @@ public struct ReferenceRevalidationPass: Sendable {
         var report = Report()
         if options.windowIsClamped { report.windowClampedTo = options.effectiveWindow }
         let (selected, scanned) = try await select(now: now)
+        report.selectSeconds = RevalidationContext.seconds(ContinuousClock.now - started)
         report.referencesScanned = scanned
         report.parentsSelected = selected.count
         report.referencesSelected = selected.reduce(0) { $0 + $1.1.count }
@@ -177,25 +187,47 @@ public struct ReferenceRevalidationPass: Sendable {
         let context = self.context
         let timeout = options.requestTimeout
         let batchSize = size
+        // Units are looked at ahead of the calls: `concurrency` calls in flight, and as many
+        // units again twice over reading how they stand meanwhile, so the looks (of units other
+        // hosts have answered, and of the next one to call) overlap the call in flight instead
+        // of following it.
+        let calls = PartLimiter(limit: max(1, options.concurrency))
+        let width = max(1, options.concurrency) * 3
+        let stopped = StopFlag()
         var next = 0
         var stop = false
+        var setAsideStarted: ContinuousClock.Instant?
         await withTaskGroup(of: UnitOutcome.self) { group in
             func launch() {
                 let (unit, mayDefer) = (units[next], deferrable[next])
+                if !mayDefer, setAsideStarted == nil { setAsideStarted = ContinuousClock.now }
                 next += 1
                 group.addTask {
-                    if mayDefer, await context.heldElsewhere(unit) { return .deferred(unit) }
-                    do { try await pacer.wait() } catch { return .done([:]) }
-                    return .done(await context.refresh(unit, timeout: timeout, reuseSinceMs: reuseSinceMs, batchSize: batchSize))
+                    // One read first: a unit another process has answered already costs no lease
+                    // (no write under the store's writer lock) and no call.
+                    switch await context.look(unit, reuseSinceMs: reuseSinceMs) {
+                    case .answered(let outcomes): return .done(outcomes.mapValues { .success($0) })
+                    case .held where mayDefer: return .deferred(unit)
+                    case .held, .open: break
+                    }
+                    do {
+                        return try await calls.withSlot {
+                            // Units looked at before the cloud failed are not sent.
+                            if stopped.isSet { return .done([:]) }
+                            try await pacer.wait()
+                            return .done(await context.refresh(unit, timeout: timeout, reuseSinceMs: reuseSinceMs, batchSize: batchSize))
+                        }
+                    } catch { return .done([:]) }
                 }
             }
-            while next < units.count, next < max(1, options.concurrency) { launch() }
+            while next < units.count, next < width { launch() }
             while let outcome = await group.next() {
                 let results: [MediaParent: Result<ParentReferences, RevalidationError>]
                 switch outcome {
                 case .deferred(let unit):
                     units.append(unit)
                     deferrable.append(false)
+                    report.setAside += 1
                     results = [:]
                 case .done(let done):
                     results = done
@@ -219,6 +251,7 @@ public struct ReferenceRevalidationPass: Sendable {
                             if e.isCloudUnavailable, report.cloudFailure == nil {
                                 report.cloudFailure = e
                                 stop = true
+                                stopped.set()
                             }
                         }
                     }
@@ -229,8 +262,18 @@ public struct ReferenceRevalidationPass: Sendable {
         let after = await context.stats
         report.calls = after.totalCalls - before.totalCalls
         report.reusedFromOtherProcess = after.reusedFromOtherProcess - before.reusedFromOtherProcess
-        report.seconds = RevalidationContext.seconds(ContinuousClock.now - started)
+        report.times = after.times.since(before.times)
+        let ended = ContinuousClock.now
+        report.seconds = RevalidationContext.seconds(ended - started)
+        if let setAsideStarted { report.setAsideSeconds = RevalidationContext.seconds(ended - setAsideStarted) }
         return report
+    }
+
+    /// Set once the pass stops sending (the cloud failed); read by units waiting for a call.
+    private final class StopFlag: Sendable {
+        private let flag = Mutex(false)
+        var isSet: Bool { flag.withLock { $0 } }
+        func set() { flag.withLock { $0 = true } }
     }
 
     /// A unit's results, or the unit put aside because another process is calling for it.

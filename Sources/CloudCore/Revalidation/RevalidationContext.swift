@@ -15,8 +15,47 @@ public struct RevalidationStats: Sendable, Equatable {
     public var reusedFromOtherProcess = 0
     /// Requests answered from the short-lived in-process cache.
     public var cacheHits = 0
+    /// Where the time went, summed over every unit and call (they may overlap).
+    public var times = RevalidationTimes()
 
     public var totalCalls: Int { calls.values.reduce(0, +) }
+}
+
+/// Seconds a `RevalidationContext` spent in each step of its work, summed over units and calls
+/// (with calls in flight at once, the sums can exceed the wall time).
+public struct RevalidationTimes: Sendable, Equatable {
+    /// Reading how a unit stands before taking any lease (and the outcomes another process
+    /// stored, when they answer it): a read, no writer lock.
+    public var look = 0.0
+    /// Taking leases: a write transaction under the store's writer lock.
+    public var claim = 0.0
+    /// The cloud's calls.
+    public var call = 0.0
+    /// Storing a call's outcome: a write transaction under the store's writer lock.
+    public var commit = 0.0
+    /// Reading another process's outcome after a claim found it.
+    public var reuse = 0.0
+    /// Waiting for another process to let go of a lease it holds.
+    public var heldWait = 0.0
+
+    public init() {}
+
+    /// The steps and their seconds, in the order a unit goes through them.
+    public var steps: [(name: String, seconds: Double)] {
+        [("look", look), ("claim", claim), ("call", call), ("commit", commit), ("reuse", reuse), ("held_wait", heldWait)]
+    }
+
+    /// The time spent since `earlier`, step by step.
+    public func since(_ earlier: RevalidationTimes) -> RevalidationTimes {
+        var d = RevalidationTimes()
+        d.look = look - earlier.look
+        d.claim = claim - earlier.claim
+        d.call = call - earlier.call
+        d.commit = commit - earlier.commit
+        d.reuse = reuse - earlier.reuse
+        d.heldWait = heldWait - earlier.heldWait
+        return d
+    }
 }
 
 /// One account's file-reference revalidation, shared by every job of the process (the
@@ -128,6 +167,34 @@ public actor RevalidationContext: ReferenceRevalidator {
     /// their Postbox lease). False when Postbox cannot say: the caller then simply joins.
     public nonisolated func heldElsewhere(_ parents: [MediaParent]) async -> Bool {
         (try? await leases.heldElsewhere(parents)) ?? false
+    }
+
+    /// How `parents` stand, read without taking a lease: every one answered at or after
+    /// `reuseSinceMs` (by another process, or this one) gives its outcome, which the context
+    /// adopts as if it had asked; else whether another process holds one of them now. Open when
+    /// Postbox cannot say: the caller then simply asks.
+    nonisolated func look(_ parents: [MediaParent], reuseSinceMs: Int64) async -> RevalidationLeases.Look {
+        let started = ContinuousClock.now
+        let look = (try? await leases.look(parents, reuseSinceMs: reuseSinceMs)) ?? .open
+        await spent(\.look, since: started)
+        if case .answered(let outcomes) = look { await adopt(outcomes) }
+        return look
+    }
+
+    /// Remembers outcomes read from Postbox (cache and counts) as a finished flight would,
+    /// leaving any flight in progress to finish by itself.
+    private func adopt(_ outcomes: [MediaParent: ParentReferences]) {
+        let until = ContinuousClock.now.advanced(by: .seconds(options.cacheTTL))
+        for (p, s) in outcomes where flights[p] == nil {
+            cache[p] = Cached(snapshot: s, until: until)
+            failures[p] = nil
+            counts.reusedFromOtherProcess += 1
+        }
+    }
+
+    /// Adds the time since `started` to one step's sum.
+    private func spent(_ step: WritableKeyPath<RevalidationTimes, Double>, since started: ContinuousClock.Instant) {
+        counts.times[keyPath: step] += Self.seconds(ContinuousClock.now - started)
     }
 
     // MARK: Flights
@@ -248,7 +315,11 @@ public actor RevalidationContext: ReferenceRevalidator {
         let deadline = ContinuousClock.now.advanced(by: .seconds(options.leaseDuration + options.requestTimeout))
         while !remaining.isEmpty {
             let claims: [MediaParent: RevalidationLeases.Claim]
-            do { claims = try await leases.claim(remaining, reuseSinceMs: since) } catch {
+            let claimStarted = ContinuousClock.now
+            do {
+                claims = try await leases.claim(remaining, reuseSinceMs: since)
+                await spent(\.claim, since: claimStarted)
+            } catch {
                 for p in remaining { results[p] = .failure(.storage(parent: MediaResourceReference(p), reason: "\(error)")) }
                 break
             }
@@ -267,11 +338,13 @@ public actor RevalidationContext: ReferenceRevalidator {
                 }
             }
             if !reuse.isEmpty {
+                let reuseStarted = ContinuousClock.now
                 do {
                     for (p, s) in try await leases.stored(reuse) { results[p] = .success(s) }
                 } catch {
                     for p in reuse { results[p] = .failure(.storage(parent: MediaResourceReference(p), reason: "\(error)")) }
                 }
+                await spent(\.reuse, since: reuseStarted)
             }
             if !mine.isEmpty {
                 for (p, r) in await call(mine) { results[p] = r }
@@ -286,6 +359,7 @@ public actor RevalidationContext: ReferenceRevalidator {
                 }
                 break
             }
+            let waitStarted = ContinuousClock.now
             try? await Task.sleep(for: .seconds(options.pollInterval))
             // Looks (a read) until the other process has let go, and only then classifies again
             // (a write transaction, under the store's writer lock, which that process needs to
@@ -293,6 +367,7 @@ public actor RevalidationContext: ReferenceRevalidator {
             while !Task.isCancelled, ContinuousClock.now < deadline, await heldElsewhere(remaining) {
                 try? await Task.sleep(for: .seconds(options.pollInterval))
             }
+            await spent(\.heldWait, since: waitStarted)
         }
         return results
     }
@@ -305,9 +380,19 @@ public actor RevalidationContext: ReferenceRevalidator {
             let fetched = try await limiter.withSlot {
                 try await pacer.wait()
                 await self.countCall(ParentRefetch.method(kind))
-                return try await refetch.fetch(parents, obtainedAt: Int64(Date().timeIntervalSince1970))
+                let callStarted = ContinuousClock.now
+                do {
+                    let answer = try await refetch.fetch(parents, obtainedAt: Int64(Date().timeIntervalSince1970))
+                    await self.spent(\.call, since: callStarted)
+                    return answer
+                } catch {
+                    await self.spent(\.call, since: callStarted)
+                    throw error
+                }
             }
+            let commitStarted = ContinuousClock.now
             let stored = try await leases.commit(fetched, atMs: RevalidationLeases.nowMs())
+            await spent(\.commit, since: commitStarted)
             for p in parents {
                 if let s = stored[p] {
                     out[p] = .success(s)

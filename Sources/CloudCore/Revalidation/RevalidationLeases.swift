@@ -59,9 +59,9 @@ struct RevalidationLeases: Sendable {
             for p in parents {
                 let lease = stored[p] ?? RevalidationLease()
                 let since = reuseSinceMs[p] ?? (now - Int64(options.cacheTTL * 1000))
-                if lease.lastOutcome == .gone || (lease.lastOutcome == .refreshed && lease.lastOutcomeAt >= since) {
+                if Self.reusable(lease, since: since) {
                     out[p] = .reuse(lease)
-                } else if !lease.holder.isEmpty, lease.holder != holder, lease.leaseUntil > now {
+                } else if Self.held(lease, elsewhereThan: holder, nowMs: now) {
                     out[p] = .held(lease)
                 } else if lease.lastOutcome == .failed,
                     case let retryAt = lease.lastOutcomeAt + Int64(options.backoff(failures: lease.failures) * 1000), retryAt > now
@@ -76,43 +76,77 @@ struct RevalidationLeases: Sendable {
         }
     }
 
+    /// An outcome another process (or this one) stored that answers a pass asking since
+    /// `since`: gone, or refreshed at or after it.
+    static func reusable(_ lease: RevalidationLease, since: Int64) -> Bool {
+        lease.lastOutcome == .gone || (lease.lastOutcome == .refreshed && lease.lastOutcomeAt >= since)
+    }
+
+    /// Whether a holder other than `holder` holds `lease` and it has not run out.
+    static func held(_ lease: RevalidationLease, elsewhereThan holder: String, nowMs now: Int64) -> Bool {
+        !lease.holder.isEmpty && lease.holder != holder && lease.leaseUntil > now
+    }
+
     /// The outcome stored for `parents` (after `claim` said reuse), from the reference table.
     func stored(_ parents: [MediaParent]) async throws -> [MediaParent: ParentReferences] {
-        try await postbox.read { tx in
-            var out: [MediaParent: ParentReferences] = [:]
+        try await postbox.read { tx in try Self.snapshots(parents, leases: try tx.revalidationLeases.get(parents), in: tx) }
+    }
+
+    /// How a unit of parents stands, found with one read and no lease taken (so without the
+    /// store's writer lock): every parent already answered since `reuseSinceMs` (their stored
+    /// outcomes, read in the same snapshot), one held by another process now, or open to claim.
+    func look(_ parents: [MediaParent], reuseSinceMs since: Int64) async throws -> Look {
+        let holder = options.holder
+        return try await postbox.read { tx in
+            let now = Self.nowMs()
             let leases = try tx.revalidationLeases.get(parents)
-            let refs = try tx.mediaReferences
-            var held: [MediaParent: [String]] = [:]
-            for p in parents where leases[p]?.lastOutcome != .gone { held[p] = try refs.resources(of: p) }
-            let records = try refs.get(held.values.flatMap { $0 })
-            for p in parents {
-                let lease = leases[p] ?? RevalidationLease()
-                var snapshot = ParentReferences(
-                    parent: p, gone: lease.lastOutcome == .gone, references: [:], byLocation: [:],
-                    source: .otherProcess, obtainedAtMs: lease.lastOutcomeAt)
-                for id in held[p] ?? [] {
-                    if let r = records[id], r.status == .valid, !r.fileReference.isEmpty { snapshot.references[id] = FileReference(r.fileReference) }
-                }
-                out[p] = snapshot
+            if parents.allSatisfy({ leases[$0].map { Self.reusable($0, since: since) } ?? false }) {
+                return .answered(try Self.snapshots(parents, leases: leases, in: tx))
             }
-            return out
+            return leases.values.contains { Self.held($0, elsewhereThan: holder, nowMs: now) } ? .held : .open
         }
+    }
+
+    /// What `look` found.
+    enum Look: Sendable {
+        case answered([MediaParent: ParentReferences])
+        case held
+        case open
+    }
+
+    /// The stored outcome of each of `parents` under its `leases`: the valid references it holds
+    /// (its resources and their records read together), or gone.
+    private static func snapshots(_ parents: [MediaParent], leases: [MediaParent: RevalidationLease], in tx: Transaction) throws -> [MediaParent:
+        ParentReferences]
+    {
+        let refs = try tx.mediaReferences
+        let held = try refs.resources(of: parents.filter { leases[$0]?.lastOutcome != .gone })
+        let records = try refs.get(held.values.flatMap { $0 })
+        var out: [MediaParent: ParentReferences] = [:]
+        for p in parents {
+            let lease = leases[p] ?? RevalidationLease()
+            var snapshot = ParentReferences(
+                parent: p, gone: lease.lastOutcome == .gone, references: [:], byLocation: [:],
+                source: .otherProcess, obtainedAtMs: lease.lastOutcomeAt)
+            for id in held[p] ?? [] {
+                if let r = records[id], r.status == .valid, !r.fileReference.isEmpty { snapshot.references[id] = FileReference(r.fileReference) }
+            }
+            out[p] = snapshot
+        }
+        return out
     }
 
     /// Stores what the cloud answered: fresh records (resources the parent no longer holds
     /// become gone), stored messages and peers replaced, leases released with the outcome. The
     /// transaction holds the store's writer lock, so everything it reads is read first and
-    /// together (a round trip per parent for its resources, one per table for the rest), then
-    /// written in one batch at commit.
+    /// together (one round trip per table), then written in one batch at commit.
     func commit(_ results: [RefetchedParent], atMs now: Int64) async throws -> [MediaParent: ParentReferences] {
         try await postbox.transaction { tx in
             let refs = try tx.mediaReferences
             let leaseTable = try tx.revalidationLeases
             let parents = results.map(\.parent)
-            var held: [MediaParent: [String]] = [:]
-            for r in results { held[r.parent] = try refs.resources(of: r.parent) }
+            let held = try refs.resources(of: parents)
             let records = try refs.get(Array(Set(held.values.flatMap { $0 } + results.flatMap { $0.records.map(\.resourceId) })))
-            let leases = try leaseTable.get(parents)
             var written: [String: MediaReferenceRecord] = [:]
             var out: [MediaParent: ParentReferences] = [:]
             for r in results {
@@ -130,14 +164,9 @@ struct RevalidationLeases: Sendable {
                     written[record.resourceId] = record
                 }
                 if let p = r.peer, try tx.peers.get(p.id) != nil { try tx.peers.set(p) }
-                var lease = leases[r.parent] ?? RevalidationLease()
-                lease.holder = ""
-                lease.leaseUntil = 0
-                lease.lastOutcome = r.gone ? .gone : .refreshed
-                lease.lastOutcomeAt = now
-                lease.failures = 0
-                lease.lastError = nil
-                try leaseTable.set(r.parent, lease)
+                // Every field of the lease is set anew (released, the outcome, no failures), so
+                // the stored one is not read.
+                try leaseTable.set(r.parent, RevalidationLease(lastOutcome: r.gone ? .gone : .refreshed, lastOutcomeAt: now))
                 var snapshot = ParentReferences(parent: r.parent, gone: r.gone, references: [:], byLocation: [:], source: .cloud, obtainedAtMs: now)
                 for record in r.records { snapshot.references[record.resourceId] = FileReference(record.fileReference) }
                 for (location, id) in r.locations { snapshot.byLocation[location] = snapshot.references[id] }
@@ -156,8 +185,7 @@ struct RevalidationLeases: Sendable {
             let leases = try tx.revalidationLeases
             var out: [MediaParent: Int32] = [:]
             let stored = try leases.get(parents)
-            var held: [MediaParent: [String]] = [:]
-            for p in parents { held[p] = try refs.resources(of: p) }
+            let held = try refs.resources(of: parents)
             let records = try refs.get(Array(Set(held.values.flatMap { $0 })))
             var written: [String: MediaReferenceRecord] = [:]
             for p in parents {
@@ -203,7 +231,7 @@ struct RevalidationLeases: Sendable {
         let holder = options.holder
         return try await postbox.read { tx in
             let now = Self.nowMs()
-            return try tx.revalidationLeases.get(parents).values.contains { !$0.holder.isEmpty && $0.holder != holder && $0.leaseUntil > now }
+            return try tx.revalidationLeases.get(parents).values.contains { Self.held($0, elsewhereThan: holder, nowMs: now) }
         }
     }
 

@@ -86,7 +86,7 @@ public final class MultipartUpload: Sendable {
         }
         let view = UploadItemView(
             id: itemId, path: first.stagedPath, size: first.stagedByteCount, sha256: first.stagedSHA256,
-            mtimeNs: first.stagedMtimeNs)
+            mtimeNs: first.stagedMtimeNs, inode: first.stagedInode, ctimeNs: first.stagedChangeTimeNs)
         if view.size == 0 { throw MultipartUploadError.emptyFile(path: view.path) }
         let (file, refreshedMtime) = try await UploadIO.run { [uploads] in try StagedFile.open(view, below: uploads) }
         let mtime = refreshedMtime ?? view.mtimeNs
@@ -234,13 +234,28 @@ public final class MultipartUpload: Sendable {
         // An item staged as its container is sent as it is: it was encrypted at enqueue.
         let encryptor = item.isStagedAsContainer ? nil : key.map { SecretPartEncryptor(fd: file.fd, key: $0, plan: plan) }
         let itemId = item.id, fileId = item.fileId
-        try await withThrowingTaskGroup(of: Int.self) { group in
+        // A part's slot in the window is free once the server has answered: its acknowledgement
+        // is committed by a task of its own meanwhile, so the next part does not wait for the
+        // commit (which may be a hop to the store's queue and back). Every acknowledgement is
+        // still committed before this returns, and only after its part's answer.
+        try await withThrowingTaskGroup(of: PartStep.self) { group in
             var inFlight = 0
-            for part in pending {
-                while inFlight >= window.limit, let sent = try await group.next() {
-                    window.completed(bytes: Int64(sent), windowFull: true)
-                    inFlight -= 1
+            func settled(_ step: PartStep, windowFull: Bool) {
+                guard case .answered(let part, let length) = step else { return }
+                window.completed(bytes: Int64(length), windowFull: windowFull)
+                inFlight -= 1
+                group.addTask {
+                    try await self.acknowledge(itemId, part: part)
+                    tally.update {
+                        $0.partsSent += 1
+                        $0.bytesSent += Int64(length)
+                    }
+                    self.observer?(.partSent(item: itemId, part: part, bytes: length))
+                    return .acknowledged
                 }
+            }
+            for part in pending {
+                while inFlight >= window.limit, let step = try await group.next() { settled(step, windowFull: true) }
                 try Task.checkCancellation()
                 let body: RequestBody
                 if let encryptor {
@@ -258,18 +273,12 @@ public final class MultipartUpload: Sendable {
                 group.addTask {
                     try await self.sendPart(fileId: fileId, part: part, plan: plan, body: body, item: itemId)
                     withExtendedLifetime(file) {}
-                    try await self.acknowledge(itemId, part: part)
-                    tally.update {
-                        $0.partsSent += 1
-                        $0.bytesSent += Int64(length)
-                    }
-                    self.observer?(.partSent(item: itemId, part: part, bytes: length))
-                    return length
+                    return .answered(part: part, bytes: length)
                 }
                 inFlight += 1
                 if part == pending.last { lastPartStarted() }
             }
-            while let sent = try await group.next() { window.completed(bytes: Int64(sent), windowFull: false) }
+            while let step = try await group.next() { settled(step, windowFull: false) }
         }
         if !pending.isEmpty { tally.update { $0.partsInFlight = window.snapshot } }
         guard let encryptor else { return nil }
@@ -278,6 +287,12 @@ public final class MultipartUpload: Sendable {
             while encryptor.nextPart < plan.totalParts { _ = try encryptor.next() }
             return encryptor.plaintextSHA256()
         }
+    }
+
+    /// What a task of `sendParts` finished: a part the server answered, or its acknowledgement.
+    private enum PartStep: Sendable {
+        case answered(part: Int, bytes: Int)
+        case acknowledged
     }
 
     private func sendPart(fileId: Int64, part: Int, plan: UploadPlan, body: RequestBody, item: Int64) async throws {

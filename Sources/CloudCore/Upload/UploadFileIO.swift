@@ -21,15 +21,29 @@ enum UploadIO {
     /// `strerror` text of `code`.
     static func describe(_ code: Int32) -> String { String(cString: strerror(code)) }
 
-    /// Size and modification time (ns) of an open descriptor.
-    static func stat(fd: Int32) throws -> (size: Int64, mtimeNs: Int64, isRegular: Bool, links: UInt64) {
+    /// What `fstat` says of an open descriptor that the upload checks.
+    struct FileStatus {
+        var size: Int64
+        /// Modification time (ns).
+        var mtimeNs: Int64
+        /// Change time (ns): moved on by every write and every change of the inode's metadata.
+        var ctimeNs: Int64
+        var inode: UInt64
+        var isRegular: Bool
+        var links: UInt64
+    }
+
+    /// Size, times and identity of an open descriptor.
+    static func stat(fd: Int32) throws -> FileStatus {
         var st = Glibc.stat()
         guard fstat(fd, &st) == 0 else { throw POSIXFailure(errno) }
-        return (
-            Int64(st.st_size), Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
-            (st.st_mode & S_IFMT) == S_IFREG, UInt64(st.st_nlink)
-        )
+        return FileStatus(
+            size: Int64(st.st_size), mtimeNs: nanoseconds(st.st_mtim), ctimeNs: nanoseconds(st.st_ctim), inode: UInt64(st.st_ino),
+            isRegular: (st.st_mode & S_IFMT) == S_IFREG, links: UInt64(st.st_nlink))
     }
+
+    /// A `stat` time in nanoseconds.
+    static func nanoseconds(_ time: timespec) -> Int64 { Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec) }
 
     /// SHA-256 (hex) of `length` bytes of `fd` from offset 0 (`SHA256.hash(fd:length:)`).
     static func sha256(fd: Int32, length: Int64) throws -> String {
@@ -92,7 +106,9 @@ final class StagedFile: Sendable {
     /// the run checked the root changes nothing either; a file staged elsewhere (a tool's own
     /// folder) has its folder opened by path.
     /// A file with several links (staged by `link`, or a hard link planted in its place) is
-    /// always re-hashed: equal size and mtime do not prove it is the file that was staged.
+    /// re-hashed unless it is the inode staged with the change time recorded then: equal size
+    /// and mtime alone do not prove it is the file that was staged, or that it was not written
+    /// through another of its names (a modification time can be set back; a change time cannot).
     static func open(_ item: UploadItemView, below uploads: ConfinedDirectory? = nil) throws -> (StagedFile, refreshedMtime: Int64?) {
         let folder = (item.path as NSString).deletingLastPathComponent
         let name = (item.path as NSString).lastPathComponent
@@ -111,7 +127,7 @@ final class StagedFile: Sendable {
             throw MultipartUploadError.fileUnreadable(path: item.path, reason: error.description)
         }
         let file = StagedFile(fd: fd, path: item.path)
-        let st: (size: Int64, mtimeNs: Int64, isRegular: Bool, links: UInt64)
+        let st: UploadIO.FileStatus
         do { st = try UploadIO.stat(fd: fd) } catch {
             throw MultipartUploadError.fileUnreadable(path: item.path, reason: "\(error)")
         }
@@ -119,7 +135,7 @@ final class StagedFile: Sendable {
         guard st.size == item.size else {
             throw MultipartUploadError.fileChanged(item: item.id, reason: "size was \(item.size) bytes at enqueue, now \(st.size)")
         }
-        if let recorded = item.mtimeNs, recorded == st.mtimeNs, st.links == 1 { return (file, nil) }
+        if let recorded = item.mtimeNs, recorded == st.mtimeNs, st.links == 1 || item.isStagedInode(st) { return (file, nil) }
         let now: String
         do { now = try UploadIO.sha256(fd: fd, length: st.size) } catch {
             throw MultipartUploadError.fileUnreadable(path: item.path, reason: "\(error)")
@@ -144,4 +160,13 @@ struct UploadItemView: Sendable {
     var size: Int64
     var sha256: String
     var mtimeNs: Int64?
+    /// The staged inode and its change time, recorded for a hard-linked file.
+    var inode: UInt64? = nil
+    var ctimeNs: Int64? = nil
+
+    /// Whether `st` is the inode recorded at staging, unchanged since (same change time).
+    func isStagedInode(_ st: UploadIO.FileStatus) -> Bool {
+        guard let inode, let ctimeNs else { return false }
+        return inode == st.inode && ctimeNs == st.ctimeNs
+    }
 }

@@ -120,17 +120,25 @@ public final class UploadQueue: Sendable {
                     for (index, request) in requests.enumerated() {
                         let id = try queue.nextItemId()
                         let final = uploads.display("\(id)")
+                        let copy = staged[index]
+                        // A linked file untouched since its hash (the same change time) keeps
+                        // its identity across the rename, which moves the change time itself.
+                        let untouched =
+                            copy.ctimeNs != nil && UploadStager.changeTime(of: temporaries[index], in: uploads, inode: copy.inode) == copy.ctimeNs
                         do throws(ConfinedFileError) { try uploads.rename(temporaries[index], to: "\(id)") } catch {
                             throw MultipartUploadError.staging(path: request.path, reason: "cannot rename into \(dir): \(error.description)")
                         }
                         renamed.append("\(id)")
-                        let copy = staged[index]
                         var item = UploadItem(
                             id: id, peerId: PeerId(request.peerId), stagedPath: final,
                             originalName: request.name ?? (request.path as NSString).lastPathComponent,
                             size: copy.size, sha256: copy.sha256, caption: request.caption, isSecret: request.secret,
                             randomId: SecureRandom.int64(), enqueuedAt: MultipartUpload.nowMs())
                         item.stagedMtimeNs = copy.mtimeNs
+                        if untouched, let ctime = UploadStager.changeTime(of: "\(id)", in: uploads, inode: copy.inode) {
+                            item.stagedInode = copy.inode
+                            item.stagedChangeTimeNs = ctime
+                        }
                         item.staging = copy.linked ? .link : .copy
                         copy.container?.record(into: &item)
                         item.mimeType = request.mimeType

@@ -26,6 +26,11 @@ struct StagedCopy: Sendable {
     var sha256: String
     var mtimeNs: Int64
     var linked: Bool
+    /// For a linked file whose inode did not change while it was hashed: the inode and its
+    /// change time then. The rename into the item's name moves the change time on, so the item
+    /// records the one read after it (`UploadStager.changeTime`, `UploadItem.stagedInode`).
+    var inode: UInt64? = nil
+    var ctimeNs: Int64? = nil
     /// For a secret item staged as a copy: the container that was staged instead of the file
     /// (`size` and `sha256` are still the plaintext's).
     var container: SecretStagedContainer? = nil
@@ -64,10 +69,18 @@ enum UploadStager {
             do {
                 if try uploads.link(descriptor: input, to: temporary) {
                     do {
+                        let before = try UploadIO.stat(fd: input)
                         let sha = try UploadIO.sha256(fd: input, length: size)
                         let after = try UploadIO.stat(fd: input)
                         guard after.size == size else { throw MultipartUploadError.fileChanged(item: 0, reason: "it changed while being staged") }
-                        return StagedCopy(path: uploads.display(temporary), size: size, sha256: sha, mtimeNs: after.mtimeNs, linked: true)
+                        var staged = StagedCopy(path: uploads.display(temporary), size: size, sha256: sha, mtimeNs: after.mtimeNs, linked: true)
+                        // Recorded only if nothing touched the inode while it was hashed: then the
+                        // hash is of the bytes this change time stands for.
+                        if before.ctimeNs == after.ctimeNs {
+                            staged.inode = after.inode
+                            staged.ctimeNs = after.ctimeNs
+                        }
+                        return staged
                     } catch {
                         _ = try? uploads.removeFile(temporary)
                         throw error
@@ -114,6 +127,12 @@ enum UploadStager {
             }
         }
         return staged
+    }
+
+    /// The change time (ns) of `name` in `uploads`, if it is still the inode `inode`.
+    static func changeTime(of name: String, in uploads: ConfinedDirectory, inode: UInt64?) -> Int64? {
+        guard let inode, let st = try? uploads.status(name), UInt64(st.st_ino) == inode else { return nil }
+        return UploadIO.nanoseconds(st.st_ctim)
     }
 
     /// Checks `source`: it exists, is a regular file, is not empty and not too large to send

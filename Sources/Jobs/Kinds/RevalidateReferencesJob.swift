@@ -105,6 +105,7 @@ public struct RevalidateReferencesJob: JobKind {
             details: [
                 "dry_run": .bool(options.dryRun),
                 "failed_parents": .array(report.failures.map { .object(["parent": .string($0.parent), "reason": .string($0.reason)]) }),
+                "time_ms": .object(Self.timeBreakdown(report)),
             ])
         jobReport.sampledCounters = sampled
         if let failure = report.cloudFailure {
@@ -116,6 +117,17 @@ public struct RevalidateReferencesJob: JobKind {
             throw JobError("account \(context.account.id): every revalidation failed; first: \(report.failures.first?.reason ?? "?")", report: jobReport)
         }
         return jobReport
+    }
+
+    /// Where the pass's time went, in milliseconds: the whole pass, choosing the due parents,
+    /// each step of the units (`RevalidationTimes`), and the tail spent on units put aside
+    /// because another process was calling for them (with how many there were).
+    static func timeBreakdown(_ report: ReferenceRevalidationPass.Report) -> [String: LogValue] {
+        func ms(_ seconds: Double) -> LogValue { .int(Int64((seconds * 1000).rounded())) }
+        var out: [String: LogValue] = ["pass": ms(report.seconds), "select": ms(report.selectSeconds), "set_aside_tail": ms(report.setAsideSeconds)]
+        for step in report.times.steps { out[step.name] = ms(step.seconds) }
+        out["units_set_aside"] = .int(Int64(report.setAside))
+        return out
     }
 
     /// The job's `params` as pass options: every field set from a parameter.

@@ -56,6 +56,13 @@ public struct UploadItem: PostboxCoding, Sendable, Equatable {
     /// Modification time (ns) of the staged file as last seen: at enqueue, and again when an
     /// upload finds it moved with the same bytes.
     public var stagedMtimeNs: Int64?
+    /// Identity of a hard-linked staged file as staged: its inode and its change time (ns),
+    /// which every write and every change of its metadata (a modification time set back
+    /// included) moves on, and which no caller can set. While both are unchanged the bytes are
+    /// the ones hashed at enqueue, so the upload need not hash the file again (nil: not
+    /// recorded, as for a copy or a row written before; a linked file is then re-hashed).
+    public var stagedInode: UInt64?
+    public var stagedChangeTimeNs: Int64?
     /// The MIME type the message is sent with (nil: none given).
     public var mimeType: String?
     /// The server's document id, once sent.
@@ -94,6 +101,8 @@ public struct UploadItem: PostboxCoding, Sendable, Equatable {
         self.secretDecryptedSize = nil
         self.stagedContainerSHA256 = nil
         self.stagedMtimeNs = nil
+        self.stagedInode = nil
+        self.stagedChangeTimeNs = nil
         self.mimeType = nil
         self.documentId = nil
         self.interruptions = 0
@@ -126,6 +135,8 @@ public struct UploadItem: PostboxCoding, Sendable, Equatable {
         secretDecryptedSize = fields.secretDecryptedSize
         stagedContainerSHA256 = fields.stagedContainerSHA256
         stagedMtimeNs = fields.stagedMtimeNs
+        stagedInode = fields.stagedInode
+        stagedChangeTimeNs = fields.stagedChangeTimeNs
         mimeType = fields.mimeType
         documentId = fields.documentId
         interruptions = fields.interruptions

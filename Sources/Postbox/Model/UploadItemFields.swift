@@ -97,6 +97,8 @@ struct UploadItemStringFields {
     static let stagedContainer = "secret.stagedContainer"
     static let containerSHA256 = "secret.containerSHA256"
     static let mtime = "stat.mtimeNs"
+    static let inode = "stat.inode"
+    static let ctime = "stat.ctimeNs"
     static let mimeType = "mimeType"
     static let documentId = "documentId"
     static let interruptions = "interruptions"
@@ -106,6 +108,8 @@ struct UploadItemStringFields {
     var secretDecryptedSize: Int64?
     var stagedContainerSHA256: String?
     var stagedMtimeNs: Int64?
+    var stagedInode: UInt64?
+    var stagedChangeTimeNs: Int64?
     var mimeType: String?
     var documentId: Int64?
     var interruptions: Int
@@ -124,6 +128,8 @@ struct UploadItemStringFields {
         secretDecryptedSize = map[Self.decryptedSize].flatMap { Int64($0) }
         stagedContainerSHA256 = map[Self.stagedContainer] == "1" ? map[Self.containerSHA256] ?? "" : nil
         stagedMtimeNs = map[Self.mtime].flatMap { Int64($0) }
+        stagedInode = map[Self.inode].flatMap { UInt64($0) }
+        stagedChangeTimeNs = map[Self.ctime].flatMap { Int64($0) }
         mimeType = map[Self.mimeType]
         documentId = map[Self.documentId].flatMap { Int64($0) }
         interruptions = map[Self.interruptions].flatMap { Int($0) } ?? 0
@@ -150,6 +156,8 @@ struct UploadItemStringFields {
             map[containerSHA256] = sha
         }
         map[mtime] = item.stagedMtimeNs.map { String($0) }
+        map[inode] = item.stagedInode.map { String($0) }
+        map[ctime] = item.stagedChangeTimeNs.map { String($0) }
         map[mimeType] = item.mimeType
         map[documentId] = item.documentId.map { String($0) }
         if item.interruptions != 0 { map[interruptions] = String(item.interruptions) }

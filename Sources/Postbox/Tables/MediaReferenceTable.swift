@@ -107,6 +107,18 @@ public final class MediaReferenceTable: Table {
         return out
     }
 
+    /// The resource ids held by each of `parents`, read together (one round trip on a server).
+    public func resources(of parents: [MediaParent]) throws -> [MediaParent: [String]] {
+        try checkRead()
+        let keys = try valueBox.keys(byParent, prefixes: parents.map(\.key))
+        var out: [MediaParent: [String]] = [:]
+        for parent in parents {
+            let prefix = parent.key
+            out[parent] = (keys[prefix] ?? []).map { $0.string(from: prefix.length) }
+        }
+        return out
+    }
+
     public func count() throws -> Int {
         try checkRead()
         return try valueBox.count(table)

@@ -101,6 +101,12 @@ public protocol ValueBox: ValueBoxMaintenance {
         values: (UnsafeRawBufferPointer) throws -> Bool) throws
     func count(_ table: ValueBoxTable, _ range: ValueBoxRange) throws -> Int
     func removeRange(_ table: ValueBoxTable, _ range: ValueBoxRange) throws
+    /// The keys under each of `prefixes` (each as `ValueBoxRange.prefix` would visit them, in
+    /// key order), read together: one round trip on a server, where a range per prefix costs one
+    /// each. A prefix with no keys maps to an empty list. For a transaction that reads the index
+    /// entries of a known set of entities before it writes them (the writer lock is held
+    /// meanwhile).
+    func keys(_ table: ValueBoxTable, prefixes: [ValueBoxKey]) throws -> [ValueBoxKey: [ValueBoxKey]]
 
     /// A number that changes when another connection (another process or host) has committed a
     /// write since this one last looked, and does not change for this connection's own commits:
@@ -110,6 +116,20 @@ public protocol ValueBox: ValueBoxMaintenance {
 }
 
 public extension ValueBox {
+    /// A range per prefix: what an embedded engine, with no round trips to save, does.
+    func keys(_ table: ValueBoxTable, prefixes: [ValueBoxKey]) throws -> [ValueBoxKey: [ValueBoxKey]] {
+        var out: [ValueBoxKey: [ValueBoxKey]] = [:]
+        for prefix in prefixes where out[prefix] == nil {
+            var found: [ValueBoxKey] = []
+            try rangeKeys(table, .prefix(prefix), limit: .max) { key in
+                found.append(key)
+                return true
+            }
+            out[prefix] = found
+        }
+        return out
+    }
+
     /// Through `get` (a copy): for value boxes that cannot lend their buffers.
     func withValue(_ table: ValueBoxTable, key: ValueBoxKey, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         guard let data = try get(table, key: key) else { return false }
