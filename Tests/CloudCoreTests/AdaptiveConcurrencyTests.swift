@@ -100,6 +100,16 @@ final class AdaptiveConcurrencyTests: XCTestCase {
         XCTAssertGreaterThan(c.limit, 16)
     }
 
+    /// The transport opens as many connections to one host as the transfers' limits can ask
+    /// for: with fewer, the limit would grow past what a round trip can carry.
+    func testTheTransportHasAConnectionForEveryRequestTheLimitsAllow() {
+        let transport = TransportConfiguration()
+        XCTAssertGreaterThanOrEqual(transport.maxConnectionsPerHost, MultipartFetchConfiguration(datacenters: [:]).maxConcurrentParts)
+        XCTAssertGreaterThanOrEqual(transport.maxConnectionsPerHost, MultipartUpload.maxConcurrentFiles)
+        XCTAssertGreaterThanOrEqual(transport.handlePoolSize, transport.maxConnectionsPerHost)
+        XCTAssertGreaterThanOrEqual(transport.maxTotalConnections, transport.maxConnectionsPerHost)
+    }
+
     func testFixedLimitDoesNotMove() {
         let c = AdaptiveConcurrency(initial: 8, floor: 8, ceiling: 8, minimumRound: 0)
         drive(c, knee: 1000)
