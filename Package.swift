@@ -125,7 +125,7 @@ let package = Package(
         .testTarget(
             name: "JobsTests",
             dependencies: [
-                "Jobs", "CloudCore", "CloudProtocol", "MediaBox", "Postbox", "PostboxPostgres", "TestSupport",
+                "Jobs", "CloudCore", "CloudProtocol", "CloudServer", "MediaBox", "Postbox", "PostboxPostgres", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["ExampleKind/count-messages.yaml"]),

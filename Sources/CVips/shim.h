@@ -19,6 +19,8 @@ typedef void (*cvips_concurrency_set_fn)(int concurrency);
 typedef int (*cvips_thumbnail_fn)(const char *filename, VipsImage **out, int width, ...);
 typedef int (*cvips_thumbnail_image_fn)(VipsImage *in, VipsImage **out, int width, ...);
 typedef VipsImage *(*cvips_image_copy_memory_fn)(VipsImage *image);
+typedef int (*cvips_image_get_size_fn)(const VipsImage *image);
+typedef int (*cvips_shrink_fn)(VipsImage *in, VipsImage **out, double hshrink, double vshrink, ...);
 typedef int (*cvips_gaussblur_fn)(VipsImage *in, VipsImage **out, double sigma, ...);
 typedef int (*cvips_jpegsave_buffer_fn)(VipsImage *in, void **buf, size_t *len, ...);
 typedef char *(*cvips_error_buffer_copy_fn)(void);
@@ -27,6 +29,8 @@ typedef void (*cvips_g_free_fn)(void *mem);
 
 /* VipsSize: VIPS_SIZE_BOTH, VIPS_SIZE_UP, VIPS_SIZE_DOWN, VIPS_SIZE_FORCE. */
 #define CVIPS_SIZE_DOWN 2
+/* VipsPrecision: VIPS_PRECISION_INTEGER, VIPS_PRECISION_FLOAT, VIPS_PRECISION_APPROXIMATE. */
+#define CVIPS_PRECISION_APPROXIMATE 2
 
 /* libvips' optional arguments are NULL-terminated varargs, which Swift cannot call: each use is
  * wrapped here with a fixed signature. */
@@ -63,13 +67,28 @@ static inline VipsImage *cvips_copy_memory(const void *vips_image_copy_memory, V
     return ((cvips_image_copy_memory_fn)vips_image_copy_memory)(in);
 }
 
+/* `in` shrunk by an integer factor on both axes with a box filter (each output pixel the mean of
+ * factor x factor input pixels). Unlike a resize, it builds no vector program. */
+static inline int cvips_shrink(const void *vips_shrink, VipsImage *in, int factor, VipsImage **out) {
+    return ((cvips_shrink_fn)vips_shrink)(in, out, (double)factor, (double)factor, NULL);
+}
+
+/* Gaussian blur with the separable box approximation: within one level of the exact integer
+ * convolution, and, unlike it, no vector program compiled for each image. */
 static inline int cvips_gaussblur(const void *vips_gaussblur, VipsImage *in, double sigma, VipsImage **out) {
-    return ((cvips_gaussblur_fn)vips_gaussblur)(in, out, sigma, NULL);
+    return ((cvips_gaussblur_fn)vips_gaussblur)(in, out, sigma, "precision", CVIPS_PRECISION_APPROXIMATE, NULL);
 }
 
 /* Baseline JPEG without metadata; free `*buffer` with cvips_free. */
 static inline int cvips_jpegsave_buffer(const void *vips_jpegsave_buffer, VipsImage *in, int quality, void **buffer, size_t *length) {
     return ((cvips_jpegsave_buffer_fn)vips_jpegsave_buffer)(in, buffer, length, "Q", quality, "strip", 1, NULL);
+}
+
+static inline int cvips_image_width(const void *vips_image_get_width, VipsImage *image) {
+    return ((cvips_image_get_size_fn)vips_image_get_width)(image);
+}
+static inline int cvips_image_height(const void *vips_image_get_height, VipsImage *image) {
+    return ((cvips_image_get_size_fn)vips_image_get_height)(image);
 }
 
 static inline void cvips_unref(const void *g_object_unref, VipsImage *image) { ((cvips_g_object_unref_fn)g_object_unref)(image); }

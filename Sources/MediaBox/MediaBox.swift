@@ -434,7 +434,7 @@ public final class MediaBox: Sendable {
     }
 
     /// How `store` makes its files durable, from `options.completionSync`.
-    var storeDurability: BatchDurability {
+    public var storeDurability: BatchDurability {
         switch options.completionSync {
         case .none: return .none
         case .fsync: return .syncEach

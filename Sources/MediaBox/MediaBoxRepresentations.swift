@@ -44,20 +44,43 @@ extension MediaBox {
     }
 
     /// Several representations of one resource (distinct ids), in their order: the stored ones
-    /// found as `representation(of:)` finds them, the missing ones made by one call of the
-    /// generator (which may read the resource once for all of them) and stored together, with
-    /// one sync of their data, one of their names and one StorageBox transaction for their rows
-    /// (`storeBatch`), under the same crash guarantees as one representation.
+    /// and the missing ones made, as `makeRepresentations` finds and makes them, the made ones
+    /// stored together, with one sync of their data, one of their names and one StorageBox
+    /// transaction for their rows (`storeBatch`), under the same crash guarantees as one
+    /// representation.
     public func representations(
         of resource: MediaResourceId, _ representations: [any MediaRepresentation], info: MediaResourceStorageInfo,
         generator: any MediaRepresentationGenerator
     ) async throws -> [(data: MediaResourceData, generated: Bool)] {
+        let inHand = try await makeRepresentations(of: resource, representations, info: info, generator: generator)
+        let made = inHand.compactMap(\.made)
+        let byId = Dictionary(made.map { ($0.id, $0.info) }, uniquingKeysWith: { first, _ in first })
+        let durability = storeDurability
+        // The syncs block: off the cooperative pool.
+        let stored = try await Self.offPool { try self.storeBatch(made.map { ($0.id, $0.bytes) }, info: { byId[$0] ?? info }, durability: durability) }
+        var next = stored.makeIterator()
+        return inHand.map { item in
+            if let data = item.stored { return (data, false) }
+            return (next.next()!, true)
+        }
+    }
+
+    /// Several representations of one resource (distinct ids), in their order, found or made
+    /// but not stored: a stored one is found as `representation(of:)` finds it (its access
+    /// recorded, a missing row written); the missing ones are made by one call of the generator
+    /// (which may read the resource once for all of them) and returned with the id and info to
+    /// store them under. The caller stores them (`storeBatch` or a `BatchStore`, which group
+    /// several resources' representations into one commit); until then a crash loses only them.
+    public func makeRepresentations(
+        of resource: MediaResourceId, _ representations: [any MediaRepresentation], info: MediaResourceStorageInfo,
+        generator: any MediaRepresentationGenerator
+    ) async throws -> [RepresentationInHand] {
         func entryInfo(_ representation: any MediaRepresentation) -> MediaResourceStorageInfo {
             var entry = info
             entry.location = Self.location(of: representation)
             return entry
         }
-        var results: [(data: MediaResourceData, generated: Bool)?] = Array(repeating: nil, count: representations.count)
+        var results: [RepresentationInHand?] = Array(repeating: nil, count: representations.count)
         var missing: [Int] = []
         var touched: [MediaStorageKey] = []
         let now = Self.currentTime()
@@ -73,7 +96,7 @@ extension MediaBox {
             } else {
                 touched.append(key)
             }
-            results[index] = (existing, false)
+            results[index] = .stored(existing)
         }
         if !touched.isEmpty { try storageBox.touch(touched, at: now) }
         if !missing.isEmpty {
@@ -87,14 +110,10 @@ extension MediaBox {
             if let empty = wanted.indices.first(where: { $0 >= made.count || made[$0].isEmpty }) {
                 throw MediaRepresentationError.emptyRepresentation(id: resource.stringRepresentation, representation: wanted[empty].uniqueId)
             }
-            let items = zip(wanted, made).map { (Self.representationId(of: resource, $0), $1) }
-            var infos: [MediaResourceId: MediaResourceStorageInfo] = [:]
-            for (representation, (id, _)) in zip(wanted, items) { infos[id] = entryInfo(representation) }
-            let byId = infos
-            let durability = storeDurability
-            // The syncs block: off the cooperative pool.
-            let stored = try await Self.offPool { try self.storeBatch(items, info: { byId[$0] ?? info }, durability: durability) }
-            for (position, index) in missing.enumerated() { results[index] = (stored[position], true) }
+            for (position, index) in missing.enumerated() {
+                let representation = representations[index]
+                results[index] = .made(id: Self.representationId(of: resource, representation), bytes: made[position], info: entryInfo(representation))
+            }
         }
         return results.map { $0! }
     }

@@ -29,6 +29,23 @@ extension MediaRepresentationGenerator {
     }
 }
 
+/// A representation found stored, or made and not yet stored (`MediaBox.makeRepresentations`).
+public enum RepresentationInHand: Sendable {
+    case stored(MediaResourceData)
+    /// Made now: its bytes, with the id and info to store them under.
+    case made(id: MediaResourceId, bytes: Data, info: MediaResourceStorageInfo)
+
+    public var stored: MediaResourceData? {
+        if case let .stored(data) = self { return data }
+        return nil
+    }
+
+    public var made: (id: MediaResourceId, bytes: Data, info: MediaResourceStorageInfo)? {
+        if case let .made(id, bytes, info) = self { return (id, bytes, info) }
+        return nil
+    }
+}
+
 /// Why a representation could not be made.
 public enum MediaRepresentationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The resource is not complete in this MediaBox (representations are made from whole files).

@@ -41,6 +41,8 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     public private(set) var discardedTornMeta = false
     private var fd: Int32
     private var metaFd: Int32
+    /// Bytes in the meta file now (it is cut only when a shorter meta replaces a longer one).
+    private var metaLength: Int
 
     /// Opens (creating if needed) the partial file and takes its exclusive lock.
     /// Returns nil when `wait` is false and another writer holds the lock.
@@ -100,6 +102,7 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
         self.metaFd = metaFd
         self.durability = durability
         let size = metaFd < 0 ? 0 : ((try? PosixFile.fstat(metaFd, path: paths.partialMeta).st_size) ?? 0)
+        self.metaLength = Int(size)
         let bytes = size > 0 ? ((try? PosixFile.preadAll(metaFd, count: Int(size), offset: 0, path: paths.partialMeta)) ?? Data()) : Data()
         if let meta = PartialFileMeta.decode(bytes) {
             // Never trust ranges beyond what the data file actually holds.
@@ -175,7 +178,10 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
         guard metaFd >= 0 else { return }  // opened without a meta (whole data in hand)
         let bytes = PartialFileMeta(totalSize: knownSize, ranges: ranges.ranges, headerRevision: headerRevision).encode()
         try bytes.withUnsafeBytes { try PosixFile.pwriteAll(metaFd, $0, offset: 0, path: paths.partialMeta) }
-        if ftruncate(metaFd, off_t(bytes.count)) != 0 { throw PosixFile.fail(paths.partialMeta, "ftruncate") }
+        // A meta only as long as the last one, or longer, needs no cut: `ftruncate` costs a
+        // metadata update (and waits for pages under write-back) at every part.
+        if bytes.count < metaLength, ftruncate(metaFd, off_t(bytes.count)) != 0 { throw PosixFile.fail(paths.partialMeta, "ftruncate") }
+        metaLength = bytes.count
     }
 
     /// Whether the ranges cover the known size.

@@ -35,6 +35,8 @@ struct Cloudd: AsyncParsableCommand {
     @Option(help: "Largest regular document/video (K/M/G suffixes).") var maxMediaSize: String = "8MiB"
     @Option(help: "Benchmark files COUNT:MIN-MAX, e.g. 2000:10K-200K (repeatable).") var bulkFiles: [String] = []
     @Option(help: "Benchmark files COUNT:SIZE, e.g. 10:100M or 1:2GiB (repeatable).") var bigFiles: [String] = []
+    @Option(help: "Streamable benchmark videos COUNT:SIZE or SIZE, e.g. 1:3000000 (repeatable; in the order given).")
+    var benchVideos: [String] = []
     @Option(help: "Resources in one bundle message (0 = none).") var bundle: Int = 0
     @Option(help: "Number of bundle messages (each with --bundle documents).") var bundles: Int = 1
     @Option(help: "Directory for uploaded parts/files (default: a temp dir removed on exit).") var uploadDir: String?
@@ -72,15 +74,8 @@ struct Cloudd: AsyncParsableCommand {
             guard let spec = BulkFileSpec(parsing: s) else { throw ValidationError("bad --bulk-files \(s)") }
             config.dataset.bulkFiles.append(spec)
         }
-        for s in bigFiles {
-            if let spec = BulkFileSpec(parsing: s), spec.minSize == spec.maxSize {
-                config.dataset.bigFiles += Array(repeating: spec.minSize, count: spec.count)
-            } else if let v = BulkFileSpec.parseSize(s), v > 0 {
-                config.dataset.bigFiles.append(v)
-            } else {
-                throw ValidationError("bad --big-files \(s)")
-            }
-        }
+        config.dataset.bigFiles = try exactSizes(bigFiles, option: "--big-files")
+        config.dataset.benchVideos = try exactSizes(benchVideos, option: "--bench-videos")
 
         let server = try await CloudServer.start(config)
         print(server.readyLine)
@@ -89,6 +84,21 @@ struct Cloudd: AsyncParsableCommand {
         await waitForTermination()
         await server.stop()
     }
+}
+
+/// The file sizes that `COUNT:SIZE` or `SIZE` values name, in order.
+func exactSizes(_ values: [String], option: String) throws -> [Int64] {
+    var sizes: [Int64] = []
+    for s in values {
+        if let spec = BulkFileSpec(parsing: s), spec.minSize == spec.maxSize {
+            sizes += Array(repeating: spec.minSize, count: spec.count)
+        } else if let v = BulkFileSpec.parseSize(s), v > 0 {
+            sizes.append(v)
+        } else {
+            throw ValidationError("bad \(option) \(s)")
+        }
+    }
+    return sizes
 }
 
 /// Waits for SIGTERM or SIGINT.

@@ -69,36 +69,54 @@ final class BenchCloud: @unchecked Sendable {
     private let server: CloudServer?
 
     static func start(smallFiles: Int, largeFiles: Int, largeBytes: Int64, rssBytes: Int64, cloudd: String?) async throws -> BenchCloud {
-        let executable = cloudd ?? siblingExecutable("cloudd")
-        var big = [Int64](repeating: largeBytes, count: largeFiles)
-        if rssBytes > 0 { big.append(rssBytes) }
-        if FileManager.default.isExecutableFile(atPath: executable) {
-            var args = [
-                "--seed", "7", "--dcs", "2", "--peers", "2", "--messages-per-peer", "2", "--cdn-fraction", "0",
-                "--bulk-files", "\(smallFiles):10K-200K",
-            ]
-            for (size, count) in Dictionary(grouping: big, by: { $0 }).mapValues(\.count).sorted(by: { $0.key < $1.key }) {
-                args += ["--big-files", "\(count):\(size)"]
-            }
-            let (p, dcURLs) = try launchCloudd(executable, args)
-            print("server: cloudd child process (pid \(p.processIdentifier))")
-            let cloud = BenchCloud(dcURLs: dcURLs, process: p, server: nil)
-            try await cloud.waitForPartHashes()
-            return cloud
-        }
         var c = CloudServerConfig()
         c.seed = 7
         c.dcCount = 2
         c.dataset.peers = 2
         c.dataset.messagesPerPeer = 2
         c.dataset.bulkFiles = [BulkFileSpec(count: smallFiles, minSize: 10_000, maxSize: 200_000)]
-        c.dataset.bigFiles = big
-        c.partHashesAtStart = true
-        let server = try await CloudServer.start(c)
+        c.dataset.bigFiles = [Int64](repeating: largeBytes, count: largeFiles) + (rssBytes > 0 ? [rssBytes] : [])
+        return try await start(c, cloudd: cloudd)
+    }
+
+    /// Serves the dataset of `c` (its seed, datacenters and dataset shape; never CDN files)
+    /// from the `cloudd` executable (default: the one next to this binary) as a child process,
+    /// so that its work never shares this process's threads with what is measured; in-process
+    /// when there is no such executable. Returns once every file's part hashes are ready.
+    static func start(_ c: CloudServerConfig, cloudd: String?) async throws -> BenchCloud {
+        let executable = cloudd ?? siblingExecutable("cloudd")
+        if FileManager.default.isExecutableFile(atPath: executable) {
+            let d = c.dataset
+            var args = [
+                "--seed", "\(c.seed)", "--dcs", "\(c.dcCount)", "--peers", "\(d.peers)", "--messages-per-peer", "\(d.messagesPerPeer)",
+                "--cdn-fraction", "0", "--max-media-size", "\(d.maxMediaSize)",
+            ]
+            for spec in d.bulkFiles { args += ["--bulk-files", "\(spec.count):\(spec.minSize)-\(spec.maxSize)"] }
+            for (count, size) in runs(d.bigFiles) { args += ["--big-files", "\(count):\(size)"] }
+            for (count, size) in runs(d.benchVideos) { args += ["--bench-videos", "\(count):\(size)"] }
+            let (p, dcURLs) = try launchCloudd(executable, args)
+            print("server: cloudd child process (pid \(p.processIdentifier))")
+            let cloud = BenchCloud(dcURLs: dcURLs, process: p, server: nil)
+            try await cloud.waitForPartHashes()
+            return cloud
+        }
+        var inProcess = c
+        inProcess.cdnFraction = 0
+        inProcess.partHashesAtStart = true
+        let server = try await CloudServer.start(inProcess)
         print("server: in-process CloudServer (its memory counts in this process's RSS)")
         let cloud = BenchCloud(dcURLs: server.dcURLs.map(\.absoluteString), process: nil, server: server)
         try await cloud.waitForPartHashes()
         return cloud
+    }
+
+    /// Runs of equal sizes, in order, as `(count, size)`.
+    private static func runs(_ sizes: [Int64]) -> [(Int, Int64)] {
+        var out: [(Int, Int64)] = []
+        for s in sizes {
+            if let last = out.last, last.1 == s { out[out.count - 1].0 += 1 } else { out.append((1, s)) }
+        }
+        return out
     }
 
     private init(dcURLs: [String], process: Process?, server: CloudServer?) {

@@ -63,37 +63,18 @@ struct RepresentationsPassCommand: ParsableCommand {
             PhotoRepresentation(kind: .thumbnail, box: 200, keepDuration: .general),
             PhotoRepresentation(kind: .placeholder, box: 10, keepDuration: .general),
         ]
-        let next = Counter()
+        let log = JobLogger(sink: try LogSink(configuration: .init(directory: nil, process: "jobrun-bench", console: .human)))
+        let photos = ids.map { (id: $0, info: MediaResourceStorageInfo(contentType: .photo)) }
         let start = ProcessIO.now()
+        var outcome = (generated: 0, failedPhotos: 0)
+        // As a `generate-representations` run makes them: the same workers and group commit.
         let seconds = try await measureAsync {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for _ in 0..<concurrency {
-                    group.addTask {
-                        while let i = next.take(below: ids.count) {
-                            // As `generate-representations` makes a photo's representations.
-                            _ = try await box.representations(of: ids[i], policy, info: MediaResourceStorageInfo(contentType: .photo), generator: generator)
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
+            outcome = try await GenerateRepresentationsJob.generate(
+                photos, policy: policy, box: box, generator: generator, concurrency: concurrency, log: log)
         }
+        guard outcome.failedPhotos == 0 else { throw BenchError("\(outcome.failedPhotos) photos failed") }
         let made = try box.stats().byTier[.general].map { $0.count - Int64(count) } ?? 0
         print("\(seconds) \(made) \(peakRSSMiB()) \(ProcessIO.now().since(start).fields)")
-    }
-
-    /// The next photo index, shared by the workers.
-    final class Counter: @unchecked Sendable {
-        // @unchecked Sendable: `value` is only touched under `lock`.
-        private let lock = NSLock()
-        private var value = 0
-        func take(below limit: Int) -> Int? {
-            lock.withLock {
-                guard value < limit else { return nil }
-                value += 1
-                return value - 1
-            }
-        }
     }
 }
 
@@ -121,7 +102,7 @@ struct RepresentationsBenchmark {
         var table = BenchTable(
             title: "Thumbnail 200×200 + placeholder 10×10 of \(photos) photos, \(concurrency) at a time",
             columns: ["tool", "what it does per photo", "photos", "seconds", "CPU (s)", "representations/s", "written", "peak RSS (MiB)"])
-        let product = "1 decode (shrink-on-load to 200), placeholder resized from the thumbnail, 2 files + 1 index transaction"
+        let product = "1 decode (shrink-on-load to 200), placeholder shrunk from the thumbnail and blurred, 2 files; rows and syncs per batch of photos"
         let quarter = max(1, photos / 4)
         let small = try productPass(photosDir: photosDir, count: quarter, tag: "quarter", synced: false)
         table.add(productRow("jobrun, no sync", product, quarter, small))
@@ -133,7 +114,7 @@ struct RepresentationsBenchmark {
             let pass = try productPass(photosDir: photosDir, count: photos, tag: "full-\(round)", synced: false)
             table.add(productRow("jobrun, no sync (round \(round))", product, photos, pass))
             if pass.seconds < full?.seconds ?? .infinity { full = pass }
-            let tool = try vipsthumbnail(photosDir: photosDir)
+            let tool = try vipsthumbnail(photosDir: photosDir, round: round)
             table.add([
                 "vipsthumbnail, \(concurrency) processes (round \(round))",
                 "2 decodes (shrink-on-load to 200, then to 10), 2 files, no sync, no index, no blur", "\(photos)",
@@ -194,11 +175,13 @@ struct RepresentationsBenchmark {
 
     /// `vipsthumbnail` over the same files: for each size, `concurrency` processes at once, each
     /// over its share of the files. Its placeholder pass does not blur (vipsthumbnail cannot),
-    /// so the peer does slightly less work than the product. Its peak RSS is the largest of its
+    /// so the peer does slightly less work than the product. Each round writes into a folder of
+    /// its own, as each product pass does into a MediaBox of its own: every output is a new file
+    /// (a second round into the same folder would only overwrite, and create no inode). Its peak RSS is the largest of its
     /// processes' (GNU time's `%M`); its CPU is its processes' user + system time.
-    func vipsthumbnail(photosDir: String) throws -> (seconds: Double, rss: Double, cpu: Double) {
+    func vipsthumbnail(photosDir: String, round: Int) throws -> (seconds: Double, rss: Double, cpu: Double) {
         let files = (0..<photos).map { photosDir + "/\($0).jpg" }
-        let outDir = workDir + "/vipsthumbnail"
+        let outDir = workDir + "/vipsthumbnail-\(round)"
         try FileManager.default.createDirectory(atPath: outDir, withIntermediateDirectories: true)
         let rss = PeerRSS(directory: workDir)
         rss.reset("vipsthumbnail")

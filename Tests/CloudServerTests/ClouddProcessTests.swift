@@ -27,11 +27,12 @@ final class ClouddProcessTests: XCTestCase {
         curl.wait()
     }
 
-    func testClouddPrintsReadyLineServesAndStopsOnSIGTERM() async throws {
+    /// Starts the built `cloudd` with `arguments` and reads its ready line.
+    private func launch(_ arguments: [String]) throws -> (Process, Ready) {
         let exe = try Products.builtExecutable("cloudd")
         let p = Process()
         p.executableURL = URL(fileURLWithPath: exe)
-        p.arguments = ["--seed", "7", "--dcs", "2", "--port-base", "0", "--peers", "3", "--messages-per-peer", "5", "--cdn-fraction", "0.5"]
+        p.arguments = arguments
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
@@ -44,7 +45,13 @@ final class ClouddProcessTests: XCTestCase {
             if chunk.isEmpty { break }
             line.append(chunk)
         }
-        let ready = try JSONDecoder().decode(Ready.self, from: line.prefix { $0 != UInt8(ascii: "\n") })
+        return (p, try JSONDecoder().decode(Ready.self, from: line.prefix { $0 != UInt8(ascii: "\n") }))
+    }
+
+    func testClouddPrintsReadyLineServesAndStopsOnSIGTERM() async throws {
+        let (p, ready) = try launch([
+            "--seed", "7", "--dcs", "2", "--port-base", "0", "--peers", "3", "--messages-per-peer", "5", "--cdn-fraction", "0.5",
+        ])
         XCTAssertEqual(ready.dcs.count, 2)
         XCTAssertEqual(ready.cdn.id, 101)
         let cfg = try await TestHTTP.api(URL(string: ready.dcs[1].url)!, .getConfig, Empty()).decode(ConfigResponse.self)
@@ -55,5 +62,29 @@ final class ClouddProcessTests: XCTestCase {
         p.waitUntilExit()
         XCTAssertEqual(p.terminationReason, .exit)
         XCTAssertEqual(p.terminationStatus, 0)
+    }
+
+    /// `--bench-videos COUNT:SIZE` (or `SIZE`), repeatable: that many streamable videos of each
+    /// size in the bench channel, as a benchmark's in-process cloud would hold them; a bad value
+    /// is refused.
+    func testBenchVideosOptionServesVideosOfTheSizesGiven() async throws {
+        let (p, ready) = try launch([
+            "--seed", "3", "--dcs", "1", "--peers", "1", "--messages-per-peer", "1", "--bench-videos", "2:3000000", "--bench-videos", "3.5MB",
+        ])
+        let listing = try await TestHTTP.request(URL(string: ready.admin + "/admin/dataset")!).decode(DatasetListing.self)
+        let bench = try XCTUnwrap(listing.benchPeerId)
+        let videos = listing.files.filter { $0.parent?.hasPrefix("message:\(bench):") ?? false }.map(\.size).sorted()
+        XCTAssertEqual(videos, [3_000_000, 3_000_000, 3_500_000])
+        p.terminate()
+        p.waitUntilExit()
+
+        let bad = Process()
+        bad.executableURL = URL(fileURLWithPath: try Products.builtExecutable("cloudd"))
+        bad.arguments = ["--bench-videos", "2:1M-2M"]
+        bad.standardOutput = FileHandle.nullDevice
+        bad.standardError = FileHandle.nullDevice
+        try bad.run()
+        bad.waitUntilExit()
+        XCTAssertNotEqual(bad.terminationStatus, 0, "a range is not an exact size")
     }
 }

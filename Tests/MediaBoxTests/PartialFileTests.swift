@@ -284,6 +284,35 @@ final class PartialFileTests: XCTestCase {
         again.close()
     }
 
+    /// The meta is rewritten in place and cut only when it gets shorter: after ranges grow in
+    /// number and then merge (a shorter meta), and after a reopen, it decodes to exactly the
+    /// ranges held.
+    func testMetaStaysExactAsRangesGrowAndMerge() throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-metalength")
+        let box = try MediaBox(basePath: tmp.path + "/media")
+        let paths = box.paths(for: MediaResourceId("m"))
+        func onDisk() throws -> PartialFileMeta {
+            try XCTUnwrap(PartialFileMeta.decode(try Data(contentsOf: URL(fileURLWithPath: paths.partialMeta))))
+        }
+        let p = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, in: box.directory, wait: true))
+        try p.setSize(100)
+        for offset in stride(from: Int64(0), to: 100, by: 20) { try p.write(offset: offset, data: Data(repeating: 1, count: 10)) }
+        XCTAssertEqual(try onDisk().ranges.count, 5)
+        for offset in stride(from: Int64(10), to: 100, by: 20) { try p.write(offset: offset, data: Data(repeating: 2, count: 10)) }
+        XCTAssertEqual(try onDisk(), PartialFileMeta(totalSize: 100, ranges: [0..<100]))
+        p.close()
+        // Reopened over a meta of one range: two ranges, then one again.
+        try FileManager.default.removeItem(atPath: paths.partial)
+        let again = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, in: box.directory, wait: true))
+        XCTAssertEqual(again.ranges.totalBytes, 0, "no data behind the meta: nothing is trusted")
+        try again.write(offset: 50, data: Data(repeating: 3, count: 10))
+        try again.write(offset: 0, data: Data(repeating: 3, count: 10))
+        XCTAssertEqual(try onDisk(), PartialFileMeta(totalSize: 100, ranges: [0..<10, 50..<60]))
+        try again.write(offset: 10, data: Data(repeating: 3, count: 40))
+        XCTAssertEqual(try onDisk(), PartialFileMeta(totalSize: 100, ranges: [0..<60]))
+        again.close()
+    }
+
     func testStoreBatchWithOneSync() throws {
         let tmp = TemporaryDirectory(prefix: "mediabox-batch")
         let box = try MediaBox(basePath: tmp.path + "/media")

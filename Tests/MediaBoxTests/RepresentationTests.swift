@@ -130,6 +130,53 @@ final class RepresentationTests: XCTestCase {
         try f.assertTotalsMatchDisk()
     }
 
+    /// Representations made with `makeRepresentations` are neither files nor rows until stored;
+    /// several resources' are then stored together through a `BatchStore` (a group commit that
+    /// takes whatever is pending: here, batches of at most 4 while 3 adders run at once), and
+    /// after `flush` each is complete, with its row in its tier, and found, not made, again.
+    func testMadeRepresentationsAreStoredOnlyThroughAStoreAndManyResourcesShareItsBatches() async throws {
+        let f = try CacheFixture("reps-group")
+        let ids = (0..<24).map { MediaResourceId("photo-\($0)") }
+        for id in ids { try f.add(id.stringRepresentation, size: 50, accessTime: now) }
+        let generator = BatchGenerator()
+        let info = MediaResourceStorageInfo(peerId: PeerId(9), contentType: .photo)
+        let policy: [any MediaRepresentation] = [thumbnail, placeholder]
+        let made = try await f.box.makeRepresentations(of: ids[0], policy, info: info, generator: generator)
+        XCTAssertEqual(made.compactMap(\.made).map(\.id), policy.map { MediaBox.representationId(of: ids[0], $0) })
+        XCTAssertEqual(made.compactMap(\.made).map(\.info.location), [.cache, .shortCache])
+        XCTAssertNil(f.box.cachedRepresentation(of: ids[0], thumbnail), "made is not stored")
+        XCTAssertNil(try f.box.storageBox.entry(MediaStorageKey(location: .cache, id: MediaBox.representationId(of: ids[0], thumbnail))))
+
+        let store = BatchStore(mediaBox: f.box, durability: f.box.storeDurability, maxCount: 4)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<3 {
+                group.addTask {
+                    for id in ids.enumerated().filter({ $0.offset % 3 == worker }).map(\.element) {
+                        for item in try await f.box.makeRepresentations(of: id, policy, info: info, generator: generator) {
+                            guard let (repId, bytes, repInfo) = item.made else { continue }
+                            try await store.add(repId, bytes, info: repInfo)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        try await store.flush()
+        for id in ids {
+            for (representation, location) in [(thumbnail, MediaStorageLocation.cache), (placeholder, .shortCache)] {
+                let stored = try XCTUnwrap(f.box.cachedRepresentation(of: id, representation), id.stringRepresentation)
+                XCTAssertEqual(
+                    try Data(contentsOf: URL(fileURLWithPath: stored.path)), Data("\(representation.uniqueId) of 50 bytes".utf8))
+                let row = try XCTUnwrap(f.box.storageBox.entry(MediaStorageKey(location: location, id: MediaBox.representationId(of: id, representation))))
+                XCTAssertEqual(row.info.peerId, PeerId(9))
+                XCTAssertEqual(row.size, stored.size)
+            }
+        }
+        let again = try await f.box.makeRepresentations(of: ids[5], policy, info: info, generator: generator)
+        XCTAssertEqual(again.compactMap(\.stored).count, 2, "found, not made again")
+        try f.assertTotalsMatchDisk()
+    }
+
     /// A complete representation file whose row a crash did not let be written gets its row the
     /// next time it is asked for, and is not made again.
     func testAFileWithoutItsRowIsIndexedNotRemade() async throws {

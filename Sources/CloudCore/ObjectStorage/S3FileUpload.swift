@@ -15,8 +15,10 @@ public struct S3FileUpload: Sendable {
     public let client: S3Client
     /// The part sizes S3 accepts: 5 MiB … 5 GiB.
     public static let partSizeRange: ClosedRange<Int64> = (5 << 20)...(5 << 30)
+    /// The part size when none is configured: 8 MiB, as `aws s3 cp` uses.
+    public static let defaultPartSize: Int64 = 8 << 20
     /// Size of each part but the last (within ``partSizeRange``).
-    public var partSize: Int64 = 8 << 20
+    public var partSize: Int64 = defaultPartSize
     /// Files this large or larger go multipart.
     public var multipartThreshold: Int64 = 16 << 20
     /// Most parts sent at the same time; how many are follows the measured throughput.
@@ -24,7 +26,7 @@ public struct S3FileUpload: Sendable {
     /// Parts in flight before anything was measured.
     public var initialParts = 4
 
-    public init(client: S3Client, partSize: Int64 = 8 << 20, multipartThreshold: Int64 = 16 << 20, concurrentParts: Int = 16) {
+    public init(client: S3Client, partSize: Int64 = defaultPartSize, multipartThreshold: Int64 = 16 << 20, concurrentParts: Int = 16) {
         self.client = client
         self.partSize = min(max(partSize, Self.partSizeRange.lowerBound), Self.partSizeRange.upperBound)
         self.multipartThreshold = max(1, multipartThreshold)

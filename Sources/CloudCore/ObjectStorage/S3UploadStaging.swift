@@ -20,7 +20,7 @@ public struct S3UploadStaging: UploadStageSource {
     /// Bytes per ranged GET when fetching (memory stays flat: each range is written to the file).
     public var fetchChunk: Int64
 
-    public init(upload: S3FileUpload, prefix: String, fetchChunk: Int64 = 8 << 20) {
+    public init(upload: S3FileUpload, prefix: String, fetchChunk: Int64 = S3FileUpload.defaultPartSize) {
         self.upload = upload
         self.prefix = prefix
         self.fetchChunk = max(1, fetchChunk)

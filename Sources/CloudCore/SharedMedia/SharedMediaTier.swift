@@ -34,19 +34,19 @@ public struct SharedMediaTier: Sendable {
     /// A tier whose scratch folder `scratch` opens beneath the data root's descriptor.
     public init(
         client: S3Client, store: Postbox, prefix: String, host: String,
-        scratch: @escaping @Sendable () throws -> ConfinedDirectory, partSize: Int64 = 8 << 20
+        scratch: @escaping @Sendable () throws -> ConfinedDirectory, partSize: Int64 = S3FileUpload.defaultPartSize
     ) {
         self.client = client
         self.store = store
         self.objectPrefix = prefix + "media/"
         self.host = host
         self.scratch = scratch
-        self.partSize = max(5 << 20, partSize)
+        self.partSize = max(S3FileUpload.partSizeRange.lowerBound, partSize)
     }
 
     /// A tier whose scratch folder is `scratchDirectory`, a place the caller chose outside any
     /// data root (a benchmark's or a test's working folder), created 0700 when missing.
-    public init(client: S3Client, store: Postbox, prefix: String, host: String, scratchDirectory: String, partSize: Int64 = 8 << 20) {
+    public init(client: S3Client, store: Postbox, prefix: String, host: String, scratchDirectory: String, partSize: Int64 = S3FileUpload.defaultPartSize) {
         self.init(
             client: client, store: store, prefix: prefix, host: host,
             scratch: { try ConfinedDirectory.open(path: scratchDirectory, create: true) }, partSize: partSize)

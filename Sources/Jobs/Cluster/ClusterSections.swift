@@ -80,7 +80,7 @@ public enum ObjectStorageSection: ConfigSection {
     public static let prefix = Param<String>(
         "prefix", default: "jobrun/", environment: "JOBRUN_S3_PREFIX", doc: "every object jobrun writes lives under this prefix")
     public static let partSize = Param<ByteCount>(
-        "partSize", default: .mebibytes(8), range: .init(S3FileUpload.partSizeRange), doc: "multipart upload part size")
+        "partSize", default: ByteCount(S3FileUpload.defaultPartSize), range: .init(S3FileUpload.partSizeRange), doc: "multipart upload part size")
     public static let sharedMedia = SectionParam<SharedMediaSection>("sharedMedia", doc: "the shared media tier")
 
     public static let parameters: [any JobParameter] = [endpoint, bucket, region, addressing, credentialsFile, prefix, partSize, sharedMedia]

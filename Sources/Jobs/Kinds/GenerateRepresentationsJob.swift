@@ -97,12 +97,18 @@ public struct GenerateRepresentationsJob: JobKind {
         return Self.report(tally, selection: selection)
     }
 
-    /// Makes what is missing of `policy` for each photo, `concurrency` photos at a time.
+    /// Makes what is missing of `policy` for each photo, `concurrency` photos at a time, and
+    /// stores what is made as a group commit (`BatchStore`): while one batch of representations
+    /// is being synced and indexed, the workers go on decoding, and the next batch holds every
+    /// photo made meanwhile (one sync of the data, one of the names and one StorageBox
+    /// transaction for all of them). The tally is returned, and reported, only once everything
+    /// made is stored; a storage failure fails the run (it is no photo's fault).
     static func generate(
         _ photos: [RepresentationSelection.Photo], policy: [PhotoRepresentation], box: MediaBox,
         generator: any MediaRepresentationGenerator, concurrency: Int, log: JobLogger
     ) async throws -> Tally {
         let shared = Shared()
+        let store = BatchStore(mediaBox: box, durability: box.storeDurability, maxBytes: 8 << 20)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<max(1, concurrency) {
                 group.addTask {
@@ -114,35 +120,51 @@ public struct GenerateRepresentationsJob: JobKind {
                             return $0.next - 1
                         }
                         guard let index else { return }
-                        try await makeAll(photos[index], policy: policy, box: box, generator: generator, shared: shared, log: log)
+                        guard let inHand = try await makeAll(photos[index], policy: policy, box: box, generator: generator, shared: shared, log: log)
+                        else { continue }
+                        for case let .made(id, bytes, info) in inHand { try await store.add(id, bytes, info: info) }
+                        shared.tally.withLock {
+                            for (representation, item) in zip(policy, inHand) {
+                                if case let .made(_, bytes, _) = item {
+                                    $0.generated += 1
+                                    $0.bytes += Int64(bytes.count)
+                                    $0.byKind[representation.kind, default: 0] += 1
+                                } else {
+                                    $0.present += 1
+                                }
+                            }
+                        }
                     }
                 }
             }
             try await group.waitForAll()
         }
+        try await store.flush()
         return shared.tally.withLock { $0 }
     }
 
-    /// One photo's representations, made from one decode and stored together; a failure ends
-    /// that photo (the same bytes would fail every representation) and is counted once.
+    /// Makes `policy`'s representations of complete photos in `box` as a run does (same workers,
+    /// same group commit), outside a run: for measuring the kind. Returns the representations
+    /// made and the photos that failed.
+    public static func generate(
+        _ photos: [(id: MediaResourceId, info: MediaResourceStorageInfo)], policy: [PhotoRepresentation], box: MediaBox,
+        generator: any MediaRepresentationGenerator, concurrency: Int, log: JobLogger
+    ) async throws -> (generated: Int, failedPhotos: Int) {
+        let selected = photos.map { RepresentationSelection.Photo(id: $0.id, info: $0.info, accessTime: 0) }
+        let tally = try await generate(selected, policy: policy, box: box, generator: generator, concurrency: concurrency, log: log)
+        return (tally.generated, tally.failedPhotos)
+    }
+
+    /// One photo's representations, the stored ones found and the missing ones made from one
+    /// decode, or nil when the photo failed: a failure ends that photo (the same bytes would fail
+    /// every representation) and is counted once.
     static func makeAll(
         _ photo: RepresentationSelection.Photo, policy: [PhotoRepresentation], box: MediaBox,
         generator: any MediaRepresentationGenerator, shared: Shared, log: JobLogger
-    ) async throws {
+    ) async throws -> [RepresentationInHand]? {
         do {
             try await Failpoints.hit("representation-before-item")
-            let results = try await box.representations(of: photo.id, policy, info: photo.info, generator: generator)
-            shared.tally.withLock {
-                for (representation, (data, generated)) in zip(policy, results) {
-                    if generated {
-                        $0.generated += 1
-                        $0.bytes += data.size
-                        $0.byKind[representation.kind, default: 0] += 1
-                    } else {
-                        $0.present += 1
-                    }
-                }
-            }
+            return try await box.makeRepresentations(of: photo.id, policy, info: photo.info, generator: generator)
         } catch let error as JobError {
             throw error  // not this photo's fault: libvips cannot be loaded, and no photo can be made
         } catch {
@@ -158,6 +180,7 @@ public struct GenerateRepresentationsJob: JobKind {
                     "resource": .string(photo.id.stringRepresentation),
                     "representations": .string(policy.map(\.uniqueId).joined(separator: ",")), "error": .string(reason),
                 ])
+            return nil
         }
     }
 

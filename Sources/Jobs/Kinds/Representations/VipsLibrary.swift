@@ -24,7 +24,8 @@ struct VipsLibrary: @unchecked Sendable {  // the addresses of code in a library
     /// once, thread-safely): the result, a failure included, is kept for the process's life.
     static let shared = Result { () throws(JobError) in try load(soname) }
 
-    private let thumbnail, thumbnailImage, copyMemory, gaussblur, jpegsaveBuffer, errorBufferCopy, objectUnref, free: UnsafeRawPointer
+    private let thumbnail, thumbnailImage, copyMemory, imageWidth, imageHeight, shrink, gaussblur: UnsafeRawPointer
+    private let jpegsaveBuffer, errorBufferCopy, objectUnref, free: UnsafeRawPointer
 
     /// Opens `soname`, resolves the entry points jobrun uses and starts libvips. A library that
     /// cannot be opened, lacks one of them or does not start is `notInstalled` (exit 78): a
@@ -37,7 +38,8 @@ struct VipsLibrary: @unchecked Sendable {  // the addresses of code in a library
         }
         let library = VipsLibrary(
             thumbnail: try symbol("vips_thumbnail"), thumbnailImage: try symbol("vips_thumbnail_image"),
-            copyMemory: try symbol("vips_image_copy_memory"), gaussblur: try symbol("vips_gaussblur"),
+            copyMemory: try symbol("vips_image_copy_memory"), imageWidth: try symbol("vips_image_get_width"), imageHeight: try symbol("vips_image_get_height"),
+            shrink: try symbol("vips_shrink"), gaussblur: try symbol("vips_gaussblur"),
             jpegsaveBuffer: try symbol("vips_jpegsave_buffer"), errorBufferCopy: try symbol("vips_error_buffer_copy"),
             objectUnref: try symbol("g_object_unref"), free: try symbol("g_free"))
         let started = cvips_start(
@@ -79,7 +81,19 @@ struct VipsLibrary: @unchecked Sendable {  // the addresses of code in a library
     /// so several outputs can be made from it; nil on failure.
     func copyMemory(_ image: OpaquePointer) -> OpaquePointer? { cvips_copy_memory(copyMemory, image) }
 
-    /// `image` with a Gaussian blur of `sigma`, or nil.
+    /// `image` shrunk `factor` times on both axes with a box filter, as a lazy image, or nil.
+    func shrink(_ image: OpaquePointer, by factor: Int) -> OpaquePointer? {
+        var shrunk: OpaquePointer?
+        guard cvips_shrink(shrink, image, Int32(factor), &shrunk) == 0 else { return nil }
+        return shrunk
+    }
+
+    /// Width and height of `image`.
+    func size(_ image: OpaquePointer) -> (width: Int, height: Int) {
+        (Int(cvips_image_width(imageWidth, image)), Int(cvips_image_height(imageHeight, image)))
+    }
+
+    /// `image` with a Gaussian blur of `sigma` (the box approximation), or nil.
     func gaussblur(_ image: OpaquePointer, sigma: Double) -> OpaquePointer? {
         var blurred: OpaquePointer?
         guard cvips_gaussblur(gaussblur, image, sigma, &blurred) == 0 else { return nil }

@@ -72,7 +72,7 @@ public struct VipsRepresentationGenerator: MediaRepresentationGenerator {
         for (step, index) in order.enumerated() {
             let photo = photos[index]
             if step > 0 {
-                guard let lazyResized = vips.thumbnail(image: current, width: photo.box, height: photo.box) else {
+                guard let lazyResized = resize(current, into: photo, vips) else {
                     throw VipsError(operation: "resize", detail: vips.takeError())
                 }
                 // Held in memory only when a smaller one is made from it.
@@ -85,6 +85,19 @@ public struct VipsRepresentationGenerator: MediaRepresentationGenerator {
             out[index] = try encode(current, photo, vips)
         }
         return out
+    }
+
+    /// `image` (in memory) resized to fit in `photo`'s box, as a lazy image, or nil. A
+    /// placeholder is shrunk by a whole factor with a box filter: it is blurred anyway, and a
+    /// resize would compile a vector program for each photo (libvips's reduce and integer
+    /// convolution do), which costs more than the whole placeholder. Other kinds are resized
+    /// (Lanczos) to touch their box exactly.
+    private static func resize(_ image: OpaquePointer, into photo: PhotoRepresentation, _ vips: VipsLibrary) -> OpaquePointer? {
+        guard photo.kind == .placeholder else { return vips.thumbnail(image: image, width: photo.box, height: photo.box) }
+        let (width, height) = vips.size(image)
+        // The smallest whole factor that fits the box: ceil(side / box), never below 1.
+        let factor = max(1, (max(width, height) + photo.box - 1) / photo.box)
+        return vips.shrink(image, by: factor)
     }
 
     /// The file at `path` as a lazy image that fits in `box` (shrink-on-load).
