@@ -33,6 +33,49 @@ final class AdaptiveConcurrencyTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(s.peak, 64)
     }
 
+    func testTwoSlowRoundsInARowDoNotSettleItBelowAFarLinksKnee() {
+        // A loaded machine: the first two rounds at 32 in flight come out no faster than the
+        // round at 16 (the process was not scheduled), the rest at the link's rate.
+        let c = AdaptiveConcurrency(initial: 16, ceiling: 128, minimumRound: 0)
+        var now: UInt64 = 1_000_000_000
+        var slowRounds = 2
+        for _ in 0..<36 {
+            let limit = c.limit
+            var rate = 1e6 * Double(min(limit, 64))
+            if limit == 32, slowRounds > 0 {
+                rate = 1e6 * 16
+                slowRounds -= 1
+            }
+            let bytes: Int64 = 100_000
+            let step = UInt64(Double(bytes) / rate * 1e9)
+            for _ in 0..<limit {
+                now += step
+                c.completed(bytes: bytes, windowFull: true, now: now)
+            }
+        }
+        XCTAssertEqual(slowRounds, 0)
+        XCTAssertTrue(c.snapshot.settled)
+        XCTAssertEqual(c.snapshot.limit, 64)
+    }
+
+    func testAWindowCompletingInBurstsGrowsToAFarLinksKnee() {
+        // 100 ms away: a window's requests complete together, spread over a quarter of the
+        // round trip, then none until the next round trip; past the knee a round trip carries
+        // no more. The first burst alone is no measure of the link.
+        let c = AdaptiveConcurrency(initial: 16, ceiling: 128)
+        var start: UInt64 = 1_000_000_000
+        for _ in 0..<40 {
+            let limit = c.limit
+            let period = UInt64(100_000_000 * max(1, Double(limit) / 64))
+            for i in 0..<limit {
+                c.completed(bytes: 100_000, windowFull: true, now: start + UInt64(i) * 25_000_000 / UInt64(limit))
+            }
+            start += period
+        }
+        XCTAssertGreaterThanOrEqual(c.snapshot.peak, 64)
+        XCTAssertGreaterThanOrEqual(c.limit, 64, "\(c.snapshot)")
+    }
+
     func testStaysLowWhereMoreRequestsDoNotHelp() {
         let c = AdaptiveConcurrency(initial: 16, ceiling: 128, minimumRound: 0)
         drive(c, knee: 4)
@@ -55,6 +98,16 @@ final class AdaptiveConcurrencyTests: XCTestCase {
         // Once demand fills the window, it grows.
         drive(c, knee: 1000, rounds: 3)
         XCTAssertGreaterThan(c.limit, 16)
+    }
+
+    /// The transport opens as many connections to one host as the transfers' limits can ask
+    /// for: with fewer, the limit would grow past what a round trip can carry.
+    func testTheTransportHasAConnectionForEveryRequestTheLimitsAllow() {
+        let transport = TransportConfiguration()
+        XCTAssertGreaterThanOrEqual(transport.maxConnectionsPerHost, MultipartFetchConfiguration(datacenters: [:]).maxConcurrentParts)
+        XCTAssertGreaterThanOrEqual(transport.maxConnectionsPerHost, MultipartUpload.maxConcurrentFiles)
+        XCTAssertGreaterThanOrEqual(transport.handlePoolSize, transport.maxConnectionsPerHost)
+        XCTAssertGreaterThanOrEqual(transport.maxTotalConnections, transport.maxConnectionsPerHost)
     }
 
     func testFixedLimitDoesNotMove() {

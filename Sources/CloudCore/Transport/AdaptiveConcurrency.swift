@@ -8,10 +8,13 @@ import Synchronization
 ///
 /// It works as TCP's slow start with a plateau test (BBR's "full pipe" rule): the limit starts
 /// at `initial` and doubles after every round in which throughput grew by a quarter or more
-/// over the best seen; after two rounds without such growth it settles on the smallest limit
-/// that reached the best throughput. A round is `limit` completed requests (one window's worth,
-/// so that every measurement spans at least one round trip of each request it counts) and at
-/// least `minimumRound`. Settled, it probes one step up every `probeInterval` rounds and keeps
+/// over the best seen; after three rounds in a row without such growth (BBR's count: on a
+/// loaded machine one or two rounds of a few round trips each can fall short by chance, and
+/// settling on them leaves a far link with a fraction of the requests it needs) it settles on
+/// the smallest limit that reached the best throughput. A round is the `limit` requests completed after the
+/// completion that ended the one before (one window's worth: with at most `limit` in flight, the
+/// last of them was started after that completion, so every round spans at least a round trip)
+/// and lasts at least `minimumRound`. Settled, it probes one step up every `probeInterval` rounds and keeps
 /// the step only if throughput grew by an eighth; when throughput falls below half the best for
 /// two rounds (the path changed), it forgets the best and starts over from the current limit.
 /// A round in which the requests did not fill the window (fewer were waiting than the limit
@@ -42,6 +45,9 @@ public final class AdaptiveConcurrency: Sendable {
         var roundCount = 0
         var roundFilled = 0
     }
+
+    /// Rounds in a row without a quarter's growth before the limit settles.
+    static let stallsBeforeSettling = 3
 
     public let floor: Int
     public let ceiling: Int
@@ -75,7 +81,14 @@ public final class AdaptiveConcurrency: Sendable {
     /// May move the limit.
     public func completed(bytes: Int64, windowFull: Bool = true, now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
         state.withLock { s in
-            if s.roundStart == 0 { s.roundStart = now }
+            if s.roundStart == 0 {
+                // The first completion only starts the clock. Counted, it would make the first
+                // round span less than a round trip: the window's first requests, started
+                // together, complete within a fraction of one, and that burst would read as a
+                // rate several times the link's, which no later round could reach.
+                s.roundStart = now
+                return
+            }
             s.roundBytes += bytes
             s.roundCount += 1
             if windowFull { s.roundFilled += 1 }
@@ -102,7 +115,7 @@ public final class AdaptiveConcurrency: Sendable {
             } else {
                 s.stalls += 1
                 if rate > s.bestRate { s.bestRate = rate }
-                if s.stalls >= 2 { settle(&s) }
+                if s.stalls >= Self.stallsBeforeSettling { settle(&s) }
             }
             return
         }

@@ -18,11 +18,16 @@ public struct TransportConfiguration: Sendable, Equatable {
     /// (`CURLMOPT_MAX_HOST_CONNECTIONS`). Transfers beyond this wait in libcurl's queue (or are
     /// multiplexed over HTTP/2). Each of the ``streamingThreads`` has connections of its own.
     /// Transfers keep as many requests in flight as the measured throughput calls for
-    /// (`AdaptiveConcurrency`), which over HTTP/1.1 to a far server is tens of connections.
-    public var maxConnectionsPerHost: Int = 64
+    /// (`AdaptiveConcurrency`), which over HTTP/1.1 to a far server is up to their ceilings
+    /// (`MultipartFetchConfiguration.maxConcurrentParts`, `MultipartUpload.maxConcurrentFiles`):
+    /// this is as many, so that the limit decides and never libcurl's queue (with fewer
+    /// connections than requests in flight, a round trip carries only as many as there are
+    /// connections, and the limit grows without gaining anything).
+    public var maxConnectionsPerHost: Int = 128
     /// Most connections one transport thread keeps open in total
-    /// (`CURLMOPT_MAX_TOTAL_CONNECTIONS`); also the size of its connection cache.
-    public var maxTotalConnections: Int = 128
+    /// (`CURLMOPT_MAX_TOTAL_CONNECTIONS`); also the size of its connection cache: two hosts'
+    /// worth (a DC's API and its files, or two DCs).
+    public var maxTotalConnections: Int = 256
     /// Threads that receive answers streamed to a file or a sink
     /// (``ResponseDestination/fileDescriptor(_:offset:maxLength:)``, ``ResponseDestination/sink(maxLength:_:)``):
     /// such a request goes to the thread with the fewest requests in flight. Every other request
@@ -77,8 +82,9 @@ public struct TransportConfiguration: Sendable, Equatable {
     public var maxRedirects: Int = 5
     /// `User-Agent` header sent with every request.
     public var userAgent: String = "jobrun/1"
-    /// Idle easy handles kept for reuse.
-    public var handlePoolSize: Int = 64
+    /// Idle easy handles kept for reuse: as many as one host's connections, so that a window
+    /// of requests in flight does not set up fresh handles for every round trip.
+    public var handlePoolSize: Int = 128
 
     /// The defaults described on each property.
     public init() {}

@@ -148,7 +148,8 @@ public final class MultipartUpload: Sendable {
                     message = try await send(item: item, plan: plan, key: key)
                 }
                 let t = tally.value
-                let result = try await finish(itemId, message: message, fileId: item.fileId, tally: t, restarts: restarts)
+                let result = try await finish(
+                    itemId, message: message, fileId: item.fileId, tally: t, restarts: restarts, checksLease: partStored)
                 observer?(.sent(item: itemId, messageId: message.id, partsSent: t.partsSent, bytesSent: t.bytesSent))
                 return result
             } catch let error as CloudClientError {
@@ -178,43 +179,65 @@ public final class MultipartUpload: Sendable {
     // MARK: Steps
 
     /// Assigns (once) the file id, part layout, random id and secret key, and moves the item to
-    /// `uploading`, in one write transaction that also checks the lease and reads the parts
-    /// acknowledged so far.
+    /// `uploading`, in a write transaction that also checks the lease and reads the parts
+    /// acknowledged so far. The transaction is shared with the other uploads' writes that arrive
+    /// meanwhile (`UploadCommitBatcher`): the checks and reads fail this item alone, and it
+    /// returns once the transaction has committed.
     private func prepare(_ itemId: Int64, refreshedMtime: Int64?) async throws -> (UploadItem, UploadPlan, SecretUploadKey?, [Int32]) {
         let lease = configuration.lease
-        return try await postbox.transaction { tx in
-            let queue = try tx.uploadQueue
-            guard var item = try queue.get(itemId) else { throw MultipartUploadError.itemNotFound(itemId) }
-            if let lease, item.leaseHolder != lease.holder { throw MultipartUploadError.leaseLost(item: itemId, holder: item.leaseHolder) }
-            if let refreshedMtime { item.stagedMtimeNs = refreshedMtime }
-            var key: SecretUploadKey?
-            if item.isSecret {
-                key = try SecretUploadKey.load(item)
-                if key == nil || key?.decryptedSize != item.size {
-                    let fresh = SecretUploadKey.random(plaintextSize: item.size)
-                    fresh.store(into: &item)
-                    key = fresh
-                    if item.fileId != 0 { try queue.resetParts(item: itemId); item.fileId = 0 }
-                } else if item.legacySecretKey != nil {
-                    key?.store(into: &item)  // an earlier build's row: its hex key becomes the typed field
-                }
+        let prepared = try await commits.commit(
+            check: { tx in try Self.prepared(itemId, in: tx.uploadQueue, lease: lease, refreshedMtime: refreshedMtime) },
+            apply: { tx, prepared in
+                let queue = try tx.uploadQueue
+                if prepared.resetsParts { try queue.resetParts(item: itemId) }
+                try queue.set(prepared.item)
+            })
+        return (prepared.item, prepared.plan, prepared.key, prepared.acknowledged)
+    }
+
+    /// What `prepare` writes and returns, read and decided from the item's row as it stands.
+    private struct PreparedItem: Sendable {
+        var item: UploadItem
+        var plan: UploadPlan
+        var key: SecretUploadKey?
+        /// The parts acknowledged so far (none when `resetsParts`).
+        var acknowledged: [Int32]
+        /// The rows of parts sent under an earlier file id or layout are to be dropped.
+        var resetsParts: Bool
+    }
+
+    private static func prepared(_ itemId: Int64, in queue: UploadQueueTable, lease: UploadLease?, refreshedMtime: Int64?) throws -> PreparedItem {
+        guard var item = try queue.get(itemId) else { throw MultipartUploadError.itemNotFound(itemId) }
+        if let lease, item.leaseHolder != lease.holder { throw MultipartUploadError.leaseLost(item: itemId, holder: item.leaseHolder) }
+        if let refreshedMtime { item.stagedMtimeNs = refreshedMtime }
+        var resetsParts = false
+        var key: SecretUploadKey?
+        if item.isSecret {
+            key = try SecretUploadKey.load(item)
+            if key == nil || key?.decryptedSize != item.size {
+                let fresh = SecretUploadKey.random(plaintextSize: item.size)
+                fresh.store(into: &item)
+                key = fresh
+                if item.fileId != 0 { resetsParts = true; item.fileId = 0 }
+            } else if item.legacySecretKey != nil {
+                key?.store(into: &item)  // an earlier build's row: its hex key becomes the typed field
             }
-            let sendSize = key?.containerSize ?? item.size
-            guard let plan = UploadPlan(size: sendSize) else {
-                if sendSize == 0 { throw MultipartUploadError.emptyFile(path: item.stagedPath) }
-                throw MultipartUploadError.fileTooLarge(path: item.stagedPath, size: item.size)
-            }
-            if item.fileId == 0 || Int(item.partSize) != plan.partSize || Int(item.totalParts) != plan.totalParts {
-                if item.fileId != 0 { try queue.resetParts(item: itemId) }
-                item.fileId = SecureRandom.int64()
-                item.partSize = Int32(plan.partSize)
-                item.totalParts = Int32(plan.totalParts)
-            }
-            if item.randomId == 0 { item.randomId = SecureRandom.int64() }
-            if item.state != .uploading { item.state = .uploading }
-            try queue.set(item)
-            return (item, plan, key, try queue.acknowledgedParts(item: itemId))
         }
+        let sendSize = key?.containerSize ?? item.size
+        guard let plan = UploadPlan(size: sendSize) else {
+            if sendSize == 0 { throw MultipartUploadError.emptyFile(path: item.stagedPath) }
+            throw MultipartUploadError.fileTooLarge(path: item.stagedPath, size: item.size)
+        }
+        if item.fileId == 0 || Int(item.partSize) != plan.partSize || Int(item.totalParts) != plan.totalParts {
+            if item.fileId != 0 { resetsParts = true }
+            item.fileId = SecureRandom.int64()
+            item.partSize = Int32(plan.partSize)
+            item.totalParts = Int32(plan.totalParts)
+        }
+        if item.randomId == 0 { item.randomId = SecureRandom.int64() }
+        if item.state != .uploading { item.state = .uploading }
+        let acknowledged = resetsParts ? [] : try queue.acknowledgedParts(item: itemId)
+        return PreparedItem(item: item, plan: plan, key: key, acknowledged: acknowledged, resetsParts: resetsParts)
     }
 
     /// Sends every part not yet acknowledged, as many at once as the measured throughput calls
@@ -391,7 +414,11 @@ public final class MultipartUpload: Sendable {
             throw Self.mapped(error, item: item.id)
         }
         if outcome.partError == nil {
-            try await acknowledge(item.id, part: 0)
+            // With the message sent too, `finish` follows at once and drops the part rows: the
+            // part's acknowledgement would be written only to be removed, so `finish` checks the
+            // lease the acknowledgement would have checked instead. A crash before `finish`
+            // sends the container again, and the send's random id returns the same message.
+            if case .failure = outcome.message { try await acknowledge(item.id, part: 0) }
             tally.update {
                 $0.partsSent += 1
                 $0.bytesSent += Int64(length)
@@ -418,12 +445,18 @@ public final class MultipartUpload: Sendable {
             caption: item.caption.isEmpty ? nil : item.caption, partsWaitMs: partsWaitMs)
     }
 
-    /// Marks the item sent with its message id, drops its part rows and the lease.
-    private func finish(_ itemId: Int64, message: CloudProtocol.Message, fileId: Int64, tally: Tally, restarts: Int) async throws -> MultipartUploadResult {
+    /// Marks the item sent with its message id, drops its part rows and the lease. `checksLease`:
+    /// the lease is checked here, as a part's acknowledgement checks it (a container's part,
+    /// whose acknowledgement is not written).
+    private func finish(
+        _ itemId: Int64, message: CloudProtocol.Message, fileId: Int64, tally: Tally, restarts: Int, checksLease: Bool = false
+    ) async throws -> MultipartUploadResult {
         let documentId = message.media.first?.document?.id ?? 0
+        let lease = checksLease ? configuration.lease : nil
         try await commits.commit(
             check: { tx in
-                guard try tx.uploadQueue.get(itemId) != nil else { throw MultipartUploadError.itemNotFound(itemId) }
+                guard let item = try tx.uploadQueue.get(itemId) else { throw MultipartUploadError.itemNotFound(itemId) }
+                if let lease, item.leaseHolder != lease.holder { throw MultipartUploadError.leaseLost(item: itemId, holder: item.leaseHolder) }
             },
             apply: { tx in
                 let queue = try tx.uploadQueue

@@ -49,6 +49,31 @@ final class UploadCommitBatcher: Sendable {
         }
     }
 
+    /// `commit`, for an operation that reads what it needs in `check` (which may throw and
+    /// fails this operation alone) and returns it: `check` gives the value `apply` writes from
+    /// and the caller receives, once the transaction has committed.
+    func commit<Value: Sendable>(
+        check: @escaping @Sendable (Transaction) throws -> Value,
+        apply: @escaping @Sendable (Transaction, Value) throws -> Void
+    ) async throws -> Value {
+        let checked = CheckedValue<Value>()
+        try await commit(
+            check: { tx in checked.set(try check(tx)) },
+            apply: { tx in
+                guard let value = checked.value else { return }
+                try apply(tx, value)
+            })
+        // Committed: `check` ran and returned in that transaction.
+        return checked.value!
+    }
+
+    /// What an operation's `check` returned, for its `apply` and its caller.
+    private final class CheckedValue<Value: Sendable>: Sendable {
+        private let state = Mutex<Value?>(nil)
+        func set(_ value: Value) { state.withLock { $0 = value } }
+        var value: Value? { state.withLock { $0 } }
+    }
+
     /// Commits batches until none is waiting.
     private func drain() {
         while true {
