@@ -50,6 +50,7 @@ extension ServerCore {
             let stopAt = drop ? range.lowerBound + Int64(total) / 2 : range.upperBound
             let pacer = k.networkDelay.pacer()
             var corruptPending = corrupt
+            var counted = false
             while off < stopAt {
                 let n = Int(min(chunk, stopAt - off))
                 try await pacer.wait(untilSent: off + Int64(n) - range.lowerBound)
@@ -63,10 +64,16 @@ extension ServerCore {
                     let b = buffer.getInteger(at: n / 2, as: UInt8.self) ?? 0
                     buffer.setInteger(b ^ 0xFF, at: n / 2)
                 }
+                if off + Int64(n) == stopAt {
+                    // Counted before the last bytes leave: a client holding every byte finds
+                    // the request counted.
+                    counters.filePart(file.id, bytes: stopAt - range.lowerBound, offset: range.lowerBound)
+                    counted = true
+                }
                 try await writer.write(buffer)
                 off += Int64(n)
             }
-            counters.filePart(file.id, bytes: off - range.lowerBound, offset: range.lowerBound)
+            if !counted { counters.filePart(file.id, bytes: 0, offset: range.lowerBound) }
             if drop { throw DroppedConnection() }
             try await writer.finish(nil)
         }
