@@ -2,11 +2,10 @@
     import Glibc
 #endif
 
-/// Bytes of one part gathered in page-aligned memory (as direct I/O needs it), handed to
-/// `MediaResourcePartWriter.writePart` or `writePartNow`: a whole part held in memory, or a
-/// chunk of a part in flight, written as it fills (bytes that count only once their part has
-/// verified). A buffer of up to 1 MiB (every cloud part) takes a block of `PartMemoryPool`, of
-/// which only the pages it fills become resident; writing it gives the block back at once.
+/// One part's bytes gathered in page-aligned memory (as direct I/O needs it), handed to
+/// `MediaResourcePartWriter.writePart` once the part has verified: unverified bytes never reach
+/// the file, and the write is one direct write of the whole part. A part of up to 1 MiB (every
+/// cloud part) takes a block of `PartMemoryPool`; writing the part gives it back at once.
 public final class MediaResourcePartBuffer: @unchecked Sendable {
     // @unchecked Sendable: filled by one transport thread while its request runs, then written
     // by the fetch that made it once the request has returned; never touched concurrently.

@@ -13,11 +13,11 @@ import Synchronization
 ///
 /// A fetcher either streams a part's bytes as they arrive (`write`: no part buffer, each chunk
 /// written while it is still in the CPU cache), or, when `prefersWholeParts` says so, gathers
-/// them in page-aligned `MediaResourcePartBuffer`s and hands each one over (`writePartNow` on
-/// the receiving thread as it fills, `writePart` off the cooperative pool). MediaBox prefers
-/// them for a large download whose completion syncs the file: the bytes are then written with
-/// direct I/O (see `DirectIO`), and the completing fsync finds no page-cache write-back left to
-/// do. Parts a fetcher hands over in memory (`dataPart`) are then written the same way.
+/// the part in a `MediaResourcePartBuffer` and hands it over once verified (`writePart`). MediaBox
+/// prefers whole parts for a large download whose completion syncs the file: the part is then
+/// written with direct I/O (see `DirectIO`), and the completing fsync finds no page-cache
+/// write-back left to do. Parts a fetcher hands over in memory (`dataPart`) are then written the
+/// same way.
 ///
 /// MediaBox revokes the writer before it releases the partial file's lock: a write still in
 /// progress finishes first, later ones fail, so a transfer that outlives its fetch never touches
@@ -75,10 +75,7 @@ public final class MediaResourcePartWriter: Sendable {
         try await writePart(buffer, at: offset)
     }
 
-    /// Writes the bytes gathered in `buffer` at `offset` on the calling thread (a transfer's
-    /// thread, which the write then holds back), as `writePart` does, and gives the buffer's
-    /// memory back. Throws once the fetch has ended.
-    public func writePartNow(_ buffer: MediaResourcePartBuffer, at offset: Int64) throws {
+    private func writePartNow(_ buffer: MediaResourcePartBuffer, at offset: Int64) throws {
         defer { buffer.releaseMemory() }
         try descriptors.withLock { d in
             guard d.buffered >= 0 else { throw revoked }

@@ -7,8 +7,8 @@ import TestSupport
 import XCTest
 
 /// Parts from the master DC are written straight into the partial file as they arrive, or, for a
-/// large file whose completion syncs it, gathered in aligned chunks written with direct I/O;
-/// these tests check that such bytes count only after their part verified.
+/// large file whose completion syncs it, gathered whole and written with direct I/O once they
+/// verified; these tests check that such bytes count only after their part verified.
 final class MultipartFetchDirectWriteTests: XCTestCase {
     func testCorruptPartsWrittenToTheFileAreNeverRecordedAndAreFetchedAgain() async throws {
         let fx = try await FetchFixture.start { $0.dataset.bigFiles = [3 << 20 + 11] }
@@ -21,12 +21,12 @@ final class MultipartFetchDirectWriteTests: XCTestCase {
         await fx.stop()
     }
 
-    func testLargeFileWritesChunksPastThePageCacheAndCountsOnlyVerifiedParts() async throws {
+    func testLargeFileGathersWholePartsAndWritesOnlyVerifiedOnesPastThePageCache() async throws {
         let fx = try await FetchFixture.start { $0.dataset.bigFiles = [(10 << 20) + 4099] }
         do {
             try XCTSkipUnless(MediaBoxFixtures.takesDirectWrites(fx.directory.path), "this file system takes no direct writes")
             let (resource, written) = try await fetchEveryPartCorrupt(fx)
-            XCTAssertGreaterThan(written, 0, "the full chunks of the corrupt parts went into the partial file as they arrived")
+            XCTAssertEqual(written, 0, "a part that fails its check is never written")
             let resumed = try fx.mediaBox(fetcher: fx.fetcher())
             let data = try await resumed.fetch(resource, info: MediaResourceStorageInfo())
             let resident = try MediaBoxFixtures.residentPages(data.path)

@@ -70,8 +70,6 @@ struct PartRequests: Sendable {
     ) async throws -> PartOutcome {
         let request = GetFileRequest(location: location, fileReference: reference.bytes, offset: part.offset, limit: part.limit)
         let sink = writer.map { PartFileSink(writer: $0, part: part) }
-        // Whatever the outcome, no write of this attempt outlives it (a retry rewrites the part).
-        defer { sink?.abandon() }
         let response = try await post(
             baseURL + CloudMethod.getFile.path, request,
             maxSize: max(Int(part.limit), Self.maxJSONAnswer), hashBody: true, into: sink, urgent: part.urgent)
