@@ -40,20 +40,19 @@ public struct RevalidationTimes: Sendable, Equatable {
 
     public init() {}
 
-    /// The steps and their seconds, in the order a unit goes through them.
-    public var steps: [(name: String, seconds: Double)] {
-        [("look", look), ("claim", claim), ("call", call), ("commit", commit), ("reuse", reuse), ("held_wait", heldWait)]
+    /// Each step's name and field, in the order a unit goes through them: the one list that
+    /// `steps` and `since` follow.
+    private static var fields: [(name: String, seconds: WritableKeyPath<RevalidationTimes, Double>)] {
+        [("look", \.look), ("claim", \.claim), ("call", \.call), ("commit", \.commit), ("reuse", \.reuse), ("held_wait", \.heldWait)]
     }
+
+    /// The steps and their seconds, in the order a unit goes through them.
+    public var steps: [(name: String, seconds: Double)] { Self.fields.map { ($0.name, self[keyPath: $0.seconds]) } }
 
     /// The time spent since `earlier`, step by step.
     public func since(_ earlier: RevalidationTimes) -> RevalidationTimes {
-        var d = RevalidationTimes()
-        d.look = look - earlier.look
-        d.claim = claim - earlier.claim
-        d.call = call - earlier.call
-        d.commit = commit - earlier.commit
-        d.reuse = reuse - earlier.reuse
-        d.heldWait = heldWait - earlier.heldWait
+        var d = self
+        for field in Self.fields { d[keyPath: field.seconds] -= earlier[keyPath: field.seconds] }
         return d
     }
 }
