@@ -1,7 +1,6 @@
 import CloudProtocol
 import Foundation
 import Postbox
-import Synchronization
 
 /// One pass of the `revalidate-references` job: finds references that expired or expire within
 /// a window, groups them by parent, and refreshes them through the account's
@@ -267,13 +266,6 @@ public struct ReferenceRevalidationPass: Sendable {
         report.seconds = RevalidationContext.seconds(ended - started)
         if let setAsideStarted { report.setAsideSeconds = RevalidationContext.seconds(ended - setAsideStarted) }
         return report
-    }
-
-    /// Set once the pass stops sending (the cloud failed); read by units waiting for a call.
-    private final class StopFlag: Sendable {
-        private let flag = Mutex(false)
-        var isSet: Bool { flag.withLock { $0 } }
-        func set() { flag.withLock { $0 = true } }
     }
 
     /// A unit's results, or the unit put aside because another process is calling for it.

@@ -370,11 +370,3 @@ public struct HistoryRetention: Sendable {
         _ = try postbox.checkpointWAL(truncate: false)
     }
 }
-
-/// A flag set from a cancellation handler and read by a blocking loop.
-final class StopFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    var isSet: Bool { lock.withLock { value } }
-    func set() { lock.withLock { value = true } }
-}
