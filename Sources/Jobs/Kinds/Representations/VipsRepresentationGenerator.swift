@@ -110,13 +110,25 @@ public struct VipsRepresentationGenerator: MediaRepresentationGenerator {
 
     /// `image` blurred if `photo` asks for it, encoded as JPEG. `image` stays the caller's.
     private static func encode(_ image: OpaquePointer, _ photo: PhotoRepresentation, _ vips: VipsLibrary) throws -> Data {
-        var blurred: OpaquePointer?
-        if let sigma = photo.blurSigma {
-            blurred = vips.gaussblur(image, sigma: sigma)
-            guard blurred != nil else { throw VipsError(operation: "blur", detail: vips.takeError()) }
+        guard let sigma = photo.blurSigma else { return try jpeg(image, photo, vips) }
+        // A lazy image is run into a copy of its own here (a decode fails here), and blurred in
+        // place; one already in memory is shared (a smaller representation may be made from it),
+        // and is blurred by libvips instead.
+        guard let copy = vips.copyMemory(image) else { throw VipsError(operation: "decode", detail: vips.takeError()) }
+        defer { vips.unref(copy) }
+        if copy != image, let (pixels, bands) = vips.ucharPixels(copy) {
+            let (width, height) = vips.size(copy)
+            GaussianBlur(sigma: sigma).apply(pixels, width: width, height: height, bands: bands)
+            return try jpeg(copy, photo, vips)
         }
-        defer { if let blurred { vips.unref(blurred) } }
-        guard let data = vips.jpeg(blurred ?? image, quality: photo.quality) else {
+        guard let blurred = vips.gaussblur(copy, sigma: sigma) else { throw VipsError(operation: "blur", detail: vips.takeError()) }
+        defer { vips.unref(blurred) }
+        return try jpeg(blurred, photo, vips)
+    }
+
+    /// `image` encoded as JPEG at `photo`'s quality.
+    private static func jpeg(_ image: OpaquePointer, _ photo: PhotoRepresentation, _ vips: VipsLibrary) throws -> Data {
+        guard let data = vips.jpeg(image, quality: photo.quality) else {
             throw VipsError(operation: "decode", detail: vips.takeError())
         }
         return data
