@@ -27,34 +27,31 @@ struct GaussianBlur: Sendable {
     /// Blurs `width`×`height` pixels of `bands` band-packed 8-bit samples in place.
     func apply(_ pixels: UnsafeMutablePointer<UInt8>, width: Int, height: Int, bands: Int) {
         guard width > 0, height > 0, bands > 0 else { return }
-        var scratch = [Double](repeating: 0, count: width * height * bands)
-        // Rows: pixels → scratch.
-        for y in 0..<height {
-            for x in 0..<width {
-                for b in 0..<bands {
-                    var sum = 0.0
-                    for (distance, weight) in weights.enumerated() {
-                        let left = max(0, x - distance), right = min(width - 1, x + distance)
-                        let pair = Double(pixels[(y * width + left) * bands + b]) + Double(pixels[(y * width + right) * bands + b])
-                        sum += distance == 0 ? weight * pair / 2 : weight * pair
+        let count = width * height * bands
+        var samples = (0..<count).map { Double(pixels[$0]) }
+        // Along the rows (samples `bands` apart), then down the columns (a row apart).
+        samples = convolve(samples, lines: height, length: width, lineStride: width * bands, step: bands, bands: bands)
+        samples = convolve(samples, lines: width, length: height, lineStride: bands, step: width * bands, bands: bands)
+        for i in 0..<count { pixels[i] = UInt8(min(255, max(0, samples[i].rounded()))) }
+    }
+
+    /// The mask applied along `lines` lines of `length` pixels, each line `lineStride` samples
+    /// after the previous, its pixels `step` samples apart; positions past an end take the edge
+    /// pixel's value.
+    private func convolve(_ input: [Double], lines: Int, length: Int, lineStride: Int, step: Int, bands: Int) -> [Double] {
+        var output = input
+        for line in 0..<lines {
+            for position in 0..<length {
+                for band in 0..<bands {
+                    func sample(_ at: Int) -> Double { input[line * lineStride + min(length - 1, max(0, at)) * step + band] }
+                    var sum = weights[0] * sample(position)
+                    for distance in weights.indices.dropFirst() {
+                        sum += weights[distance] * (sample(position - distance) + sample(position + distance))
                     }
-                    scratch[(y * width + x) * bands + b] = sum
+                    output[line * lineStride + position * step + band] = sum
                 }
             }
         }
-        // Columns: scratch → pixels, rounded.
-        for y in 0..<height {
-            for x in 0..<width {
-                for b in 0..<bands {
-                    var sum = 0.0
-                    for (distance, weight) in weights.enumerated() {
-                        let up = max(0, y - distance), down = min(height - 1, y + distance)
-                        let pair = scratch[(up * width + x) * bands + b] + scratch[(down * width + x) * bands + b]
-                        sum += distance == 0 ? weight * pair / 2 : weight * pair
-                    }
-                    pixels[(y * width + x) * bands + b] = UInt8(min(255, max(0, sum.rounded())))
-                }
-            }
-        }
+        return output
     }
 }
