@@ -101,8 +101,8 @@ let package = Package(
         .executableTarget(
             name: "jobrun-bench",
             dependencies: [
-                "Jobs", "CloudCore", "CloudProtocol", "CloudCrypto", "MediaBox", "Postbox", "PostboxPostgres", "CSQLite", "CloudServer",
-                "ServerFixtures",
+                "Jobs", "CloudCore", "CloudProtocol", "CloudCrypto", "ConfinedFiles", "MediaBox", "Postbox", "PostboxPostgres", "CSQLite",
+                "CloudServer", "ServerFixtures",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),

@@ -129,6 +129,12 @@ public final class MediaBox: Sendable {
         ResourceStorePaths(mediaDirectory: basePath, location: key.location, fileName: key.fileName, layout: layout)
     }
 
+    /// The folder that holds a location's shard folders (the media directory itself for
+    /// `.resources`), reached beneath the media directory like every file of the store.
+    public func locationDirectory(_ location: MediaStorageLocation) throws(ConfinedFileError) -> ConfinedDirectory {
+        try directory.directory(location.directoryName ?? "")
+    }
+
     private func completeData(_ paths: ResourceStorePaths) -> MediaResourceData? {
         guard let st = try? PosixFile.lstat(paths.relativeComplete, in: directory), (st.st_mode & S_IFMT) == S_IFREG else { return nil }
         return MediaResourceData(path: paths.complete, offset: 0, size: Int64(st.st_size), complete: true)
