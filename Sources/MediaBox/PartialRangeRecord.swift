@@ -7,7 +7,7 @@ import Foundation
 #endif
 
 /// Where a partial file keeps the ranges it holds: a `PartialFileMeta` in the extended attribute
-/// `user.mediabox.ranges` of `<name>_partial` itself, so a download costs one inode, not two.
+/// `user.mediabox` of `<name>_partial` itself, so a download costs one inode, not two.
 ///
 /// Replacing an attribute's value is atomic (a reader sees the old value or the new one, never
 /// a mix), so a record is never torn; its checksum still guards against a foreign value. The
@@ -19,7 +19,10 @@ import Foundation
 /// tmpfs since Linux 6.6, overlayfs over those); elsewhere the first record of a partial fails
 /// with `MediaBoxError.extendedAttributesUnsupported`.
 enum PartialRangeRecord {
-    static let attributeName = "user.mediabox.ranges"
+    /// Short on purpose: on ext4 (256-byte inodes) the name and a value of up to 64 bytes fit in
+    /// the inode itself — a record of two ranges with a header revision. A longer value moves to
+    /// a block of its own, and moving it there and back costs some 60 µs against 3 µs in place.
+    static let attributeName = "user.mediabox"
     /// The largest value written, in bytes (ext4 keeps a value in the inode, or in one block).
     static let budget = 3072
 
