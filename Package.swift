@@ -58,7 +58,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // File cache of media resources; fetching is injected, no networking here.
-        .target(name: "MediaBox", dependencies: ["Postbox", "ConfinedFiles", "COpenSSL"]),
+        .target(name: "MediaBox", dependencies: ["Postbox", "ConfinedFiles", "CLinux", "COpenSSL"]),
         // Wire types shared by client and server (no transport, no storage).
         .target(name: "CloudProtocol"),
         // AES-256-IGE, AES-256-CTR, SHA-256 over libcrypto; shared by client and server.
@@ -101,8 +101,8 @@ let package = Package(
         .executableTarget(
             name: "jobrun-bench",
             dependencies: [
-                "Jobs", "CloudCore", "CloudProtocol", "CloudCrypto", "MediaBox", "Postbox", "PostboxPostgres", "CSQLite", "CloudServer",
-                "ServerFixtures",
+                "Jobs", "CloudCore", "CloudProtocol", "CloudCrypto", "ConfinedFiles", "MediaBox", "Postbox", "PostboxPostgres", "CSQLite",
+                "CloudServer", "ServerFixtures",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
@@ -115,7 +115,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["ServerFixtures", "MediaBox", "Postbox", "Jobs"], path: "Tests/TestSupport"),
         .testTarget(name: "ConfinedFilesTests", dependencies: ["ConfinedFiles"]),
         .testTarget(name: "PostboxTests", dependencies: ["Postbox", "PostboxPostgres", "CSQLite", "TestSupport"]),
-        .testTarget(name: "MediaBoxTests", dependencies: ["ConfinedFiles", "MediaBox", "Postbox", "TestSupport"]),
+        .testTarget(name: "MediaBoxTests", dependencies: ["CLinux", "ConfinedFiles", "MediaBox", "Postbox", "TestSupport"]),
         .testTarget(
             name: "CloudCoreTests",
             dependencies: ["CloudCore", "CloudProtocol", "CloudCrypto", "CloudServer", "ConfinedFiles", "MediaBox", "Postbox", "TestSupport"]),
@@ -131,6 +131,9 @@ let package = Package(
             exclude: ["ExampleKind/count-messages.yaml"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["CloudServer", "CloudCore", "CloudProtocol", "CloudCrypto", "Postbox", "PostboxPostgres", "MediaBox", "Jobs", "TestSupport"]),
+            dependencies: [
+                "CloudServer", "CloudCore", "CloudProtocol", "CloudCrypto", "ConfinedFiles", "Postbox", "PostboxPostgres", "MediaBox", "Jobs",
+                "TestSupport",
+            ]),
     ]
 )

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include <linux/openat2.h>
 

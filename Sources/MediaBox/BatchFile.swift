@@ -49,7 +49,7 @@ enum BatchFile {
 
     /// Gives the file its complete name (the directory is synced by the caller, once for the
     /// chunk). An abandoned partial download of the same resource (an interrupted fetch that
-    /// left `_partial` and its meta, with nobody writing them) goes with it.
+    /// left `_partial`, with nobody writing it) goes with it.
     func publish(in media: ConfinedDirectory) throws {
         switch self {
         case .unnamed(let file, let paths, _):

@@ -86,7 +86,8 @@ public struct ReconciliationReport: Sendable, Codable, Equatable {
     /// Rows whose file was gone (dropped) and rows whose size was wrong (fixed).
     public var droppedRows = StorageUsage()
     public var resizedRows: Int64 = 0
-    /// Stale or leftover `_partial` / `_partial.meta` files removed.
+    /// Stale or leftover `_partial` files removed, and `_partial.want` / earlier versions'
+    /// `_partial.meta` files left without their partial file.
     public var removedPartials = StorageUsage()
     /// Entries of the media directories that MediaBox never produces (a name it never makes, a
     /// file directly in a location folder or in the wrong shard, a link, a FIFO), and their

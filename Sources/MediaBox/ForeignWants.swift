@@ -8,7 +8,7 @@ import Foundation
 /// Ranges another process wants of a resource whose partial file this process is writing:
 /// `<name>_partial.want`, one line `<lower> <upper> <priority>` per request, appended
 /// (`O_APPEND`: each short line lands whole). A process that finds the partial file locked
-/// appends what it wants and then watches the meta; the writer reads new lines at every part
+/// appends what it wants and then watches the partial file's range record; the writer reads new lines at every part
 /// and fetches those ranges at their priority too, so the bytes are downloaded once, by the
 /// writer, and the other process waits no longer than they take. The writer removes the file
 /// when it lets go of the partial file; a request that arrives after that finds the lock free.

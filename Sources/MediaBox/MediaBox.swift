@@ -7,8 +7,8 @@ import Postbox
 #endif
 
 /// The file cache of media resources for one account (`account-<id>/postbox/media`): complete
-/// files `<shard>/<name>`, downloads in progress `<shard>/<name>_partial` +
-/// `<shard>/<name>_partial.meta`, cached representations in `cache/<shard>/` and
+/// files `<shard>/<name>`, downloads in progress `<shard>/<name>_partial` (each recording the
+/// ranges it holds in an extended attribute), cached representations in `cache/<shard>/` and
 /// `short-cache/<shard>/`, and the StorageBox index in `storage/` (`MediaShard` names the shard).
 ///
 /// MediaBox knows nothing of the network: missing data comes from the injected
@@ -129,17 +129,23 @@ public final class MediaBox: Sendable {
         ResourceStorePaths(mediaDirectory: basePath, location: key.location, fileName: key.fileName, layout: layout)
     }
 
+    /// The folder that holds a location's shard folders (the media directory itself for
+    /// `.resources`), reached beneath the media directory like every file of the store.
+    public func locationDirectory(_ location: MediaStorageLocation) throws(ConfinedFileError) -> ConfinedDirectory {
+        try directory.directory(location.directoryName ?? "")
+    }
+
     private func completeData(_ paths: ResourceStorePaths) -> MediaResourceData? {
         guard let st = try? PosixFile.lstat(paths.relativeComplete, in: directory), (st.st_mode & S_IFMT) == S_IFREG else { return nil }
         return MediaResourceData(path: paths.complete, offset: 0, size: Int64(st.st_size), complete: true)
     }
 
     /// What is on disk for a resource now: the complete file, the contiguous prefix of a partial
-    /// download (from its meta), or nil. Takes no lock and changes nothing.
+    /// download (from its record), or nil. Takes no lock and changes nothing.
     public func resourceData(_ id: MediaResourceId, location: MediaStorageLocation = .resources) -> MediaResourceData? {
         let paths = self.paths(for: id, location: location)
         if let d = completeData(paths) { return d }
-        guard let meta = partialMeta(paths) else { return nil }
+        guard let meta = partialRecord(paths) else { return nil }
         let prefix = RangeMap(meta.ranges).contiguousPrefix
         return MediaResourceData(path: paths.partial, offset: 0, size: prefix, complete: false)
     }
@@ -221,20 +227,17 @@ public final class MediaBox: Sendable {
     }
 
     /// Exactly which bytes of a resource are on disk, and its size when known: every byte of a
-    /// complete file, or the ranges a partial file's meta records. Nil when there is neither.
+    /// complete file, or the ranges a partial file records. Nil when there is neither.
     public func heldRanges(_ id: MediaResourceId, location: MediaStorageLocation = .resources) -> (ranges: RangeMap, size: Int64?)? {
         let paths = self.paths(for: id, location: location)
         if let d = completeData(paths) { return (RangeMap([0..<d.size]), d.size) }
-        guard let meta = partialMeta(paths) else { return nil }
+        guard let meta = partialRecord(paths) else { return nil }
         return (RangeMap(meta.ranges), meta.totalSize)
     }
 
-    private func partialMeta(_ paths: ResourceStorePaths) -> PartialFileMeta? {
-        guard let fd = try? PosixFile.openIfExists(paths.relativeMeta, in: directory, .read) else { return nil }
-        defer { close(fd) }
-        let size = (try? PosixFile.fstat(fd, path: paths.partialMeta).st_size) ?? 0
-        guard size > 0, let bytes = try? PosixFile.preadAll(fd, count: Int(size), offset: 0, path: paths.partialMeta) else { return nil }
-        return PartialFileMeta.decode(bytes)
+    /// What the partial file at `paths` records holding (`MediaBoxPartialFile.record(of:in:)`).
+    private func partialRecord(_ paths: ResourceStorePaths) -> PartialFileMeta? {
+        MediaBoxPartialFile.record(of: paths, in: directory)
     }
 
     private func performFetch(
@@ -242,7 +245,7 @@ public final class MediaBox: Sendable {
         paths: ResourceStorePaths, fetcher: any MediaResourceFetcher, demand: MediaResourceFetchRanges
     ) async throws -> (MediaResourceData, fetched: Bool) {
         // Across processes: wait for the partial file's lock, for the other writer's result, or
-        // for the other writer to hold the ranges wanted here (read from its meta), having asked
+        // for the other writer to hold the ranges wanted here (read from its record), having asked
         // it for them (`ForeignWants`): the bytes are downloaded once, by whoever writes.
         var acquired: MediaBoxPartialFile?
         var askedGeneration: Int?
@@ -268,7 +271,7 @@ public final class MediaBox: Sendable {
                     }
                 }
                 // (A partial that holds everything is about to be completed: wait for that.)
-                if let meta = partialMeta(paths), let size = meta.totalSize ?? resource.size, !RangeMap(meta.ranges).contains(0..<size) {
+                if let meta = partialRecord(paths), let size = meta.totalSize ?? resource.size, !RangeMap(meta.ranges).contains(0..<size) {
                     demand.setSize(size)
                     demand.setHeld(RangeMap(meta.ranges))
                     if demand.closeIfSatisfied(), let d = resourceData(resource.id, location: info.location) { return (d, false) }
@@ -491,12 +494,12 @@ public final class MediaBox: Sendable {
                     file = .unnamed(unnamed, paths: paths, size: Int64(data.count))
                 } else {
                     unnamedFiles = false
-                    // No meta: the data is written whole and completed in this call (one inode per
-                    // file; a crash before the link leaves a partial that resumes from zero).
+                    // No range record: the data is written whole and completed in this call (a
+                    // crash before the link leaves a partial that resumes from zero).
                     guard
                         let partial = try MediaBoxPartialFile.open(
                             paths: paths, in: directory, wait: true, durability: .processCrash,
-                            withMeta: false, syncNewDirectory: syncEach)
+                            recordsRanges: false, syncNewDirectory: syncEach)
                     else { continue }
                     if let d = completeData(paths) {
                         partial.discard()

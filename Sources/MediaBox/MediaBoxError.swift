@@ -15,6 +15,9 @@ public enum MediaBoxError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidDataPart(id: String, offset: Int64, length: Int)
     /// A stored StorageBox row could not be decoded.
     case corruptIndex(String)
+    /// The media directory's file system keeps no user extended attributes, where a partial
+    /// file records the ranges it holds.
+    case extendedAttributesUnsupported(directory: String)
 
     public var description: String {
         switch self {
@@ -25,6 +28,9 @@ public enum MediaBoxError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .notComplete(path): return "\(path): ranges do not cover the resource size yet"
         case let .invalidDataPart(id, offset, length): return "fetch of \(id) delivered an invalid part at \(offset) (+\(length))"
         case let .corruptIndex(detail): return "StorageBox index row is corrupt: \(detail)"
+        case let .extendedAttributesUnsupported(directory):
+            return "\(Printable.path(directory)): the file system keeps no user extended attributes, where MediaBox records "
+                + "the ranges of a partial download; put the media directory on ext4, XFS, btrfs or tmpfs (Linux 6.6 or later)"
         }
     }
 }

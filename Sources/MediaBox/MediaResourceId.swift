@@ -9,7 +9,7 @@ import Foundation
 /// solidus, RTL overrides and every other non-ASCII trick become inert ASCII); a name longer than
 /// `maxFileNameLength` keeps a 64-byte prefix plus `~` and the SHA-256 of the id. The result is
 /// never empty, `.` or `..`, never contains `/` or `_` (so it cannot collide with the
-/// `_partial` / `_partial.meta` companions), never equals a reserved subdirectory name, and the
+/// `_partial` / `_partial.want` companions), never equals a reserved subdirectory name, and the
 /// mapping is injective (up to SHA-256 collisions for hashed names).
 public struct MediaResourceId: Hashable, Sendable, Codable, CustomStringConvertible {
     public let stringRepresentation: String
@@ -18,7 +18,7 @@ public struct MediaResourceId: Hashable, Sendable, Codable, CustomStringConverti
 
     public var description: String { stringRepresentation }
 
-    /// The longest file name `safeFileName` returns (the `_partial.meta` companion adds 13).
+    /// The longest file name `safeFileName` returns (the `_partial.want` companion adds 13).
     public static let maxFileNameLength = 128
     /// Names used by MediaBox subdirectories: an id that escapes to one of these is re-escaped.
     static let reservedNames: Set<String> = ["cache", "short-cache", "storage", "cache-storage", "animation-cache"]

@@ -8,7 +8,7 @@ import Foundation
 /// The shard directory of a resource's files inside its location's directory: `_` and two
 /// lowercase hex digits, the low byte of the CRC-32 (IEEE, as in zlib) of the safe file name's
 /// UTF-8. So `media/<name>` lives at `media/_<xx>/<name>`, `media/cache/<name>` at
-/// `media/cache/_<xx>/<name>`, and its `_partial` / `_partial.meta` files beside it.
+/// `media/cache/_<xx>/<name>`, and its `_partial` / `_partial.want` files beside it.
 ///
 /// 256 shards spread a million files over directories of ~4,000 entries: directory operations
 /// stay fast, and removal threads unlink in different directories instead of queueing on one
@@ -32,7 +32,8 @@ public enum MediaShard {
     }
 
     /// The shard directory of a file MediaBox stores (`<name>`, `<name>_partial`,
-    /// `<name>_partial.meta`): its resource's shard, so the three stay together. Nil for a name
+    /// `<name>_partial.want`, an earlier version's `<name>_partial.meta`): its resource's shard,
+    /// so they stay together. Nil for a name
     /// MediaBox never produces.
     public static func name(forStoredFile name: String) -> String? {
         ShardMigration.resourceFileBase(name).map { Self.name(forFileName: $0) }

@@ -6,7 +6,8 @@ import Foundation
 #endif
 
 /// A download in progress: data parts written at their offsets into `<name>_partial` with
-/// `pwrite`, and the ranges present recorded in `<name>_partial.meta` (see `PartialFileMeta`).
+/// `pwrite`, and the ranges present recorded in an extended attribute of that same file
+/// (`PartialRangeRecord`, encoded as a `PartialFileMeta`), each after its data.
 ///
 /// The instance holds `LOCK_EX` on the partial file for its whole life, so at most one writer
 /// (in any process) works on a resource and cleanup never removes it. `complete()` makes the
@@ -16,11 +17,11 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     // for blocking completion work, never concurrently.
     /// How much of a crash the ranges map must survive.
     public enum Durability: Sendable {
-        /// Data first, then meta, no fsync per part: a killed process (SIGKILL, OOM) loses at
-        /// most the part being written; the page cache keeps everything else.
+        /// Data first, then its record, no fsync per part: a killed process (SIGKILL, OOM) loses
+        /// at most the part being written; the page cache keeps everything else.
         case processCrash
-        /// `fdatasync` the data before each meta update, so the meta never claims bytes that a
-        /// power loss could drop. Costs one sync per part.
+        /// `fdatasync` the data before each record update, so the record never claims bytes that
+        /// a power loss could drop. Costs one sync per part.
         case powerLoss
     }
 
@@ -36,29 +37,34 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     /// a completion that syncs finds most of the file already on disk instead of writing it all
     /// then: the disk works while the network does. Set by MediaBox when completion syncs.
     public var eagerWriteback = false
-    /// True when the meta was present but failed its checksum (a torn write): its ranges were
-    /// discarded and the data will be fetched again.
-    public private(set) var discardedTornMeta = false
+    /// True when the file had a record that failed its checks (a foreign value): its ranges
+    /// were discarded and the data will be fetched again.
+    public private(set) var discardedInvalidRecord = false
     private var fd: Int32
-    private var metaFd: Int32
-    /// Bytes in the meta file now (it is cut only when a shorter meta replaces a longer one).
-    private var metaLength: Int
+    /// Whether ranges are recorded at all (not for data written whole and completed at once).
+    private let recordsRanges: Bool
+    /// Whether the file may carry a record now (read at the open or written since; or one an
+    /// earlier writer left, unread, when this one records nothing): completion removes it.
+    private var hasRecord = false
 
     /// Opens (creating if needed) the partial file and takes its exclusive lock.
     /// Returns nil when `wait` is false and another writer holds the lock.
     /// A lock taken on a partial file that was completed or removed meanwhile is retried.
     ///
-    /// `withMeta: false` is for data already in hand that is written whole and completed at once
-    /// (`MediaBox.storeBatch`): no `_partial.meta` is created (one inode per file instead of two;
-    /// a crash before completion leaves a partial without a meta, which resumes from zero), and an
-    /// existing meta is neither read nor trusted (completion removes it).
+    /// `recordsRanges: false` is for data already in hand that is written whole and completed at
+    /// once (`MediaBox.storeBatch`): no record is written (a crash before completion leaves a
+    /// partial without one, which resumes from zero), and an existing one is neither read nor
+    /// trusted.
+    ///
+    /// A store written by an earlier version may hold the record in `<name>_partial.meta`: it
+    /// is moved into the partial file here (`PartialRangeRecord.importLegacy`).
     ///
     /// `syncNewDirectory: false` leaves a shard folder this open creates unsynced, for a caller
     /// that syncs the whole file system before anything in it becomes complete (a batch), or
     /// whose completion syncs the folder (`complete(sync: true)`), or that never syncs the file.
     public static func open(
         paths: ResourceStorePaths, in media: ConfinedDirectory, wait: Bool, durability: Durability = .processCrash,
-        withMeta: Bool = true, syncNewDirectory: Bool = true
+        recordsRanges: Bool = true, syncNewDirectory: Bool = true
     ) throws -> MediaBoxPartialFile? {
         while true {
             let fd: Int32
@@ -84,27 +90,25 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
                 Glibc.close(fd)
                 continue
             }
-            var metaFd: Int32 = -1
-            if withMeta {
-                do { metaFd = try PosixFile.open(paths.relativeMeta, in: media, .readWriteCreating) } catch {
+            if recordsRanges {
+                do { try PartialRangeRecord.importLegacy(into: fd, paths: paths, in: media, sync: durability == .powerLoss) } catch {
                     Glibc.close(fd)
                     throw error
                 }
             }
-            return MediaBoxPartialFile(paths: paths, media: media, fd: fd, metaFd: metaFd, durability: durability)
+            return MediaBoxPartialFile(paths: paths, media: media, fd: fd, recordsRanges: recordsRanges, durability: durability)
         }
     }
 
-    private init(paths: ResourceStorePaths, media: ConfinedDirectory, fd: Int32, metaFd: Int32, durability: Durability) {
+    private init(paths: ResourceStorePaths, media: ConfinedDirectory, fd: Int32, recordsRanges: Bool, durability: Durability) {
         self.paths = paths
         self.media = media
         self.fd = fd
-        self.metaFd = metaFd
+        self.recordsRanges = recordsRanges
         self.durability = durability
-        let size = metaFd < 0 ? 0 : ((try? PosixFile.fstat(metaFd, path: paths.partialMeta).st_size) ?? 0)
-        self.metaLength = Int(size)
-        let bytes = size > 0 ? ((try? PosixFile.preadAll(metaFd, count: Int(size), offset: 0, path: paths.partialMeta)) ?? Data()) : Data()
-        if let meta = PartialFileMeta.decode(bytes) {
+        let (record, present) = recordsRanges ? PartialRangeRecord.read(fd) : (nil, false)
+        self.hasRecord = recordsRanges ? present : true
+        if let meta = record {
             // Never trust ranges beyond what the data file actually holds.
             let dataSize = Int64((try? PosixFile.fstat(fd, path: paths.partial).st_size) ?? 0)
             var clipped = RangeMap()
@@ -116,23 +120,22 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
             self.ranges = RangeMap()
             self.knownSize = nil
             self.headerRevision = nil
-            self.discardedTornMeta = !bytes.isEmpty
+            self.discardedInvalidRecord = present
         }
     }
 
     deinit { close() }
 
-    /// Releases the lock and closes the files (the partial stays on disk for a later resume).
+    /// Releases the lock and closes the file (the partial stays on disk for a later resume).
     public func close() {
         if fd >= 0 { Glibc.close(fd); fd = -1 }
-        if metaFd >= 0 { Glibc.close(metaFd); metaFd = -1 }
     }
 
     /// Records the resource's total size (from the resource or the fetcher).
     public func setSize(_ size: Int64) throws {
         guard knownSize != size else { return }
         knownSize = size
-        try writeMeta()
+        try writeRecord()
     }
 
     /// Writes a data part at `offset` and records its range.
@@ -150,19 +153,20 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
         if durability == .powerLoss, fdatasync(fd) != 0 { throw PosixFile.fail(paths.partial, "fdatasync") }
         if eagerWriteback { PosixFile.startWriteback(fd, offset: offset, count: length) }
         ranges.insert(offset..<(offset + Int64(length)))
-        try writeMeta()
+        try writeRecord()
     }
 
     /// Rewrites `0..<data.count` with a revised header and records it, durably: the data is
-    /// synced before the meta says it is there, and the meta is synced too, so a crash leaves
-    /// either the old header and its ranges or the new one, never a mix claimed as held.
+    /// synced before the record says it is there, and the record is synced too (an extended
+    /// attribute is the inode's metadata: `fsync`, not `fdatasync`), so a crash leaves either the
+    /// old header and its ranges or the new one, never a mix claimed as held.
     public func replaceHeader(_ data: Data) throws {
         guard !data.isEmpty else { return }
         try data.withUnsafeBytes { try PosixFile.pwriteAll(fd, $0, offset: 0, path: paths.partial) }
         if fdatasync(fd) != 0 { throw PosixFile.fail(paths.partial, "fdatasync") }
         ranges.insert(0..<Int64(data.count))
-        try writeMeta()
-        if metaFd >= 0, fdatasync(metaFd) != 0 { throw PosixFile.fail(paths.partialMeta, "fdatasync") }
+        try writeRecord()
+        if recordsRanges { try PosixFile.fsync(fd, path: paths.partial) }
     }
 
     /// Records the revision of the header bytes now held (sent by the fetcher after the header
@@ -171,17 +175,16 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     public func setHeaderRevision(_ revision: Int64) throws {
         guard headerRevision != revision else { return }
         headerRevision = revision
-        try writeMeta()
+        try writeRecord()
     }
 
-    private func writeMeta() throws {
-        guard metaFd >= 0 else { return }  // opened without a meta (whole data in hand)
-        let bytes = PartialFileMeta(totalSize: knownSize, ranges: ranges.ranges, headerRevision: headerRevision).encode()
-        try bytes.withUnsafeBytes { try PosixFile.pwriteAll(metaFd, $0, offset: 0, path: paths.partialMeta) }
-        // A meta only as long as the last one, or longer, needs no cut: `ftruncate` costs a
-        // metadata update (and waits for pages under write-back) at every part.
-        if bytes.count < metaLength, ftruncate(metaFd, off_t(bytes.count)) != 0 { throw PosixFile.fail(paths.partialMeta, "ftruncate") }
-        metaLength = bytes.count
+    /// Replaces the file's record with the ranges held now (all of them, or as many as fit:
+    /// `PartialRangeRecord.bounded`).
+    private func writeRecord() throws {
+        guard recordsRanges else { return }  // whole data in hand, completed at once
+        let meta = PartialFileMeta(totalSize: knownSize, ranges: ranges.ranges, headerRevision: headerRevision)
+        try PartialRangeRecord.write(meta, to: fd, paths: paths, in: media)
+        hasRecord = true
     }
 
     /// Whether the ranges cover the known size.
@@ -203,7 +206,7 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     }
 
     /// Truncates to the known size, syncs (when `sync`), links the partial file to the complete
-    /// name (never replacing an existing complete file) and removes the partial names.
+    /// name (never replacing an existing complete file), removes the partial name and the record.
     /// The lock stays held until `close()`, so cleanup skips the new file while its index row
     /// is written. With `sync: false` the caller must sync before (see `MediaBox.completeBatch`).
     public func complete(sync: Bool = true) throws {
@@ -220,7 +223,12 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
     func publish(syncDirectory: Bool) throws {
         _ = try media.link(paths.relativePartial, to: paths.relativeComplete)
         try PosixFile.unlinkIfExists(paths.relativePartial, in: media)
-        try PosixFile.unlinkIfExists(paths.relativeMeta, in: media)
+        // Only after the link: a crash before it leaves the partial still recorded (resumed,
+        // not fetched again); one after it leaves a record nobody reads on the complete file.
+        if hasRecord {
+            PartialRangeRecord.remove(from: fd)
+            hasRecord = false
+        }
         if syncDirectory {
             try media.directory(paths.relativeDirectory).sync()
             try media.directory((paths.relativeDirectory as NSString).deletingLastPathComponent).sync()
@@ -244,26 +252,32 @@ public final class MediaBoxPartialFile: @unchecked Sendable {
         if ftruncate(fd, off_t(size)) != 0 { throw PosixFile.fail(paths.partial, "ftruncate") }
     }
 
-    /// Removes the partial download of `paths` and its meta if nobody is writing it (its lock
-    /// is free); a name that does not exist costs one failed open.
+    /// Removes the partial download of `paths` (its record goes with it) if nobody is writing
+    /// it (its lock is free); a name that does not exist costs one failed open.
     static func removeAbandoned(_ paths: ResourceStorePaths, in media: ConfinedDirectory) {
-        guard case .removed = ResourceRemoval.remove(paths.relativePartial, in: media, dryRun: false) else { return }
-        _ = try? PosixFile.unlinkIfExists(paths.relativeMeta, in: media)
+        _ = ResourceRemoval.remove(paths.relativePartial, in: media, dryRun: false)
     }
 
-    /// Removes the partial and its meta (used when a complete file already exists).
+    /// The record of the partial file at `paths`, read without a lock: what its writer (in this
+    /// process or another) has recorded so far. Nil when there is no partial file or no valid
+    /// record. Every reader of the ranges a partial file holds goes through this.
+    public static func record(of paths: ResourceStorePaths, in media: ConfinedDirectory) -> PartialFileMeta? {
+        PartialRangeRecord.read(paths, in: media)
+    }
+
+    /// Removes the partial (used when a complete file already exists).
     func discard() {
         _ = try? PosixFile.unlinkIfExists(paths.relativePartial, in: media)
-        _ = try? PosixFile.unlinkIfExists(paths.relativeMeta, in: media)
         close()
     }
 }
 
-/// The `<name>_partial.meta` format (little-endian):
+/// The record of a partial file's ranges (`PartialRangeRecord`; earlier versions kept it in
+/// `<name>_partial.meta`, in the same format), little-endian:
 /// `"MBPM"` · version u8 (1 or 2) · 3 reserved bytes · total size i64 (−1 unknown) ·
 /// (version 2 only) header revision i64 · range count u32 · ranges (lower i64, upper i64)… ·
 /// CRC-32 u32 of everything before it. Version 1 is written while no header revision is known.
-/// A file whose length or checksum does not match is a torn write and is ignored.
+/// A value whose length or checksum does not match is not a record and is ignored.
 public struct PartialFileMeta: Sendable, Equatable {
     public var totalSize: Int64?
     public var ranges: [Range<Int64>]

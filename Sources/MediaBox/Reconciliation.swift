@@ -15,8 +15,10 @@ import Postbox
 ///    name, a link, a FIFO) is foreign: counted with its bytes, and removed once older than
 ///    `foreignFileAge` when that is set (never through a link: the entry itself goes);
 /// 1. stale `_partial` files (unlocked, older than `stalePartialAge` and not indexed, or left
-///    beside a complete file by a crash between link and unlink) are removed with their meta —
-///    an indexed partial (a prefix fetched on purpose) is a cache entry, evicted like any;
+///    beside a complete file by a crash between link and unlink) are removed (their range
+///    record goes with them) — an indexed partial (a prefix fetched on purpose) is a cache
+///    entry, evicted like any; a `_partial.want` file, or a `_partial.meta` file of an earlier
+///    version, without its partial file is a leftover and removed too;
 /// 2. complete files without a row are indexed (or removed, per policy), unless locked or
 ///    modified within `settleTime` (a writer may be about to index them);
 /// 3. rows whose file is gone are dropped (a partial file counts), rows with a wrong size are
@@ -121,7 +123,7 @@ public enum Reconciliation {
                         return try misplaced(path, name: name, st)
                     }
                     let mtime = Int64(st.st_mtim.tv_sec)
-                    if let suffix = [ResourceStorePaths.metaSuffix, ResourceStorePaths.wantsSuffix].first(where: name.hasSuffix) {
+                    if let suffix = [ResourceStorePaths.legacyMetaSuffix, ResourceStorePaths.wantsSuffix].first(where: name.hasSuffix) {
                         let base = String(name.dropLast(suffix.count))
                         let partial = relative(directory, base + ResourceStorePaths.partialSuffix)
                         if !PosixFile.exists(partial, in: media) && mtime < now - options.settleTime {
@@ -140,10 +142,7 @@ public enum Reconciliation {
                         guard let fd = try PosixFile.openIfExists(path, in: media, .read) else { return }
                         defer { Glibc.close(fd) }
                         guard ResourceLock.tryLock(fd, .exclusive), PosixFile.isSameFile(fd, path, in: media) else { return }
-                        if !dryRun {
-                            try PosixFile.unlinkIfExists(paths.relativePartial, in: media)
-                            try PosixFile.unlinkIfExists(paths.relativeMeta, in: media)
-                        }
+                        if !dryRun { try PosixFile.unlinkIfExists(paths.relativePartial, in: media) }
                         report.removedPartials += StorageUsage(bytes: Int64(st.st_size), count: 1)
                         return
                     }

@@ -25,13 +25,12 @@ enum ResourceRemoval {
     }
 
     /// Removes a resource's complete file or, when it has none, the partial file an entry may
-    /// stand for (a prefix fetched on purpose) with its meta.
+    /// stand for (a prefix fetched on purpose), whose range record goes with it.
     static func remove(_ paths: ResourceStorePaths, in media: ConfinedDirectory, dryRun: Bool) -> Outcome {
         let outcome = remove(paths.relativeComplete, in: media, dryRun: dryRun)
         guard outcome == .missing else { return outcome }
         let partial = remove(paths.relativePartial, in: media, dryRun: dryRun)
         if case .removed = partial, !dryRun {
-            _ = try? PosixFile.unlinkIfExists(paths.relativeMeta, in: media)
             _ = try? PosixFile.unlinkIfExists(paths.relativeWants, in: media)
         }
         return partial

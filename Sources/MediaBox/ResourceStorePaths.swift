@@ -1,7 +1,7 @@
 import Foundation
 
-/// The three files of one resource: the complete file `<name>`, the download in progress
-/// `<name>_partial` and its ranges map `<name>_partial.meta`, where `<name>` is the id's
+/// The files of one resource: the complete file `<name>` and the download in progress
+/// `<name>_partial` (which records its ranges itself, `PartialRangeRecord`), where `<name>` is the id's
 /// `safeFileName`, in its shard directory (`MediaShard`) inside the location's directory (or
 /// directly in the location's directory in the flat layout of older stores). Nothing here ever
 /// contains the raw id.
@@ -10,18 +10,19 @@ public struct ResourceStorePaths: Sendable, Hashable {
     public let fileName: String
     public let complete: String
     public let partial: String
-    public let partialMeta: String
     /// The same names relative to the media directory (`cache/_3f/<name>`): what is resolved
     /// beneath the media directory's descriptor (`ConfinedDirectory`) to reach the files.
     public let relativeDirectory: String
     public let relativeComplete: String
     public var relativePartial: String { relativeComplete + Self.partialSuffix }
-    public var relativeMeta: String { relativeComplete + Self.metaSuffix }
+    /// Where a store written by an earlier version kept the partial file's ranges (imported
+    /// into the partial file when it is next opened: `PartialRangeRecord.importLegacy`).
+    public var relativeLegacyMeta: String { relativeComplete + Self.legacyMetaSuffix }
     /// Ranges other processes ask the partial file's writer for (`ForeignWants`).
     public var relativeWants: String { relativeComplete + Self.wantsSuffix }
 
     public static let partialSuffix = "_partial"
-    public static let metaSuffix = "_partial.meta"
+    public static let legacyMetaSuffix = "_partial.meta"
     public static let wantsSuffix = "_partial.want"
 
     public init(mediaDirectory: String, location: MediaStorageLocation, fileName: String, layout: MediaLayout = .sharded) {
@@ -37,7 +38,6 @@ public struct ResourceStorePaths: Sendable, Hashable {
         self.fileName = fileName
         self.complete = dir + "/" + fileName
         self.partial = complete + Self.partialSuffix
-        self.partialMeta = complete + Self.metaSuffix
     }
 
     public init(mediaDirectory: String, location: MediaStorageLocation, id: MediaResourceId, layout: MediaLayout = .sharded) {

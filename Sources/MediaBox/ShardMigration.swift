@@ -9,7 +9,8 @@ import Foundation
 /// shard directories (`MediaShard`), crash-safe and resumable:
 ///
 /// 1. the shard folders a batch of files needs are created (0700), as writes create them too;
-/// 2. each resource file (`<name>`, `<name>_partial`, `<name>_partial.meta`) is moved with
+/// 2. each resource file (`<name>`, `<name>_partial` with its range record, and the
+///    `_partial.meta` / `_partial.want` files beside it) is moved with
 ///    `link` to its shard, then `unlink` of the flat name. At every instant the file has at least
 ///    one of its two names, so a crash (SIGKILL, power loss after the sync below) never makes it
 ///    unreachable; a file left with both names is finished by the next run (same inode at the
@@ -63,11 +64,12 @@ enum ShardMigration {
     }
 
     /// The safe file name a resource file belongs to (`<name>`, `<name>_partial`,
-    /// `<name>_partial.meta`), or nil for a name MediaBox never produces.
+    /// `<name>_partial.want`, or an earlier version's `<name>_partial.meta`), or nil for a name
+    /// MediaBox never produces.
     static func resourceFileBase(_ name: String) -> String? {
         var base = name
-        if name.hasSuffix(ResourceStorePaths.metaSuffix) {
-            base = String(name.dropLast(ResourceStorePaths.metaSuffix.count))
+        if name.hasSuffix(ResourceStorePaths.legacyMetaSuffix) {
+            base = String(name.dropLast(ResourceStorePaths.legacyMetaSuffix.count))
         } else if name.hasSuffix(ResourceStorePaths.wantsSuffix) {
             base = String(name.dropLast(ResourceStorePaths.wantsSuffix.count))
         } else if name.hasSuffix(ResourceStorePaths.partialSuffix) {

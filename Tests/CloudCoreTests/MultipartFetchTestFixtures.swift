@@ -120,11 +120,9 @@ final class FetchFixture: @unchecked Sendable {
     /// counts a part when it answers), so counters reset afterwards see only the next download.
     static func settle() async throws { try await Task.sleep(for: .milliseconds(500)) }
 
-    /// The ranges a partial download holds now (from its meta).
+    /// The ranges a partial download holds now (from its range record).
     static func storedRanges(_ box: MediaBox, _ id: MediaResourceId) -> [Range<Int64>] {
-        let paths = box.paths(for: id)
-        guard let bytes = FileManager.default.contents(atPath: paths.partialMeta), let meta = PartialFileMeta.decode(bytes) else { return [] }
-        return meta.ranges
+        MediaBoxPartialFile.record(of: box.paths(for: id), in: box.directory)?.ranges ?? []
     }
 }
 

@@ -26,8 +26,7 @@ final class RevisedHeaderFetchTests: XCTestCase {
     }
 
     private func recordedRevision(_ box: MediaBox, _ id: MediaResourceId) -> Int64? {
-        guard let bytes = FileManager.default.contents(atPath: box.paths(for: id).partialMeta) else { return nil }
-        return PartialFileMeta.decode(bytes)?.headerRevision
+        MediaBoxPartialFile.record(of: box.paths(for: id), in: box.directory)?.headerRevision
     }
 
     func testRevisedHeaderIsFetchedAgainAndReplacedWithOnlyTheMissingRanges() async throws {

@@ -128,7 +128,7 @@ private final class CacheSampler {
         var total: Int64 = 0
         let enumerator = FileManager.default.enumerator(atPath: mediaDirectory)
         while let path = enumerator?.nextObject() as? String {
-            guard !path.hasPrefix("storage"), !path.hasSuffix(".meta") else { continue }
+            guard !path.hasPrefix("storage") else { continue }
             let attributes = try? FileManager.default.attributesOfItem(atPath: mediaDirectory + "/" + path)
             guard attributes?[.type] as? FileAttributeType == .typeRegular else { continue }
             total += (attributes?[.size] as? Int64) ?? 0

@@ -1,4 +1,5 @@
 import CloudProtocol
+import ConfinedFiles
 import Foundation
 import MediaBox
 import Postbox
@@ -249,7 +250,7 @@ final class PrefetchCrashIntegrationTests: XCTestCase {
     }
 }
 
-/// A `<name>_partial` download as its meta describes it.
+/// A `<name>_partial` download as its range record describes it.
 struct PartialState: CustomStringConvertible {
     var name: String
     var dataPath: String
@@ -285,24 +286,28 @@ extension JobrunHarness {
             """)
     }
 
-    /// The partial downloads of account 0's resources, from their metas (torn metas left out).
+    /// The partial downloads of account 0's resources, from the range records of their partial
+    /// files (read as MediaBox reads them; a file without a valid record is left out).
     func partials() -> [PartialState] {
         let media = root + "/account-0/postbox/media"
-        let names = (try? MediaShard.storedFileNames(in: media)) ?? []
-        return names.filter { $0.hasSuffix("_partial.meta") }.sorted().compactMap { metaName in
-            let name = String(metaName.dropLast("_partial.meta".count))
-            guard let metaPath = MediaShard.path(in: media, storedFile: metaName), let dataPath = MediaShard.path(in: media, storedFile: name + "_partial"),
-                let data = FileManager.default.contents(atPath: metaPath), let meta = PartialFileMeta.decode(data)
-            else { return nil }
-            return PartialState(name: name, dataPath: dataPath, size: meta.totalSize, ranges: meta.ranges)
+        guard let directory = try? ConfinedDirectory.open(path: media, policy: ConfinementPolicy(allowInsecure: true)) else { return [] }
+        return partialDataFileNames().compactMap { partialName in
+            let name = String(partialName.dropLast(ResourceStorePaths.partialSuffix.count))
+            let paths = ResourceStorePaths(mediaDirectory: media, location: .resources, fileName: name)
+            guard let record = MediaBoxPartialFile.record(of: paths, in: directory) else { return nil }
+            return PartialState(name: name, dataPath: paths.partial, size: record.totalSize, ranges: record.ranges)
         }
     }
 
-    /// Every `…_partial` / `…_partial.meta` name in account 0's media directory.
+    /// The `…_partial` files (downloads in progress) in account 0's media directory.
+    func partialDataFileNames() -> [String] { partialFileNames().filter { $0.hasSuffix(ResourceStorePaths.partialSuffix) } }
+
+    /// Every name of account 0's media directory that is not a partial download or beside one.
     func completeFileNames() -> [String] {
         ((try? MediaShard.storedFileNames(in: root + "/account-0/postbox/media")) ?? []).filter { !$0.contains("_partial") }.sorted()
     }
 
+    /// Every `…_partial` / `…_partial.want` name in account 0's media directory.
     func partialFileNames() -> [String] {
         ((try? MediaShard.storedFileNames(in: root + "/account-0/postbox/media")) ?? []).filter { $0.contains("_partial") }.sorted()
     }

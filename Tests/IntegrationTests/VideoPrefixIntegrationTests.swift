@@ -119,9 +119,9 @@ final class VideoPrefixIntegrationTests: XCTestCase {
         XCTAssertEqual(cleanup.status, 0, cleanup.stdout + cleanup.stderr)
         XCTAssertTrue(try videoEntries(h).isEmpty)
         for e in entries {
-            XCTAssertFalse(FileManager.default.fileExists(atPath: e.path), "\(e.path) was removed")
-            XCTAssertFalse(FileManager.default.fileExists(atPath: e.path + ".meta") && e.path.hasSuffix("_partial"), "its meta too")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: e.path), "\(e.path) was removed, its range record with it")
         }
+        XCTAssertEqual(h.partialFileNames(), [], "nothing of a partial download is left")
     }
 
     /// The cloud revises the headers of prefetched videos: a larger prefix then fetches each
@@ -150,8 +150,9 @@ final class VideoPrefixIntegrationTests: XCTestCase {
                 counters.offsets.keys.allSatisfy { $0 == "0" || Int64($0)! >= p.held.contiguousPrefix },
                 "\(p.entry.resourceId): only the header and the missing ranges: \(counters.offsets)")
             XCTAssertTrue(counters.offsets.values.allSatisfy { $0 == 1 }, "\(counters.offsets)")
-            let meta = FileManager.default.contents(atPath: box.paths(for: MediaResourceId(p.entry.resourceId)).partialMeta)
-            if let meta { XCTAssertEqual(PartialFileMeta.decode(meta)?.headerRevision, 1, p.entry.resourceId) }
+            if let record = MediaBoxPartialFile.record(of: box.paths(for: MediaResourceId(p.entry.resourceId)), in: box.directory) {
+                XCTAssertEqual(record.headerRevision, 1, p.entry.resourceId)
+            }
         }
         let ids = Set(partials.map(\.entry.resourceId))
         let now = try videoEntries(h).filter { ids.contains($0.entry.resourceId) }

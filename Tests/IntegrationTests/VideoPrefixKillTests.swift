@@ -6,8 +6,8 @@ import TestSupport
 import XCTest
 
 /// A ranged prefetch (`videoPrefix`) killed with SIGKILL midway, again and again, against a real
-/// `cloudd`: after every kill each partial file's meta decodes and names only bytes equal to the
-/// cloud's, every index row has its file, what is held only grows (resumed range by range, never
+/// `cloudd`: after every kill each partial file's range record decodes and names only bytes equal
+/// to the cloud's, every index row has its file, what is held only grows (resumed range by range, never
 /// restarted), and a last run completes every prefix.
 final class VideoPrefixKillTests: XCTestCase {
     static let kills = 20
@@ -34,10 +34,10 @@ final class VideoPrefixKillTests: XCTestCase {
             run.signal(SIGKILL)
             _ = run.wait(timeout: 30)
 
-            // Every meta decodes and names only bytes that are the cloud's.
-            let metas = h.partialFileNames().filter { $0.hasSuffix("_partial.meta") }
+            // Every partial file's record decodes and names only bytes that are the cloud's.
+            let names = h.partialDataFileNames()
             let partials = h.partials()
-            XCTAssertEqual(partials.count, metas.count, "kill \(kill): a meta did not decode: \(metas)")
+            XCTAssertEqual(partials.count, names.count, "kill \(kill): a partial file without a valid record: \(names)")
             for p in partials {
                 let data = try XCTUnwrap(FileManager.default.contents(atPath: p.dataPath), p.name)
                 let id = try XCTUnwrap(p.fileId, p.name)

@@ -14,13 +14,13 @@ final class BatchFileTests: XCTestCase {
             let tmp = TemporaryDirectory(prefix: "mediabox-batchfile")
             let media = tmp.path + "/media"
             let box = try MediaBox(basePath: media, options: MediaBox.Options(unnamedBatchFiles: unnamed))
-            // An interrupted download of s0 left a partial and its meta claiming its first 100
-            // bytes; nobody writes them now. The batch replaces them and creates no meta.
+            // An interrupted download of s0 left a partial recording its first 100 bytes; nobody
+            // writes it now. The batch replaces it, and the complete file carries no record.
             let stale = try XCTUnwrap(MediaBoxPartialFile.open(paths: box.paths(for: MediaResourceId("s0")), in: box.directory, wait: true))
             try stale.setSize(700)
             try stale.write(offset: 0, data: MediaTestPattern.bytes(id: "s0", count: 100))
             stale.close()
-            XCTAssertTrue(FileManager.default.fileExists(atPath: box.paths(for: MediaResourceId("s0")).partialMeta))
+            XCTAssertNotNil(RangeRecordOnDisk.value(atPath: box.paths(for: MediaResourceId("s0")).partial))
             // s1 is complete already: it is kept and only touched.
             try box.storeBatch(
                 [(MediaResourceId("s1"), MediaTestPattern.bytes(id: "s1", count: 700))], info: { _ in MediaResourceStorageInfo() }, accessTime: 1)
@@ -32,6 +32,7 @@ final class BatchFileTests: XCTestCase {
                 XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: box.paths(for: id).complete)), data, "unnamed: \(unnamed), \(id)")
             }
             XCTAssertEqual(try MediaShard.storedFileNames(in: media).filter { $0.contains("_") }, [], "unnamed: \(unnamed): no partial names left")
+            for (id, _) in items { XCTAssertNil(RangeRecordOnDisk.value(atPath: box.paths(for: id).complete), "unnamed: \(unnamed), \(id)") }
             XCTAssertEqual(try box.stats().total.count, 300)
             XCTAssertEqual(MediaBoxFixtures.findByteCount(media), try box.stats().total.bytes)
         }
@@ -85,6 +86,6 @@ final class BatchFileTests: XCTestCase {
         writer.close()
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: paths.complete)), full)
         XCTAssertFalse(FileManager.default.fileExists(atPath: paths.partial))
-        XCTAssertFalse(FileManager.default.fileExists(atPath: paths.partialMeta))
+        XCTAssertNil(RangeRecordOnDisk.value(atPath: paths.complete), "the writer's record went with its partial name")
     }
 }

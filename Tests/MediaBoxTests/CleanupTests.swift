@@ -168,26 +168,33 @@ final class CleanupTests: XCTestCase {
     func testReconciliationFixesOrphansOnBothSides() throws {
         let f = try CacheFixture("reconcile")
         for i in 0..<5 { try f.add("k\(i)", size: 50, accessTime: now - 100) }
-        // A row without a file, a file without a row, a stale partial, a leftover partial.
+        // A row without a file, a file without a row, a stale partial, a leftover partial, and
+        // an earlier version's meta left without its partial.
         try FileManager.default.removeItem(atPath: f.box.paths(for: MediaResourceId("k0")).complete)
         let orphan = f.box.paths(for: MediaResourceId("orphan"))
         let stale = f.box.paths(for: MediaResourceId("stale"))
         // Foreign writers create the shard folder, as MediaBox's first file in it would.
         for p in [orphan, stale] { try FileManager.default.createDirectory(atPath: p.directory, withIntermediateDirectories: true) }
         try Data(count: 77).write(to: URL(fileURLWithPath: orphan.complete))
-        try Data(count: 33).write(to: URL(fileURLWithPath: stale.partial))
-        try PartialFileMeta(totalSize: 100, ranges: [0..<33]).encode().withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: stale.partialMeta)) }
+        let writer = try XCTUnwrap(MediaBoxPartialFile.open(paths: stale, in: f.box.directory, wait: true))
+        try writer.setSize(100)
+        try writer.write(offset: 0, data: Data(count: 33))
+        writer.close()
+        let oldMeta = orphan.complete + ResourceStorePaths.legacyMetaSuffix
+        try PartialFileMeta(totalSize: 100, ranges: [0..<33]).encode().withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: oldMeta)) }
         let leftover = f.box.paths(for: MediaResourceId("k1"))
         try FileManager.default.copyItem(atPath: leftover.complete, toPath: leftover.partial)
         let old = Date(timeIntervalSince1970: TimeInterval(now - 100_000))
-        for p in [orphan.complete, stale.partial, stale.partialMeta] {
+        for p in [orphan.complete, stale.partial, oldMeta] {
             try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: p)
         }
         let report = try Reconciliation.run(mediaBox: f.box, options: ReconciliationOptions(stalePartialAge: 3600), now: now)
         XCTAssertEqual(report.droppedRows, StorageUsage(bytes: 50, count: 1))
         XCTAssertEqual(report.indexedFiles, StorageUsage(bytes: 77, count: 1))
-        XCTAssertEqual(report.removedPartials.count, 2)
+        XCTAssertEqual(report.removedPartials.count, 3)
+        XCTAssertEqual(report.foreignFiles, 0, "the old meta is MediaBox's own leftover, not a foreign file")
         XCTAssertFalse(FileManager.default.fileExists(atPath: stale.partial))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: oldMeta))
         XCTAssertFalse(FileManager.default.fileExists(atPath: leftover.partial))
         XCTAssertTrue(FileManager.default.fileExists(atPath: leftover.complete))
         let row = try XCTUnwrap(f.box.storageBox.entry(MediaStorageKey(location: .resources, id: MediaResourceId("orphan"))))

@@ -61,7 +61,7 @@ final class PartWriterTests: XCTestCase {
             XCTFail("expected the cut")
         } catch is DirectWritingFetcher.Cut {}
         let paths = box1.paths(for: resource.id)
-        let meta = try XCTUnwrap(FileManager.default.contents(atPath: paths.partialMeta).flatMap(PartialFileMeta.decode))
+        let meta = try XCTUnwrap(MediaBoxPartialFile.record(of: paths, in: box1.directory))
         XCTAssertEqual(meta.ranges, [0..<4096, 8192..<12_288, 16_384..<20_000], "unreported parts are not recorded")
         let onDisk = try Data(contentsOf: URL(fileURLWithPath: paths.partial))
         XCTAssertEqual(onDisk[4096..<8192], Data(repeating: 0xEE, count: 4096), "the unreported bytes were written, not recorded")

@@ -1,9 +1,10 @@
 import ConfinedFiles
 import Foundation
-import MediaBox
 import Postbox
 import TestSupport
 import XCTest
+
+@testable import MediaBox
 
 /// Counts fetch calls and serves the test pattern, optionally slowly or failing midway.
 final class PatternFetcher: MediaResourceFetcher, @unchecked Sendable {
@@ -106,7 +107,7 @@ final class PartialFileTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaTestPattern.bytes(id: "doc-1", count: 10_500))
         let paths = box.paths(for: resource.id)
         XCTAssertFalse(FileManager.default.fileExists(atPath: paths.partial))
-        XCTAssertFalse(FileManager.default.fileExists(atPath: paths.partialMeta))
+        XCTAssertNil(RangeRecordOnDisk.value(atPath: paths.complete), "the complete file carries no range record")
         let stats = try box.stats()
         XCTAssertEqual(stats.byPeer[PeerId(7)], StorageUsage(bytes: 10_500, count: 1))
         XCTAssertEqual(stats.byContentType[.file], StorageUsage(bytes: 10_500, count: 1))
@@ -136,16 +137,25 @@ final class PartialFileTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data.path)), MediaTestPattern.bytes(id: "video-9", count: 50_000))
     }
 
-    func testTornMetaIsDiscardedAndRefetched() async throws {
-        let tmp = TemporaryDirectory(prefix: "mediabox-torn")
+    func testInvalidRecordIsDiscardedAndRefetched() async throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-invalid-record")
         let resource = SimpleMediaResource("p", size: 8192)
         let box = try MediaBox(basePath: tmp.path + "/media", fetcher: PatternFetcher(chunk: 1024, failAfter: 4096))
         _ = try? await box.fetch(resource, info: MediaResourceStorageInfo())
         let paths = box.paths(for: resource.id)
-        // Garble the data the meta claims and tear the meta: nothing of it may be trusted.
-        try Data(repeating: 0xEE, count: 4096).write(to: URL(fileURLWithPath: paths.partial))
-        let meta = try Data(contentsOf: URL(fileURLWithPath: paths.partialMeta))
-        try meta.prefix(meta.count - 3).write(to: URL(fileURLWithPath: paths.partialMeta))
+        let recorded = try XCTUnwrap(RangeRecordOnDisk.value(atPath: paths.partial))
+        XCTAssertEqual(PartialFileMeta.decode(Data(recorded)), PartialFileMeta(totalSize: 8192, ranges: [0..<4096]))
+        // Garble the data the record claims and damage the record (a value cut short, then a
+        // foreign one): nothing of it may be trusted.
+        for value in [Array(recorded.dropLast(3)), Array("not a record".utf8)] {
+            try Data(repeating: 0xEE, count: 4096).write(to: URL(fileURLWithPath: paths.partial))
+            try RangeRecordOnDisk.set(value, atPath: paths.partial)
+            XCTAssertNil(box.heldRanges(resource.id), "readers see no ranges either")
+            let reopened = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, in: box.directory, wait: true))
+            XCTAssertTrue(reopened.discardedInvalidRecord)
+            XCTAssertEqual(reopened.ranges.totalBytes, 0)
+            reopened.close()
+        }
         let fetcher = PatternFetcher(chunk: 1024)
         let box2 = try MediaBox(basePath: tmp.path + "/media", fetcher: fetcher)
         let data = try await box2.fetch(resource, info: MediaResourceStorageInfo())
@@ -268,32 +278,29 @@ final class PartialFileTests: XCTestCase {
         XCTAssertEqual(try box.stats().total, StorageUsage(bytes: 1000, count: 2))
     }
 
-    func testPartialOpenedWithoutMetaWritesNoMeta() throws {
-        let tmp = TemporaryDirectory(prefix: "mediabox-nometa")
+    func testPartialOpenedWithoutRecordingWritesNoRecord() throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-norecord")
         let box = try MediaBox(basePath: tmp.path + "/media")
         let paths = box.paths(for: MediaResourceId("n"))
-        let p = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, in: box.directory, wait: true, withMeta: false))
+        let p = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, in: box.directory, wait: true, recordsRanges: false))
         try p.setSize(10)
         try p.write(offset: 0, data: Data(repeating: 7, count: 10))
-        XCTAssertFalse(FileManager.default.fileExists(atPath: paths.partialMeta))
+        XCTAssertNil(RangeRecordOnDisk.value(atPath: paths.partial))
         p.close()
-        // A crash here leaves a partial without a meta: a resume trusts nothing and starts from zero.
+        // A crash here leaves a partial without a record: a resume trusts nothing and starts from zero.
         let again = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, in: box.directory, wait: true))
         XCTAssertEqual(again.ranges.totalBytes, 0)
         XCTAssertNil(again.knownSize)
         again.close()
     }
 
-    /// The meta is rewritten in place and cut only when it gets shorter: after ranges grow in
-    /// number and then merge (a shorter meta), and after a reopen, it decodes to exactly the
-    /// ranges held.
-    func testMetaStaysExactAsRangesGrowAndMerge() throws {
-        let tmp = TemporaryDirectory(prefix: "mediabox-metalength")
+    /// The record is replaced at every part: after ranges grow in number and then merge (a
+    /// shorter record), and after a reopen, it decodes to exactly the ranges held.
+    func testRecordStaysExactAsRangesGrowAndMerge() throws {
+        let tmp = TemporaryDirectory(prefix: "mediabox-recordlength")
         let box = try MediaBox(basePath: tmp.path + "/media")
         let paths = box.paths(for: MediaResourceId("m"))
-        func onDisk() throws -> PartialFileMeta {
-            try XCTUnwrap(PartialFileMeta.decode(try Data(contentsOf: URL(fileURLWithPath: paths.partialMeta))))
-        }
+        func onDisk() throws -> PartialFileMeta { try XCTUnwrap(MediaBoxPartialFile.record(of: paths, in: box.directory)) }
         let p = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, in: box.directory, wait: true))
         try p.setSize(100)
         for offset in stride(from: Int64(0), to: 100, by: 20) { try p.write(offset: offset, data: Data(repeating: 1, count: 10)) }
@@ -301,10 +308,12 @@ final class PartialFileTests: XCTestCase {
         for offset in stride(from: Int64(10), to: 100, by: 20) { try p.write(offset: offset, data: Data(repeating: 2, count: 10)) }
         XCTAssertEqual(try onDisk(), PartialFileMeta(totalSize: 100, ranges: [0..<100]))
         p.close()
-        // Reopened over a meta of one range: two ranges, then one again.
+        // A new partial file under the same name: its record went with the old one.
         try FileManager.default.removeItem(atPath: paths.partial)
         let again = try XCTUnwrap(MediaBoxPartialFile.open(paths: paths, in: box.directory, wait: true))
-        XCTAssertEqual(again.ranges.totalBytes, 0, "no data behind the meta: nothing is trusted")
+        XCTAssertEqual(again.ranges.totalBytes, 0, "a new file: nothing recorded")
+        XCTAssertNil(again.knownSize)
+        try again.setSize(100)
         try again.write(offset: 50, data: Data(repeating: 3, count: 10))
         try again.write(offset: 0, data: Data(repeating: 3, count: 10))
         XCTAssertEqual(try onDisk(), PartialFileMeta(totalSize: 100, ranges: [0..<10, 50..<60]))

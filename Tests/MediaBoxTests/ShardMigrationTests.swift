@@ -73,6 +73,11 @@ final class ShardMigrationTests: XCTestCase {
         try partial.setSize(8192)
         try partial.write(offset: 0, data: MediaTestPattern.bytes(id: "half", count: 4096))
         partial.close()
+        // One an earlier version left, its ranges in a `_partial.meta` file beside it.
+        let oldPartial = ResourceStorePaths(mediaDirectory: media, location: .resources, id: MediaResourceId("old"), layout: .flat)
+        try MediaTestPattern.bytes(id: "old", count: 2048).write(to: URL(fileURLWithPath: oldPartial.partial))
+        try Data(PartialFileMeta(totalSize: 8192, ranges: [0..<2048]).encode())
+            .write(to: URL(fileURLWithPath: oldPartial.complete + ResourceStorePaths.legacyMetaSuffix))
         // A file an earlier, interrupted run left with both names (same inode).
         let (id0, location0) = store.ids[0]
         try FileManager.default.createDirectory(
@@ -109,13 +114,21 @@ final class ShardMigrationTests: XCTestCase {
         let done = try await box.fetch(SimpleMediaResource("half", size: 8192), info: MediaResourceStorageInfo(), fetcher: fetcher)
         XCTAssertEqual(fetcher.requests.first?.missingRanges, [4096..<8192])
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: done.path)), MediaTestPattern.bytes(id: "half", count: 8192))
+        // The earlier version's meta moved with its partial file, and its ranges are imported.
+        let old = box.paths(for: MediaResourceId("old"))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: old.complete + ResourceStorePaths.legacyMetaSuffix), "moved into the shard")
+        let oldFetcher = PatternFetcher(chunk: 1024)
+        let oldDone = try await box.fetch(SimpleMediaResource("old", size: 8192), info: MediaResourceStorageInfo(), fetcher: oldFetcher)
+        XCTAssertEqual(oldFetcher.requests.first?.missingRanges, [2048..<8192])
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: oldDone.path)), MediaTestPattern.bytes(id: "old", count: 8192))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: old.complete + ResourceStorePaths.legacyMetaSuffix))
 
         // Index and disk agree: reconciliation has nothing to drop or add.
         let report = try Reconciliation.run(mediaBox: box, options: ReconciliationOptions(settleTime: 0), now: 2_000_000_000)
         XCTAssertEqual(report.droppedRows.count, 0)
         XCTAssertEqual(report.indexedFiles.count, 0)
         XCTAssertEqual(report.foreignFiles, 1)
-        XCTAssertEqual(try box.stats().total.count, 301)
+        XCTAssertEqual(try box.stats().total.count, 302)
         // Opening again does not migrate again (the layout is recorded).
         XCTAssertEqual(try MediaBox(basePath: media).layout, .sharded)
     }
