@@ -21,6 +21,7 @@ typedef int (*cvips_thumbnail_image_fn)(VipsImage *in, VipsImage **out, int widt
 typedef VipsImage *(*cvips_image_copy_memory_fn)(VipsImage *image);
 typedef int (*cvips_image_get_size_fn)(const VipsImage *image);
 typedef const void *(*cvips_image_get_data_fn)(VipsImage *image);
+typedef VipsImage *(*cvips_image_new_from_memory_copy_fn)(const void *data, size_t size, int width, int height, int bands, int format);
 typedef int (*cvips_shrink_fn)(VipsImage *in, VipsImage **out, double hshrink, double vshrink, ...);
 typedef int (*cvips_gaussblur_fn)(VipsImage *in, VipsImage **out, double sigma, ...);
 typedef int (*cvips_jpegsave_buffer_fn)(VipsImage *in, void **buf, size_t *len, ...);
@@ -32,7 +33,6 @@ typedef void (*cvips_g_free_fn)(void *mem);
 #define CVIPS_SIZE_DOWN 2
 /* VipsPrecision: VIPS_PRECISION_INTEGER, VIPS_PRECISION_FLOAT, VIPS_PRECISION_APPROXIMATE. */
 #define CVIPS_PRECISION_INTEGER 0
-#define CVIPS_PRECISION_APPROXIMATE 2
 
 /* libvips' optional arguments are NULL-terminated varargs, which Swift cannot call: each use is
  * wrapped here with a fixed signature. */
@@ -75,10 +75,10 @@ static inline int cvips_shrink(const void *vips_shrink, VipsImage *in, int facto
     return ((cvips_shrink_fn)vips_shrink)(in, out, (double)factor, (double)factor, NULL);
 }
 
-/* Gaussian blur, exact (integer convolution: CVIPS_PRECISION_INTEGER) or with the separable box
- * approximation (CVIPS_PRECISION_APPROXIMATE: no vector program compiled for each image). */
-static inline int cvips_gaussblur(const void *vips_gaussblur, VipsImage *in, double sigma, int precision, VipsImage **out) {
-    return ((cvips_gaussblur_fn)vips_gaussblur)(in, out, sigma, "precision", precision, NULL);
+/* libvips's exact Gaussian blur (integer convolution): the reference the placeholder's own blur
+ * is checked against. */
+static inline int cvips_gaussblur(const void *vips_gaussblur, VipsImage *in, double sigma, VipsImage **out) {
+    return ((cvips_gaussblur_fn)vips_gaussblur)(in, out, sigma, "precision", CVIPS_PRECISION_INTEGER, NULL);
 }
 
 /* Baseline JPEG without metadata; free `*buffer` with cvips_free. */
@@ -107,6 +107,12 @@ static inline int cvips_image_format(const void *vips_image_get_format, VipsImag
  * on failure. */
 static inline const void *cvips_image_data(const void *vips_image_get_data, VipsImage *image) {
     return ((cvips_image_get_data_fn)vips_image_get_data)(image);
+}
+
+/* A new image in memory holding a copy of `size` bytes of 8-bit band-packed rows. */
+static inline VipsImage *cvips_image_from_uchar_pixels(const void *vips_image_new_from_memory_copy, const void *data, size_t size,
+                                                       int width, int height, int bands) {
+    return ((cvips_image_new_from_memory_copy_fn)vips_image_new_from_memory_copy)(data, size, width, height, bands, CVIPS_FORMAT_UCHAR);
 }
 
 static inline void cvips_unref(const void *g_object_unref, VipsImage *image) { ((cvips_g_object_unref_fn)g_object_unref)(image); }

@@ -1,6 +1,14 @@
 import Foundation
 
-/// A Gaussian blur of 8-bit pixels in place, for the blurred placeholder: a few dozen pixels,
+/// 8-bit pixels in band-packed rows, as libvips keeps an image in memory.
+struct UcharPixels: Sendable, Equatable {
+    var bytes: [UInt8]
+    let width: Int
+    let height: Int
+    let bands: Int
+}
+
+/// A Gaussian blur of 8-bit pixels, for the blurred placeholder: a few dozen pixels,
 /// which libvips would blur at the cost of a mask image built and evaluated for each photo
 /// (three pipeline runs, each a thread pool with its objects, of the placeholder's four).
 ///
@@ -24,15 +32,17 @@ struct GaussianBlur: Sendable {
         weights = raw.map { $0 / total }
     }
 
-    /// Blurs `width`×`height` pixels of `bands` band-packed 8-bit samples in place.
-    func apply(_ pixels: UnsafeMutablePointer<UInt8>, width: Int, height: Int, bands: Int) {
-        guard width > 0, height > 0, bands > 0 else { return }
-        let count = width * height * bands
-        var samples = (0..<count).map { Double(pixels[$0]) }
+    /// `pixels` blurred.
+    func apply(_ pixels: UcharPixels) -> UcharPixels {
+        let (width, height, bands) = (pixels.width, pixels.height, pixels.bands)
+        guard width > 0, height > 0, bands > 0, pixels.bytes.count == width * height * bands else { return pixels }
+        var samples = pixels.bytes.map(Double.init)
         // Along the rows (samples `bands` apart), then down the columns (a row apart).
         samples = convolve(samples, lines: height, length: width, lineStride: width * bands, step: bands, bands: bands)
         samples = convolve(samples, lines: width, length: height, lineStride: bands, step: width * bands, bands: bands)
-        for i in 0..<count { pixels[i] = UInt8(min(255, max(0, samples[i].rounded()))) }
+        var blurred = pixels
+        blurred.bytes = samples.map { UInt8(min(255, max(0, $0.rounded()))) }
+        return blurred
     }
 
     /// The mask applied along `lines` lines of `length` pixels, each line `lineStride` samples

@@ -111,17 +111,14 @@ public struct VipsRepresentationGenerator: MediaRepresentationGenerator {
     /// `image` blurred if `photo` asks for it, encoded as JPEG. `image` stays the caller's.
     private static func encode(_ image: OpaquePointer, _ photo: PhotoRepresentation, _ vips: VipsLibrary) throws -> Data {
         guard let sigma = photo.blurSigma else { return try jpeg(image, photo, vips) }
-        // A lazy image is run into a copy of its own here (a decode fails here), and blurred in
-        // place; one already in memory is shared (a smaller representation may be made from it),
-        // and is blurred by libvips instead.
-        guard let copy = vips.copyMemory(image) else { throw VipsError(operation: "decode", detail: vips.takeError()) }
-        defer { vips.unref(copy) }
-        if copy != image, let (pixels, bands) = vips.ucharPixels(copy) {
-            let (width, height) = vips.size(copy)
-            GaussianBlur(sigma: sigma).apply(pixels, width: width, height: height, bands: bands)
-            return try jpeg(copy, photo, vips)
+        // A placeholder's few pixels are blurred here (`GaussianBlur`), read from the image in
+        // memory (a lazy one runs here, so a decode fails here) into a new image.
+        guard let source = vips.copyMemory(image) else { throw VipsError(operation: "decode", detail: vips.takeError()) }
+        defer { vips.unref(source) }
+        guard let pixels = vips.ucharPixels(source) else { throw VipsError(operation: "blur", detail: "not an 8-bit image") }
+        guard let blurred = vips.image(GaussianBlur(sigma: sigma).apply(pixels)) else {
+            throw VipsError(operation: "blur", detail: vips.takeError())
         }
-        guard let blurred = vips.gaussblur(copy, sigma: sigma) else { throw VipsError(operation: "blur", detail: vips.takeError()) }
         defer { vips.unref(blurred) }
         return try jpeg(blurred, photo, vips)
     }
