@@ -20,6 +20,8 @@ typedef int (*cvips_thumbnail_fn)(const char *filename, VipsImage **out, int wid
 typedef int (*cvips_thumbnail_image_fn)(VipsImage *in, VipsImage **out, int width, ...);
 typedef VipsImage *(*cvips_image_copy_memory_fn)(VipsImage *image);
 typedef int (*cvips_image_get_size_fn)(const VipsImage *image);
+typedef const void *(*cvips_image_get_data_fn)(VipsImage *image);
+typedef VipsImage *(*cvips_image_new_from_memory_copy_fn)(const void *data, size_t size, int width, int height, int bands, int format);
 typedef int (*cvips_shrink_fn)(VipsImage *in, VipsImage **out, double hshrink, double vshrink, ...);
 typedef int (*cvips_gaussblur_fn)(VipsImage *in, VipsImage **out, double sigma, ...);
 typedef int (*cvips_jpegsave_buffer_fn)(VipsImage *in, void **buf, size_t *len, ...);
@@ -30,7 +32,7 @@ typedef void (*cvips_g_free_fn)(void *mem);
 /* VipsSize: VIPS_SIZE_BOTH, VIPS_SIZE_UP, VIPS_SIZE_DOWN, VIPS_SIZE_FORCE. */
 #define CVIPS_SIZE_DOWN 2
 /* VipsPrecision: VIPS_PRECISION_INTEGER, VIPS_PRECISION_FLOAT, VIPS_PRECISION_APPROXIMATE. */
-#define CVIPS_PRECISION_APPROXIMATE 2
+#define CVIPS_PRECISION_INTEGER 0
 
 /* libvips' optional arguments are NULL-terminated varargs, which Swift cannot call: each use is
  * wrapped here with a fixed signature. */
@@ -73,10 +75,10 @@ static inline int cvips_shrink(const void *vips_shrink, VipsImage *in, int facto
     return ((cvips_shrink_fn)vips_shrink)(in, out, (double)factor, (double)factor, NULL);
 }
 
-/* Gaussian blur with the separable box approximation: within one level of the exact integer
- * convolution, and, unlike it, no vector program compiled for each image. */
+/* libvips's exact Gaussian blur (integer convolution): the reference the placeholder's own blur
+ * is checked against. */
 static inline int cvips_gaussblur(const void *vips_gaussblur, VipsImage *in, double sigma, VipsImage **out) {
-    return ((cvips_gaussblur_fn)vips_gaussblur)(in, out, sigma, "precision", CVIPS_PRECISION_APPROXIMATE, NULL);
+    return ((cvips_gaussblur_fn)vips_gaussblur)(in, out, sigma, "precision", CVIPS_PRECISION_INTEGER, NULL);
 }
 
 /* Baseline JPEG without metadata; free `*buffer` with cvips_free. */
@@ -89,6 +91,28 @@ static inline int cvips_image_width(const void *vips_image_get_width, VipsImage 
 }
 static inline int cvips_image_height(const void *vips_image_get_height, VipsImage *image) {
     return ((cvips_image_get_size_fn)vips_image_get_height)(image);
+}
+
+/* Bands and band format (VipsBandFormat; 0 is VIPS_FORMAT_UCHAR) of `image`: the same signature
+ * as its width and height. */
+#define CVIPS_FORMAT_UCHAR 0
+static inline int cvips_image_bands(const void *vips_image_get_bands, VipsImage *image) {
+    return ((cvips_image_get_size_fn)vips_image_get_bands)(image);
+}
+static inline int cvips_image_format(const void *vips_image_get_format, VipsImage *image) {
+    return ((cvips_image_get_size_fn)vips_image_get_format)(image);
+}
+
+/* The pixels of an image in memory (`vips_image_copy_memory`'s result), band-packed rows; NULL
+ * on failure. */
+static inline const void *cvips_image_data(const void *vips_image_get_data, VipsImage *image) {
+    return ((cvips_image_get_data_fn)vips_image_get_data)(image);
+}
+
+/* A new image in memory holding a copy of `size` bytes of 8-bit band-packed rows. */
+static inline VipsImage *cvips_image_from_uchar_pixels(const void *vips_image_new_from_memory_copy, const void *data, size_t size,
+                                                       int width, int height, int bands) {
+    return ((cvips_image_new_from_memory_copy_fn)vips_image_new_from_memory_copy)(data, size, width, height, bands, CVIPS_FORMAT_UCHAR);
 }
 
 static inline void cvips_unref(const void *g_object_unref, VipsImage *image) { ((cvips_g_object_unref_fn)g_object_unref)(image); }

@@ -47,4 +47,38 @@ final class VipsRepresentationGeneratorTests: XCTestCase {
             XCTAssertLessThanOrEqual(max(alone.width, alone.height), box)
         }
     }
+
+    /// The placeholder's blur, done on its few pixels instead of by libvips (whose mask would be
+    /// built and evaluated for each photo), matches libvips's exact `gaussblur` of the same
+    /// pixels within a level (libvips's box approximation is within two of it), and blurs: it
+    /// changes pixels, and a flat image stays flat.
+    func testThePlaceholderBlurMatchesLibvips() throws {
+        let directory = try TestPaths.makeTempDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let vips = try VipsLibrary.shared.get()
+        let path = directory.appendingPathComponent("photo.jpg").path
+        try ClouddPhotos.jpeg(seed: 7, fileId: 3, width: 800, height: 600).write(to: URL(fileURLWithPath: path))
+        // A 40×30 image in memory (larger than a placeholder, so the edges are not all of it).
+        let lazy = try XCTUnwrap(vips.thumbnail(file: path, width: 40, height: 40), vips.takeError())
+        defer { vips.unref(lazy) }
+        let source = try XCTUnwrap(vips.copyMemory(lazy), vips.takeError())
+        defer { vips.unref(source) }
+        let original = try XCTUnwrap(vips.ucharPixels(source))
+        let mine = GaussianBlur(sigma: 0.8).apply(original)
+        let blurredByLibvips = try XCTUnwrap(vips.gaussblur(source, sigma: 0.8), vips.takeError())
+        defer { vips.unref(blurredByLibvips) }
+        let theirs = try XCTUnwrap(vips.copyMemory(blurredByLibvips), vips.takeError())
+        defer { vips.unref(theirs) }
+        let reference = try XCTUnwrap(vips.ucharPixels(theirs))
+        XCTAssertEqual([reference.width, reference.height, reference.bands], [mine.width, mine.height, mine.bands])
+        let worst = zip(mine.bytes, reference.bytes).map { abs(Int($0) - Int($1)) }.max() ?? 0
+        XCTAssertLessThanOrEqual(worst, 1, "largest difference from libvips's exact gaussblur, in levels")
+        XCTAssertGreaterThan(zip(mine.bytes, original.bytes).filter { $0 != $1 }.count, original.bytes.count / 4, "blurred")
+        // Back into an image and out: the same pixels.
+        let wrapped = try XCTUnwrap(vips.image(mine), vips.takeError())
+        defer { vips.unref(wrapped) }
+        XCTAssertEqual(vips.ucharPixels(wrapped), mine)
+        let flat = GaussianBlur(sigma: 0.8).apply(UcharPixels(bytes: [UInt8](repeating: 77, count: 10 * 8 * 3), width: 10, height: 8, bands: 3))
+        XCTAssertEqual(Set(flat.bytes), [77])
+    }
 }

@@ -24,7 +24,8 @@ struct VipsLibrary: @unchecked Sendable {  // the addresses of code in a library
     /// once, thread-safely): the result, a failure included, is kept for the process's life.
     static let shared = Result { () throws(JobError) in try load(soname) }
 
-    private let thumbnail, thumbnailImage, copyMemory, imageWidth, imageHeight, shrink, gaussblur: UnsafeRawPointer
+    private let thumbnail, thumbnailImage, copyMemory, imageWidth, imageHeight, imageBands, imageFormat, imageData: UnsafeRawPointer
+    private let imageFromMemory, shrink, gaussblur: UnsafeRawPointer
     private let jpegsaveBuffer, errorBufferCopy, objectUnref, free: UnsafeRawPointer
 
     /// Opens `soname`, resolves the entry points jobrun uses and starts libvips. A library that
@@ -39,6 +40,8 @@ struct VipsLibrary: @unchecked Sendable {  // the addresses of code in a library
         let library = VipsLibrary(
             thumbnail: try symbol("vips_thumbnail"), thumbnailImage: try symbol("vips_thumbnail_image"),
             copyMemory: try symbol("vips_image_copy_memory"), imageWidth: try symbol("vips_image_get_width"), imageHeight: try symbol("vips_image_get_height"),
+            imageBands: try symbol("vips_image_get_bands"), imageFormat: try symbol("vips_image_get_format"),
+            imageData: try symbol("vips_image_get_data"), imageFromMemory: try symbol("vips_image_new_from_memory_copy"),
             shrink: try symbol("vips_shrink"), gaussblur: try symbol("vips_gaussblur"),
             jpegsaveBuffer: try symbol("vips_jpegsave_buffer"), errorBufferCopy: try symbol("vips_error_buffer_copy"),
             objectUnref: try symbol("g_object_unref"), free: try symbol("g_free"))
@@ -93,7 +96,26 @@ struct VipsLibrary: @unchecked Sendable {  // the addresses of code in a library
         (Int(cvips_image_width(imageWidth, image)), Int(cvips_image_height(imageHeight, image)))
     }
 
-    /// `image` with a Gaussian blur of `sigma` (the box approximation), or nil.
+    /// A copy of the 8-bit pixels of `image`, an image in memory (`copyMemory`'s), as band-packed
+    /// rows; nil for any other band format.
+    func ucharPixels(_ image: OpaquePointer) -> UcharPixels? {
+        guard cvips_image_format(imageFormat, image) == CVIPS_FORMAT_UCHAR, let data = cvips_image_data(imageData, image) else { return nil }
+        let (width, height) = size(image)
+        let bands = Int(cvips_image_bands(imageBands, image))
+        let bytes = [UInt8](UnsafeRawBufferPointer(start: data, count: width * height * bands))
+        return UcharPixels(bytes: bytes, width: width, height: height, bands: bands)
+    }
+
+    /// A new image in memory holding a copy of `pixels`, or nil.
+    func image(_ pixels: UcharPixels) -> OpaquePointer? {
+        pixels.bytes.withUnsafeBytes { raw in
+            cvips_image_from_uchar_pixels(
+                imageFromMemory, raw.baseAddress, raw.count, Int32(pixels.width), Int32(pixels.height), Int32(pixels.bands))
+        }
+    }
+
+    /// `image` with libvips's exact Gaussian blur of `sigma` (integer convolution), or nil: the
+    /// reference for `GaussianBlur`.
     func gaussblur(_ image: OpaquePointer, sigma: Double) -> OpaquePointer? {
         var blurred: OpaquePointer?
         guard cvips_gaussblur(gaussblur, image, sigma, &blurred) == 0 else { return nil }

@@ -110,13 +110,22 @@ public struct VipsRepresentationGenerator: MediaRepresentationGenerator {
 
     /// `image` blurred if `photo` asks for it, encoded as JPEG. `image` stays the caller's.
     private static func encode(_ image: OpaquePointer, _ photo: PhotoRepresentation, _ vips: VipsLibrary) throws -> Data {
-        var blurred: OpaquePointer?
-        if let sigma = photo.blurSigma {
-            blurred = vips.gaussblur(image, sigma: sigma)
-            guard blurred != nil else { throw VipsError(operation: "blur", detail: vips.takeError()) }
+        guard let sigma = photo.blurSigma else { return try jpeg(image, photo, vips) }
+        // A placeholder's few pixels are blurred here (`GaussianBlur`), read from the image in
+        // memory (a lazy one runs here, so a decode fails here) into a new image.
+        guard let source = vips.copyMemory(image) else { throw VipsError(operation: "decode", detail: vips.takeError()) }
+        defer { vips.unref(source) }
+        guard let pixels = vips.ucharPixels(source) else { throw VipsError(operation: "blur", detail: "not an 8-bit image") }
+        guard let blurred = vips.image(GaussianBlur(sigma: sigma).apply(pixels)) else {
+            throw VipsError(operation: "blur", detail: vips.takeError())
         }
-        defer { if let blurred { vips.unref(blurred) } }
-        guard let data = vips.jpeg(blurred ?? image, quality: photo.quality) else {
+        defer { vips.unref(blurred) }
+        return try jpeg(blurred, photo, vips)
+    }
+
+    /// `image` encoded as JPEG at `photo`'s quality.
+    private static func jpeg(_ image: OpaquePointer, _ photo: PhotoRepresentation, _ vips: VipsLibrary) throws -> Data {
+        guard let data = vips.jpeg(image, quality: photo.quality) else {
             throw VipsError(operation: "decode", detail: vips.takeError())
         }
         return data
