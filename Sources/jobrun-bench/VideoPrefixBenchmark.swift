@@ -68,7 +68,10 @@ struct VideoPrefixBench: ParsableCommand {
         defer { WorkDirectory.remove(work) }
         var datacenters: [Int: String] = [:]
         for (i, u) in dcURLs.enumerated() { datacenters[i + 1] = u }
-        let fetcher = MultipartFetch(transport: transport, configuration: MultipartFetchConfiguration(datacenters: datacenters))
+        // Counted where requests leave: how many parts each prefix really took.
+        let counting = RequestCountingTransport(transport)
+        let fetcher = MultipartFetch(transport: counting, configuration: MultipartFetchConfiguration(datacenters: datacenters))
+        var productRequests: [Int] = []
 
         /// Seconds the product takes to fetch every prefix into a new MediaBox at `path`:
         /// ranged fetches, header first, checked to hold each prefix. The store is prepared
@@ -80,6 +83,7 @@ struct VideoPrefixBench: ParsableCommand {
             let resources = try box.locationDirectory(.resources)
             for shard in MediaShard.names { _ = try resources.directory(shard, create: true) }
             settleDisk()
+            let sentBefore = counting.sent
             let start = DispatchTime.now().uptimeNanoseconds
             try await withThrowingTaskGroup(of: Void.self) { group in
                 var next = 0
@@ -93,6 +97,7 @@ struct VideoPrefixBench: ParsableCommand {
                 while try await group.next() != nil { add() }
             }
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            productRequests.append(counting.sent - sentBefore)
             for d in set {
                 let held = try required(box.heldRanges(CloudDocumentMediaResource(document: d, reference: .standalone).id), "\(d.id)")
                 guard held.ranges.contains(0..<prefix) else { throw BenchError("video \(d.id): prefix not held: \(held.ranges)") }
@@ -157,6 +162,8 @@ struct VideoPrefixBench: ParsableCommand {
         print("curl --parallel-max \(parallel) -r 0-\(prefix - 1): \(fmt(curl)) s, \(fmt(mb / curl, 0)) MB/s")
         print("aria2c -j \(parallel) (prefix URL, no control-file saves): \(fmt(aria)) s, \(fmt(mb / aria, 0)) MB/s")
         print("  MediaBox's shared part limit after the prefixes: \(partLimit)")
+        let perVideo = productRequests.map { fmt(Double($0) / Double(max(1, set.count)), 1) }.joined(separator: " ")
+        print("  MediaBox's requests per video, each round: \(perVideo) (curl and aria2c: 1)")
         print(
             "(all: the same bytes from the same cloud, none synced to disk, into folders made before the clock starts: "
                 + "MediaBox's store with its \(MediaShard.count) shard folders, as a store in use has them. MediaBox also verifies "
