@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import NIOPosix
 
 /// The reference cloud server: N datacenters and a CDN on loopback ports in one process,
 /// sharing one synthetic dataset. Start it in-process with `CloudServer.start(_:)`.
@@ -18,13 +19,20 @@ public final class CloudServer: Sendable {
 
     let core: ServerCore
     private let tasks: [Task<Void, Never>]
+    /// The listeners' threads, the server's own: `stop()` ends them, so no thread of the server
+    /// still runs when a process that stopped it exits (and tears down the runtime under it).
+    private let eventLoopGroup: MultiThreadedEventLoopGroup
     private let ownsUploadDirectory: Bool
 
-    private init(dcURLs: [URL], cdnURL: URL, core: ServerCore, tasks: [Task<Void, Never>], uploadDirectory: String, owns: Bool) {
+    private init(
+        dcURLs: [URL], cdnURL: URL, core: ServerCore, tasks: [Task<Void, Never>], eventLoopGroup: MultiThreadedEventLoopGroup,
+        uploadDirectory: String, owns: Bool
+    ) {
         self.dcURLs = dcURLs
         self.cdnURL = cdnURL
         self.core = core
         self.tasks = tasks
+        self.eventLoopGroup = eventLoopGroup
         self.uploadDirectory = uploadDirectory
         self.ownsUploadDirectory = owns
     }
@@ -40,17 +48,20 @@ public final class CloudServer: Sendable {
         }
         roles.append((.cdn, config.portBase == 0 ? 0 : config.portBase + 100))
 
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
         var tasks: [Task<Void, Never>] = []
         var ports: [Int] = []
         do {
             for (role, port) in roles {
-                let (task, bound) = try await listen(core: core, role: role, host: config.host, port: port)
+                let (task, bound) = try await listen(core: core, role: role, host: config.host, port: port, group: group)
                 tasks.append(task)
                 ports.append(bound)
             }
         } catch {
             for t in tasks { t.cancel() }
             for t in tasks { await t.value }
+            await core.bytes.stopPartHashes()
+            try? await group.shutdownGracefully()
             throw error
         }
         let urls = ports.map { URL(string: "http://\(config.host):\($0)")! }
@@ -59,11 +70,14 @@ public final class CloudServer: Sendable {
             for (i, url) in dcURLs.enumerated() { u.dcs[i + 1] = url.absoluteString }
             u.cdn = urls.last!.absoluteString
         }
-        return CloudServer(dcURLs: dcURLs, cdnURL: urls.last!, core: core, tasks: tasks, uploadDirectory: dir, owns: owns)
+        return CloudServer(
+            dcURLs: dcURLs, cdnURL: urls.last!, core: core, tasks: tasks, eventLoopGroup: group, uploadDirectory: dir, owns: owns)
     }
 
     /// Runs one listener; returns its task and the bound port once it accepts connections.
-    private static func listen(core: ServerCore, role: ListenerRole, host: String, port: Int) async throws -> (Task<Void, Never>, Int) {
+    private static func listen(
+        core: ServerCore, role: ListenerRole, host: String, port: Int, group: MultiThreadedEventLoopGroup
+    ) async throws -> (Task<Void, Never>, Int) {
         let signal = PortSignal()
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             await core.respond(to: request, role: role)
@@ -72,6 +86,7 @@ public final class CloudServer: Sendable {
             responder: responder,
             configuration: .init(address: .hostname(host, port: port), serverName: nil, reuseAddress: true),
             onServerRunning: { channel in signal.resolve(.success(channel.localAddress?.port ?? port)) },
+            eventLoopGroupProvider: .shared(group),
             logger: Logger(label: "cloudd", factory: { _ in SwiftLogNoOpLogHandler() })
         )
         let task = Task {
@@ -86,10 +101,13 @@ public final class CloudServer: Sendable {
         return (task, bound)
     }
 
-    /// Stops every listener (in-flight requests are cut) and removes a temporary upload directory.
+    /// Stops every listener (in-flight requests are cut), background part hashing and the
+    /// listeners' threads, and removes a temporary upload directory.
     public func stop() async {
         for t in tasks { t.cancel() }
         for t in tasks { await t.value }
+        await core.bytes.stopPartHashes()
+        try? await eventLoopGroup.shutdownGracefully()
         if ownsUploadDirectory { try? FileManager.default.removeItem(atPath: uploadDirectory) }
     }
 

@@ -68,7 +68,9 @@ final class FileBytes: Sendable {
 
     /// Files whose part hashes are still being computed in the background.
     private let hashingBacklog = Locked<Int>(0)
-    private static let hashingQueue = DispatchQueue(label: "cloudd.part-hashes", qos: .utility)
+    /// Set by `stopPartHashes()`: the background pass ends before its next part.
+    private let hashingStopped = Locked<Bool>(false)
+    private let hashingQueue = DispatchQueue(label: "cloudd.part-hashes", qos: .utility)
 
     /// Files not yet through `computePartHashes` (0 once every file has its part hashes).
     var partHashesPending: Int { hashingBacklog.withLock { $0 } }
@@ -101,11 +103,12 @@ final class FileBytes: Sendable {
         }.sorted { ($0.size, $0.id) < ($1.size, $1.id) }
         guard !todo.isEmpty else { return }
         hashingBacklog.withLock { $0 += todo.count }
-        Self.hashingQueue.async {
+        hashingQueue.async {
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(FilePartRules.maxPartSize), alignment: 16)
             defer { buffer.deallocate() }
             for file in todo {
                 for (offset, count) in Self.standardParts(size: file.size) {
+                    if self.hashingStopped.withLock({ $0 }) { return }
                     let key = PartKey(fileId: file.id, offset: offset, count: count, encrypted: false)
                     if self.partHashes.withLock({ $0[key] }) != nil { continue }
                     let slice = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
@@ -116,6 +119,13 @@ final class FileBytes: Sendable {
                 self.hashingBacklog.withLock { $0 -= 1 }
             }
         }
+    }
+
+    /// Ends background part hashing and returns once no hashing work runs.
+    func stopPartHashes() async {
+        hashingStopped.withLock { $0 = true }
+        // The queue is serial: once this block runs, every pass queued before it has ended.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in hashingQueue.async { done.resume() } }
     }
 
     /// Writes the served bytes `offset..<offset+buffer.count` of `file` into `buffer`

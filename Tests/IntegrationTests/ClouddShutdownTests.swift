@@ -13,7 +13,13 @@ final class ClouddShutdownTests: XCTestCase {
             try h.syncOnce(initialMessages: 20)
             cloud.process.signal(SIGTERM)
             let status = cloud.process.wait(timeout: 60)
-            XCTAssertEqual(status, 0, "round \(round): cloudd did not exit cleanly on SIGTERM: \(cloud.process.stderr.suffix(2000))")
+            XCTAssertEqual(status, 0, "round \(round): cloudd did not exit cleanly on SIGTERM: \(Self.crashReport(cloud.process.stderr))")
         }
+    }
+
+    /// The crashed thread's frames and what follows, from a backtrace on stderr (or its tail).
+    static func crashReport(_ stderr: String) -> String {
+        guard let crashed = stderr.range(of: "crashed:") else { return String(stderr.suffix(2000)) }
+        return String(stderr[crashed.lowerBound...].prefix(6000))
     }
 }
