@@ -5,6 +5,7 @@ import CloudServer
 import Foundation
 import MediaBox
 import Postbox
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -127,11 +128,25 @@ final class FetchFixture: @unchecked Sendable {
 }
 
 /// Passes through an inner fetcher's events and fails after `parts` data parts: a download
-/// interrupted midway (the partial file keeps what was written).
+/// interrupted midway (the partial file keeps what was written). Parts may come in any order,
+/// so `passedBytes` tells how many bytes the parts let through hold.
 struct InterruptingFetcher: MediaResourceFetcher {
     struct Interrupted: Error {}
     let inner: any MediaResourceFetcher
     let parts: Int
+    private let passed = Tally()
+
+    init(inner: any MediaResourceFetcher, parts: Int) {
+        self.inner = inner
+        self.parts = parts
+    }
+
+    /// Bytes of the data events let through before the interruption.
+    var passedBytes: Int64 { passed.bytes.withLock { $0 } }
+
+    private final class Tally: Sendable {
+        let bytes = Mutex<Int64>(0)
+    }
 
     private final class State: @unchecked Sendable {
         // @unchecked Sendable: used by one consumer at a time (MediaBox's fetch loop).
@@ -143,10 +158,14 @@ struct InterruptingFetcher: MediaResourceFetcher {
     func fetch(_ request: MediaResourceFetchRequest) -> AsyncThrowingStream<MediaResourceFetchEvent, any Error> {
         let state = State(inner.fetch(request))
         let limit = parts
+        let passed = self.passed
         return AsyncThrowingStream(unfolding: {
             if state.seen >= limit { throw Interrupted() }
             guard let e = try await state.iterator.next() else { return nil }
-            if e.deliveredBytes > 0 { state.seen += 1 }
+            if e.deliveredBytes > 0 {
+                state.seen += 1
+                passed.bytes.withLock { $0 += Int64(e.deliveredBytes) }
+            }
             return e
         })
     }
