@@ -58,10 +58,7 @@ public final class CloudServer: Sendable {
                 ports.append(bound)
             }
         } catch {
-            for t in tasks { t.cancel() }
-            for t in tasks { await t.value }
-            await core.bytes.stopPartHashes()
-            try? await group.shutdownGracefully()
+            await shutDown(tasks, core, group)
             throw error
         }
         let urls = ports.map { URL(string: "http://\(config.host):\($0)")! }
@@ -104,11 +101,16 @@ public final class CloudServer: Sendable {
     /// Stops every listener (in-flight requests are cut), background part hashing and the
     /// listeners' threads, and removes a temporary upload directory.
     public func stop() async {
+        await Self.shutDown(tasks, core, eventLoopGroup)
+        if ownsUploadDirectory { try? FileManager.default.removeItem(atPath: uploadDirectory) }
+    }
+
+    /// Ends the listeners, then background part hashing, then the listeners' threads.
+    private static func shutDown(_ tasks: [Task<Void, Never>], _ core: ServerCore, _ group: MultiThreadedEventLoopGroup) async {
         for t in tasks { t.cancel() }
         for t in tasks { await t.value }
         await core.bytes.stopPartHashes()
-        try? await eventLoopGroup.shutdownGracefully()
-        if ownsUploadDirectory { try? FileManager.default.removeItem(atPath: uploadDirectory) }
+        try? await group.shutdownGracefully()
     }
 
     /// The one-line JSON `cloudd` prints when ready:
