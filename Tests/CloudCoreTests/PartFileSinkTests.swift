@@ -32,7 +32,7 @@ final class PartFileSinkTests: XCTestCase {
             XCTAssertEqual(inFile, whole == 0 ? 0 : 2 * block + whole, "after \(at) bytes only whole blocks are in the file")
         }
         XCTAssertEqual(at, bytes.count)
-        XCTAssertEqual(sink.written, Int64(bytes.count))
+        XCTAssertEqual(sink.received, Int64(bytes.count))
 
         try await sink.commit()
         let data = try Data(contentsOf: URL(fileURLWithPath: path))

@@ -25,7 +25,7 @@ final class PartFileSink: @unchecked Sendable {
     /// Bytes of the part already written to the file (a multiple of `blockSize`, until `commit`).
     private var flushed: Int64 = 0
     /// Bytes of the part received.
-    private(set) var written: Int64 = 0
+    private(set) var received: Int64 = 0
 
     /// Gathered before each write of a streamed part.
     static let blockSize = 64 << 10
@@ -64,29 +64,29 @@ final class PartFileSink: @unchecked Sendable {
 
     /// Writes what the block holds at its place in the file.
     private func flushBlock() throws {
-        let count = Int(written - flushed)
+        let count = Int(received - flushed)
         guard count > 0, let block else { return }
         try writer.write(UnsafeRawBufferPointer(rebasing: block[0..<count]), at: part.offset + flushed)
-        flushed = written
+        flushed = received
     }
 
     private func consume(_ bytes: UnsafeRawBufferPointer) throws {
-        let end = written + Int64(bytes.count)
+        let end = received + Int64(bytes.count)
         guard end <= part.limit else { throw TransportError.tooLarge(limit: part.limit, received: end) }
         if let buffer {
             guard buffer.append(bytes) else { throw TransportError.tooLarge(limit: Int64(buffer.capacity), received: end) }
-            written = end
+            received = end
             return
         }
         if block == nil { block = .allocate(byteCount: Self.blockSize, alignment: 4096) }
         var rest = bytes
         while !rest.isEmpty, let block {
-            let filled = Int(written - flushed)
+            let filled = Int(received - flushed)
             let n = min(rest.count, Self.blockSize - filled)
             UnsafeMutableRawBufferPointer(rebasing: block[filled..<(filled + n)]).copyMemory(from: UnsafeRawBufferPointer(rebasing: rest[0..<n]))
-            written += Int64(n)
+            received += Int64(n)
             rest = UnsafeRawBufferPointer(rebasing: rest[n...])
-            if written - flushed == Int64(Self.blockSize) { try flushBlock() }
+            if received - flushed == Int64(Self.blockSize) { try flushBlock() }
         }
     }
 }

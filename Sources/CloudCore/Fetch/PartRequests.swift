@@ -44,7 +44,7 @@ struct PartRequests: Sendable {
             return .retry(reason: "part answer without a valid \(CloudHeader.fileSize)", badAnswer: true)
         }
         let expected = max(0, min(part.offset + part.limit, size) - part.offset)
-        let received = sink?.written ?? Int64(response.body.count)
+        let received = sink?.received ?? Int64(response.body.count)
         guard received == expected else {
             return .retry(reason: "part of \(received) bytes, expected \(expected)", badAnswer: true)
         }
